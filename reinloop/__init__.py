@@ -1,0 +1,50 @@
+"""reinloop: a tool-using LLM agent loop on a short rein.
+
+An explicit LangGraph (decide → parse → validate → execute → memorize →
+guard) whose guards stop runaway loops, whose state is typed and
+checkpointable, and whose runs can be inspected and resumed.
+"""
+
+from .context import AgentContext
+from .errors import (
+    ConfigurationError,
+    DuplicateToolError,
+    ModelCallError,
+    ModelSetupError,
+    NotResumableError,
+    ReinloopError,
+    RunError,
+    ScriptExhaustedError,
+    StorageError,
+    ThreadNotFoundError,
+    UnknownToolError,
+)
+from .graph import ReinloopGraph, build_graph
+from .limits import Limits
+from .state import Action, AgentState, Counters, Step
+from .tools import ToolRegistry
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Action",
+    "AgentContext",
+    "AgentState",
+    "ConfigurationError",
+    "Counters",
+    "DuplicateToolError",
+    "Limits",
+    "ModelCallError",
+    "ModelSetupError",
+    "NotResumableError",
+    "ReinloopError",
+    "ReinloopGraph",
+    "RunError",
+    "ScriptExhaustedError",
+    "Step",
+    "StorageError",
+    "ThreadNotFoundError",
+    "ToolRegistry",
+    "UnknownToolError",
+    "build_graph",
+]

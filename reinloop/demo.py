@@ -1,0 +1,124 @@
+"""``reinloop demo``: the seeds' example agents, run offline with a scripted model.
+
+Each scenario is one configuration of the same graph: the protocol, the tools
+and the model's scripted replies. The last one shows a guard at work: a model
+that keeps repeating itself gets a hint, then the run is broken.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from langchain_core.messages import AIMessage
+
+from .api import EventHandler, run
+from .limits import Limits
+from .outcome import Outcome
+from .testing import ScriptedChatModel, tool_call
+from .tools.catalog import builtins
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A seed example: a task, a protocol, and the replies of the scripted model."""
+
+    name: str
+    task: str
+    protocol: str
+    replies: list[Any]
+    expected_answer: str | None
+    expected_break: str | None = None
+    limits: Limits = field(default_factory=Limits)
+
+    def model(self) -> ScriptedChatModel:
+        """A fresh scripted model for this scenario."""
+        return ScriptedChatModel(replies=list(self.replies))
+
+
+SEED_000 = Scenario(
+    name="seed 000: user lookup then arithmetic (json protocol, one reply needs repair)",
+    task="查询用户ID为1的信息，然后计算他的年龄乘以2的结果",
+    protocol="json",
+    replies=[
+        'Sure! ```json\n{"thought": "先查询用户1", "tool": "db_query", "args": {"table": "users", "key": "1",}}\n```',
+        "我认为答案是……",
+        {"thought": "张三30岁，计算30*2", "tool": "calculator", "args": {"expression": "30*2"}},
+        {"thought": "计算结果是60", "final_answer": "60"},
+    ],
+    expected_answer="60",
+)
+
+SEED_001 = Scenario(
+    name="seed 001: weather then a conversion (native tool calling)",
+    task="杭州今天天气怎么样？如果气温高于20度，帮我算一下 (22*1.8)+32 是多少",
+    protocol="tool_calling",
+    replies=[
+        [tool_call("get_weather", {"city": "杭州"})],
+        AIMessage(content="22℃ > 20℃，需要计算", tool_calls=[tool_call("calculator", {"expression": "(22*1.8)+32"})]),
+        "杭州今天多云，22℃。(22*1.8)+32 = 71.6",
+    ],
+    expected_answer="杭州今天多云，22℃。(22*1.8)+32 = 71.6",
+)
+
+SEED_002 = Scenario(
+    name="seed 002: temperature difference (ReAct text protocol)",
+    task="北京和上海现在的气温相差多少度？",
+    protocol="react",
+    replies=[
+        'Thought: 先查北京气温\nAction: get_weather\nArgs: {"city": "北京"}',
+        'Thought: 再查上海气温\nAction: get_weather\nArgs: {"city": "上海"}\nObservation: 上海 30度 (invented, ignored)',
+        'Thought: 计算差值\nAction: calculator\nArgs: {"expression": "24-18"}',
+        "Thought: 上海24度，北京18度\nFinal Answer: 6",
+    ],
+    expected_answer="6",
+)
+
+SEED_003 = Scenario(
+    name="seed 003: a model stuck in a loop (the repeat breaker trips)",
+    task="杭州的天气如何？",
+    protocol="tool_calling",
+    replies=[[tool_call("get_weather", {"city": "杭州"})] for _ in range(3)],
+    expected_answer=None,
+    expected_break="repeated_action",
+)
+
+SCENARIOS: tuple[Scenario, ...] = (SEED_000, SEED_001, SEED_002, SEED_003)
+"""The demo's scenarios, in the order they run."""
+
+BANNER = (
+    "reinloop demo: the seeds' example agents, run offline. The model is SCRIPTED "
+    "(reinloop.testing.ScriptedChatModel): its replies are fixed in advance and no "
+    "network call is made."
+)
+
+
+def demo(
+    on_event: EventHandler | None = None,
+    on_scenario: Callable[[Scenario], None] | None = None,
+    out: TextIO | None = None,
+) -> list[tuple[Scenario, Outcome]]:
+    """Run every scenario; return each with its outcome."""
+    results = []
+    for scenario in SCENARIOS:
+        if on_scenario is not None:
+            on_scenario(scenario)
+        outcome = run(
+            scenario.task,
+            model=scenario.model(),
+            tools=builtins("calculator,db_query,get_weather"),
+            protocol=scenario.protocol,
+            limits=scenario.limits,
+            thread_id=f"demo-{SCENARIOS.index(scenario)}",
+            on_event=on_event,
+        )
+        results.append((scenario, outcome))
+    return results
+
+
+def as_expected(scenario: Scenario, outcome: Outcome) -> bool:
+    """Did the scenario end the way it is meant to?"""
+    if scenario.expected_break is not None:
+        return outcome.status == "broken" and outcome.break_reason == scenario.expected_break
+    return outcome.status == "done" and outcome.answer == scenario.expected_answer

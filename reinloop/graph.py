@@ -1,0 +1,141 @@
+"""The loop as an explicit LangGraph: six nodes, three routers, one screen.
+
+    START → decide → parse ─┬─ actions → validate ─┬─ run → execute ─┐
+                            │                      └─ refused ───────┤
+                            ├─ answer ─────────────────────────────→ memorize → guard
+                            └─ error ──────────────────────────────→ ┘           │
+    guard: continue / hint → decide;  finish / break → END
+
+``build_graph`` returns a :class:`ReinloopGraph`: a plain ``CompiledStateGraph``
+whose runtime context (model, tools, protocol, limits) is bound at build time,
+so callers use LangGraph's own ``invoke``/``stream``/``get_state``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables.graph import Graph
+from langchain_core.tools import BaseTool
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from .context import AgentContext
+from .limits import Limits
+from .models import prepare_model, resolve_model
+from .nodes import (
+    decide,
+    execute,
+    guard,
+    memorize,
+    parse,
+    route_after_guard,
+    route_after_parse,
+    route_after_validate,
+    validate,
+)
+from .protocols import OutputProtocol, get_protocol
+from .state import AgentState, InputState
+from .tools.registry import ToolRegistry
+
+
+class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
+    """A compiled reinloop loop: LangGraph's compiled graph with its context bound."""
+
+    def __init__(self, *, reinloop_context: AgentContext, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.reinloop_context = reinloop_context
+
+    def _run_options(self, context: Any, durability: Any) -> dict[str, Any]:
+        ctx = context if context is not None else self.reinloop_context
+        if isinstance(ctx, AgentContext):
+            ctx = dataclasses.replace(ctx, invoked_at=time.time())
+        if durability is None and self.checkpointer not in (None, False):
+            durability = "sync"  # a hard kill under "async" loses progress
+        return {"context": ctx, "durability": durability}
+
+    def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
+        return super().stream(input, config, **self._run_options(context, durability), **kwargs)
+
+    def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+        """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
+        return super().astream(input, config, **self._run_options(context, durability), **kwargs)
+
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
+        """LangGraph's drawable graph, with every route name on its edge."""
+        return label_edges(super().get_graph(config, xray=xray))
+
+
+ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
+    "parse": (route_after_parse, {"actions": "validate", "answer": "memorize", "error": "memorize"}),
+    "validate": (route_after_validate, {"run": "execute", "refused": "memorize"}),
+    "guard": (
+        route_after_guard,
+        {"continue": "decide", "hint": "decide", "finish": END, "break": END},
+    ),
+}
+"""The conditional edges: source node -> (router, path map of route -> target)."""
+
+
+def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
+    """Add the six nodes and their edges to ``builder``."""
+    for node in (decide, parse, validate, execute, memorize, guard):
+        builder.add_node(node.__name__, node)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", "parse")
+    builder.add_edge("execute", "memorize")
+    builder.add_edge("memorize", "guard")
+    for source, (router, path_map) in ROUTES.items():
+        builder.add_conditional_edges(source, router, path_map)
+    return builder
+
+
+def label_edges(graph: Graph) -> Graph:
+    """Label each conditional edge with every route that takes it ("continue / hint")."""
+    for i, edge in enumerate(graph.edges):
+        if edge.source in ROUTES:
+            routes = [r for r, target in ROUTES[edge.source][1].items() if target == edge.target]
+            graph.edges[i] = edge._replace(data=" / ".join(routes) or edge.data)
+    return graph
+
+
+def build_graph(
+    model: str | BaseChatModel,
+    tools: Sequence[BaseTool] | ToolRegistry = (),
+    *,
+    limits: Limits | None = None,
+    protocol: str | OutputProtocol = "tool_calling",
+    system_prompt: str | None = None,
+    checkpointer: Checkpointer = None,
+    base_url: str | None = None,
+    name: str = "reinloop",
+) -> ReinloopGraph:
+    """Build the guarded agent loop for ``model`` and ``tools``.
+
+    ``model`` is a LangChain chat model or an ``init_chat_model`` string
+    (``"openai:gpt-4o-mini"``); ``protocol`` is ``"tool_calling"``, ``"json"``
+    or ``"react"``. Invoke the result like any LangGraph graph::
+
+        graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
+    """
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    chat_model = resolve_model(model, base_url=base_url)
+    proto = get_protocol(protocol)
+    context = AgentContext(
+        model=chat_model,
+        llm=prepare_model(chat_model, proto, registry),
+        tools=registry,
+        protocol=proto,
+        limits=limits if limits is not None else Limits(),
+        system_prompt=system_prompt,
+    )
+    builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
+    compiled = builder.compile(checkpointer=checkpointer, name=name)
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    return ReinloopGraph(reinloop_context=context, **attrs)

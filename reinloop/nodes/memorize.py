@@ -1,0 +1,84 @@
+"""memorize: record the finished step in the scratchpad and update the counters.
+
+This is where a step's outcome is judged: a parse error, a refused call, a
+tool error or an empty result makes it a failed step (consecutive failures
+are what the error breaker counts); issuing exactly the same calls as the
+previous step makes it a repeat.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from ..context import AgentContext
+from ..events import emit
+from ..memory.prompt import current_steps
+from ..state import Action, AgentState, Counters, Step
+
+
+def finalize(action: Action) -> Action:
+    """An action with its observation set: refused calls observe their problem."""
+    if action.get("problem"):
+        return {**action, "observation": f"ERROR: {action['problem']}", "error": True}
+    return {**action, "error": bool(action.get("error"))}
+
+
+def signature(step: Step) -> str:
+    """What identifies a step's calls (tool and arguments), for repeat detection."""
+    calls = [[a.get("tool"), a.get("args") or {}] for a in step.get("actions") or []]
+    return json.dumps(calls, sort_keys=True, ensure_ascii=False, default=str) if calls else ""
+
+
+def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
+    """Counters after ``step``."""
+    sig = signature(step)
+    if not sig:
+        repeats = 0
+    elif previous is not None and signature(previous) == sig:
+        repeats = counters["repeats"] + 1
+    else:
+        repeats = 1
+    failed = step["error"]
+    return {
+        **counters,
+        "steps": counters["steps"] + 1,
+        "errors": counters["errors"] + int(failed),
+        "consecutive_errors": counters["consecutive_errors"] + 1 if failed else 0,
+        "repeats": repeats,
+    }
+
+
+def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Append the step, update the counters, clear the per-step scratch values."""
+    pending = state.get("pending") or {}
+    reply = state.get("reply") or {}
+    counters = state["counters"]
+    actions = [finalize(a) for a in pending.get("actions") or []]
+    step = Step(
+        index=counters["steps"] + 1,
+        run=state.get("run", 0),
+        thought=pending.get("thought") or "",
+        raw=reply.get("text") or "",
+        actions=actions,
+        answer=pending.get("answer"),
+        parse_error=pending.get("parse_error"),
+        error=bool(pending.get("parse_error")) or any(a["error"] for a in actions),
+        prompt_tokens=reply.get("prompt_tokens", 0),
+        completion_tokens=reply.get("completion_tokens", 0),
+        hints=reply.get("hints") or [],
+    )
+    steps = current_steps(state)
+    new_counters = count(counters, step, steps[-1] if steps else None)
+    emit(runtime, "memorize", f"step {step['index']} recorded", step=step, counters=new_counters)
+    update: dict[str, Any] = {
+        "scratchpad": [step],
+        "counters": new_counters,
+        "pending": None,
+        "reply": None,
+    }
+    if step["answer"] is not None:
+        update["answer"] = step["answer"]
+    return update

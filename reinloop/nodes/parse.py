@@ -1,0 +1,37 @@
+"""parse: turn the model's raw reply into actions, a final answer, or a parse error.
+
+The protocol does the reading and never raises; this node only routes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from ..context import AgentContext
+from ..events import emit
+from ..state import AgentState
+
+
+def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Parse the current reply with the run's protocol."""
+    pending = runtime.context.protocol.parse(state.get("reply") or {})
+    if pending.get("parse_error"):
+        summary = f"parse error: {pending['parse_error']}"
+    elif pending.get("answer") is not None:
+        summary = "final answer"
+    else:
+        summary = "actions: " + ", ".join(a["tool"] for a in pending["actions"])
+    emit(runtime, "parse", summary, pending=pending)
+    return {"pending": pending}
+
+
+def route_after_parse(state: AgentState) -> Literal["actions", "answer", "error"]:
+    """Actions go to validation; answers and parse errors are recorded as they are."""
+    pending = state.get("pending") or {}
+    if pending.get("parse_error"):
+        return "error"
+    if pending.get("actions"):
+        return "actions"
+    return "answer"

@@ -1,0 +1,60 @@
+"""validate: does each requested tool exist, and are its arguments valid?
+
+A refused call is not an exception: its problem (the list of available tools,
+or the field-level validation errors and the expected schema) becomes the
+call's observation, so the model can correct itself on the next step.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from ..context import AgentContext
+from ..events import emit
+from ..state import Action, AgentState
+from ..tools.registry import ToolRegistry, single_field
+
+
+def check_action(action: Action, tools: ToolRegistry) -> Action:
+    """The action with ``problem`` set if it cannot run as asked."""
+    if action.get("problem"):
+        return action
+    name = action.get("tool") or ""
+    tool = tools.get(name)
+    if tool is None:
+        available = ", ".join(tools.names()) or "(none)"
+        return {**action, "problem": f"unknown tool {name!r}; available tools: {available}"}
+    args = action.get("args") or {}
+    if "raw_args" in action and not args:
+        field = single_field(tool)
+        if field is None:
+            return {
+                **action,
+                "problem": f"the arguments of {name} must be a JSON object, got "
+                f"{action['raw_args']!r}. Expected: {tools.schema(name)}",
+            }
+        args = {field: action["raw_args"]}
+    problem = tools.validate_args(name, args)
+    return {**action, "args": args, "problem": problem}
+
+
+def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Check every action of the current step against the tool registry."""
+    pending = state["pending"] or {}
+    actions = [check_action(a, runtime.context.tools) for a in pending.get("actions") or []]
+    refused = [a for a in actions if a.get("problem")]
+    emit(
+        runtime,
+        "validate",
+        f"{len(actions) - len(refused)} valid, {len(refused)} refused",
+        refused=[{"tool": a.get("tool"), "problem": a["problem"]} for a in refused],
+    )
+    return {"pending": {**pending, "actions": actions}}
+
+
+def route_after_validate(state: AgentState) -> Literal["run", "refused"]:
+    """Execute if at least one call is valid; otherwise record the refusals."""
+    actions = (state.get("pending") or {}).get("actions") or []
+    return "run" if any(not a.get("problem") for a in actions) else "refused"

@@ -1,0 +1,44 @@
+"""The outcome of a run, as the CLI prints it and scripts consume it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+EXIT_DONE = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_BROKEN = 3
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a run ended: status, answer or break, and its counters."""
+
+    thread_id: str
+    status: str
+    answer: str | None
+    break_reason: str | None
+    break_message: str | None
+    counters: dict[str, Any]
+
+    @classmethod
+    def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
+        """Read the outcome fields from a graph state."""
+        return cls(
+            thread_id=thread_id,
+            status=state.get("status") or "running",
+            answer=state.get("answer"),
+            break_reason=state.get("break_reason"),
+            break_message=state.get("break_message"),
+            counters=dict(state.get("counters") or {}),
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 when done, 3 when a guard broke the run, 1 otherwise."""
+        return {"done": EXIT_DONE, "broken": EXIT_BROKEN}.get(self.status, EXIT_ERROR)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The outcome as a JSON-able dict."""
+        return asdict(self)

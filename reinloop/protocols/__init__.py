@@ -1,0 +1,37 @@
+"""Output protocols: how the model says what it wants to do."""
+
+from __future__ import annotations
+
+from ..errors import ConfigurationError
+from .base import OutputProtocol
+from .json_protocol import JsonProtocol
+from .react import ReactProtocol
+from .tool_calling import ToolCallingProtocol
+
+PROTOCOLS: dict[str, type[OutputProtocol]] = {
+    "tool_calling": ToolCallingProtocol,
+    "json": JsonProtocol,
+    "react": ReactProtocol,
+}
+
+
+def get_protocol(name: str | OutputProtocol) -> OutputProtocol:
+    """The protocol called ``name`` (or ``name`` itself if it already is one)."""
+    if isinstance(name, OutputProtocol):
+        return name
+    try:
+        return PROTOCOLS[name]()
+    except (KeyError, TypeError):
+        raise ConfigurationError(
+            f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}"
+        ) from None
+
+
+__all__ = [
+    "PROTOCOLS",
+    "JsonProtocol",
+    "OutputProtocol",
+    "ReactProtocol",
+    "ToolCallingProtocol",
+    "get_protocol",
+]

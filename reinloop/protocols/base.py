@@ -1,0 +1,80 @@
+"""The contract of an output protocol: how the model is asked to act, and how its reply is read.
+
+A protocol does three things: it writes the instructions that go in the system
+prompt, it parses a raw reply into a :class:`~reinloop.state.Pending` (a
+thought plus tool calls, a final answer, or a parse error), and it renders a
+finished step back into chat messages for the next prompt. Parsing never
+raises: whatever the model sends, the result is data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ..state import Action, Pending, Reply, Step
+from ..tools.registry import ToolRegistry
+
+QUOTE_CHARS = 300
+
+
+def quote(text: str, limit: int = QUOTE_CHARS) -> str:
+    """A short, single-line quotation of the model's text for error messages."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "…"
+
+
+def action_id(index: int, tool: str, args: Any) -> str:
+    """A stable id for a call the model did not give an id (text protocols)."""
+    digest = hashlib.sha1(json.dumps([tool, args], sort_keys=True, default=str).encode()).hexdigest()
+    return f"call_{index}_{digest[:8]}"
+
+
+def error_pending(problem: str, thought: str = "") -> Pending:
+    """A parse result that carries only a problem."""
+    return Pending(thought=thought, actions=[], answer=None, parse_error=problem)
+
+
+class OutputProtocol(ABC):
+    """How the model expresses an action or a final answer."""
+
+    name: ClassVar[str]
+    native_tools: ClassVar[bool] = False
+    """True when tools are sent through the API (``bind_tools``) rather than the prompt."""
+
+    @abstractmethod
+    def instructions(self, tools: ToolRegistry) -> str:
+        """Text for the system prompt explaining the reply format (and the tools, for text protocols)."""
+
+    @abstractmethod
+    def parse(self, reply: Reply) -> Pending:
+        """Turn a raw reply into actions, an answer, or a parse error. Never raises."""
+
+    def repair_message(self, problem: str) -> str:
+        """What the model is told after a reply that could not be used."""
+        return (
+            f"Your last reply could not be used: {problem}. "
+            f"Reply again, following the required format exactly."
+        )
+
+    def observation_message(self, actions: list[Action]) -> str:
+        """The observations of a step as one text message (text protocols)."""
+        parts = []
+        for a in actions:
+            obs = a.get("observation") or a.get("problem") or ""
+            prefix = f"Observation ({a.get('tool')}): " if len(actions) > 1 else "Observation: "
+            parts.append(prefix + obs)
+        return "\n".join(parts)
+
+    def render_step(self, step: Step) -> list[BaseMessage]:
+        """The messages that replay ``step`` in the next prompt (text protocols)."""
+        messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or "")]
+        if step.get("parse_error"):
+            messages.append(HumanMessage(content=self.repair_message(step["parse_error"])))
+        elif step.get("actions"):
+            messages.append(HumanMessage(content=self.observation_message(step["actions"])))
+        return messages

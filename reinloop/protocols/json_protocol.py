@@ -1,0 +1,131 @@
+"""The JSON protocol: one JSON object per reply (seeds 000, 001 and 004).
+
+Models wrap JSON in Markdown fences, chat around it, use single quotes, leave
+trailing commas or stop before the last brace. The parser strips fences, cuts
+the first object out of the surrounding text, and repairs damage with
+``json-repair`` before giving up with a message that says what was wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import json_repair
+
+from ..state import Action, Pending, Reply
+from ..tools.registry import ToolRegistry
+from .base import OutputProtocol, action_id, error_pending, quote
+
+_FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.S)
+TOOL_KEYS = ("tool", "action", "tool_name", "name")
+ARGS_KEYS = ("args", "action_input", "arguments", "input", "parameters", "tool_input")
+ANSWER_KEYS = ("final_answer", "answer", "finalAnswer")
+FINISH_NAMES = {"final_answer", "final answer", "finish", "answer"}
+
+
+def extract_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The first JSON object in ``text``, repaired if needed, or a problem."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced and "{" in fenced.group(1) else text
+    start = body.find("{")
+    if start < 0:
+        return None, f"no JSON object found in the reply: {quote(text)!r}"
+    candidate = body[start:]
+    try:
+        value, _ = json.JSONDecoder().raw_decode(candidate)
+    except ValueError:
+        try:
+            value = json_repair.loads(candidate)
+        except Exception as exc:  # the repair library is best-effort; never crash the loop
+            return None, f"the JSON could not be repaired ({type(exc).__name__}): {quote(candidate)!r}"
+    if isinstance(value, list):
+        value = next((v for v in value if isinstance(v, dict)), None)
+    if not isinstance(value, dict) or not value:
+        return None, f"the reply is not a usable JSON object: {quote(candidate)!r}"
+    return value, None
+
+
+def coerce_args(value: Any) -> tuple[dict[str, Any], str | None]:
+    """Arguments as a dict, or ``({}, raw_text)`` when they are not an object."""
+    if value is None:
+        return {}, None
+    if isinstance(value, dict):
+        return value, None
+    if isinstance(value, str):
+        stripped = value.strip()
+        if stripped.startswith("{"):
+            try:
+                parsed = json_repair.loads(stripped)
+            except Exception:
+                parsed = None
+            if isinstance(parsed, dict):
+                return parsed, None
+        return {}, value
+    return {}, json.dumps(value, ensure_ascii=False)
+
+
+def _first(obj: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    return next((obj[k] for k in keys if k in obj), None)
+
+
+def _answer_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict) and len(value) == 1:
+        return _answer_text(next(iter(value.values())))
+    return json.dumps(value, ensure_ascii=False)
+
+
+def interpret(obj: dict[str, Any], index: int = 1) -> Pending:
+    """Map a decoded object with any of the common key spellings to a Pending."""
+    thought = str(obj.get("thought") or obj.get("reasoning") or "").strip()
+    answer = _first(obj, ANSWER_KEYS)
+    tool = _first(obj, TOOL_KEYS)
+    args_value = _first(obj, ARGS_KEYS)
+    if isinstance(tool, str) and tool.strip().lower() in FINISH_NAMES:
+        answer = answer if answer is not None else args_value
+        tool = None
+    if answer is not None and not tool:
+        return Pending(thought=thought, actions=[], answer=_answer_text(answer), parse_error=None)
+    if not isinstance(tool, str) or not tool.strip():
+        keys = ", ".join(sorted(map(str, obj))) or "none"
+        return error_pending(
+            f'the JSON object has neither a "tool" nor a "final_answer" key (keys: {keys})', thought
+        )
+    args, raw = coerce_args(args_value)
+    action = Action(id=action_id(index, tool.strip(), args), tool=tool.strip(), args=args)
+    if raw is not None:
+        action["raw_args"] = raw
+    return Pending(thought=thought, actions=[action], answer=None, parse_error=None)
+
+
+class JsonProtocol(OutputProtocol):
+    """Replies are JSON objects: ``{"thought", "tool", "args"}`` or ``{"final_answer"}``."""
+
+    name = "json"
+
+    def instructions(self, tools: ToolRegistry) -> str:
+        return (
+            "Reply with exactly one JSON object and no other text.\n"
+            'To call a tool: {"thought": "<why>", "tool": "<tool name>", "args": {<arguments>}}\n'
+            'To give the final answer: {"thought": "<why>", "final_answer": "<answer>"}\n'
+            "Call one tool at a time and wait for its observation.\n\n"
+            f"Available tools:\n{tools.describe()}"
+        )
+
+    def parse(self, reply: Reply) -> Pending:
+        text = (reply.get("text") or "").strip()
+        if not text:
+            return error_pending("the reply is empty")
+        obj, problem = extract_object(text)
+        if obj is None:
+            return error_pending(problem or "unusable reply")
+        return interpret(obj)
+
+    def repair_message(self, problem: str) -> str:
+        return (
+            f"Your last reply could not be used: {problem}. Reply again with exactly one JSON "
+            'object: {"thought": ..., "tool": ..., "args": {...}} or {"thought": ..., "final_answer": ...}.'
+        )

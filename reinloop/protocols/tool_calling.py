@@ -1,0 +1,74 @@
+"""Native tool calling: the tools go through the API (``bind_tools``), calls come back structured.
+
+Even structured calls go wrong: a provider may return arguments that are not
+valid JSON (they land in ``invalid_tool_calls``), several calls in one reply,
+or an empty message. Each case becomes data: invalid calls become actions that
+carry their problem, so the model gets a tool result for every call id it
+issued and the history stays valid for the provider.
+"""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from ..state import Action, Pending, Reply, Step
+from ..tools.registry import ToolRegistry
+from .base import OutputProtocol, action_id, error_pending, quote
+
+INTERRUPTED = "ERROR: this call was interrupted before it returned; its outcome is unknown"
+
+
+class ToolCallingProtocol(OutputProtocol):
+    """Tools are bound to the model; a plain text reply is the final answer."""
+
+    name = "tool_calling"
+    native_tools = True
+
+    def instructions(self, tools: ToolRegistry) -> str:
+        return (
+            "Call the tools you need, one step at a time, and read their results. "
+            "When you know the answer, reply with it as plain text and call no tool."
+        )
+
+    def parse(self, reply: Reply) -> Pending:
+        text = (reply.get("text") or "").strip()
+        actions: list[Action] = []
+        for i, call in enumerate(reply.get("tool_calls") or [], 1):
+            args = call.get("args")
+            actions.append(
+                Action(
+                    id=call.get("id") or action_id(i, call.get("name", ""), args),
+                    tool=str(call.get("name") or ""),
+                    args=args if isinstance(args, dict) else {},
+                )
+            )
+        for i, call in enumerate(reply.get("invalid_tool_calls") or [], len(actions) + 1):
+            raw = str(call.get("args") or "")
+            actions.append(
+                Action(
+                    id=call.get("id") or action_id(i, call.get("name") or "", raw),
+                    tool=str(call.get("name") or ""),
+                    args={},
+                    problem=f"the arguments are not valid JSON: {quote(raw)!r}"
+                    + (f" ({call['error']})" if call.get("error") else ""),
+                )
+            )
+        if actions:
+            return Pending(thought=text, actions=actions, answer=None, parse_error=None)
+        if text:
+            return Pending(thought="", actions=[], answer=text, parse_error=None)
+        return error_pending("the reply is empty: neither a tool call nor an answer")
+
+    def render_step(self, step: Step) -> list[BaseMessage]:
+        actions = step.get("actions") or []
+        if not actions:
+            messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or "")]
+            if step.get("parse_error"):
+                messages.append(HumanMessage(content=self.repair_message(step["parse_error"])))
+            return messages
+        calls = [{"name": a["tool"], "args": a.get("args") or {}, "id": a["id"]} for a in actions]
+        messages = [AIMessage(content=step.get("thought") or "", tool_calls=calls)]
+        for a in actions:
+            content = a.get("observation") or a.get("problem") or INTERRUPTED
+            messages.append(ToolMessage(content=content, tool_call_id=a["id"], name=a["tool"]))
+        return messages

@@ -1,0 +1,162 @@
+"""The typed state of a run: what gets checkpointed.
+
+Everything here is plain JSON-able data (TypedDicts of str, int, float, bool,
+lists and dicts), never a model, a tool or a callable: those are dependencies
+and live in the runtime context (:mod:`reinloop.context`). Keeping the state
+plain means any checkpointer can store it and any tool (``sqlite-utils``,
+Datasette, ``jq``) can read it.
+
+One loop iteration is one :class:`Step`: the model decided once (a thought and
+zero or more tool calls, or a final answer), the calls ran, and the results
+were recorded. The scratchpad is the list of steps, appended to through a
+reducer so every node returns only what it adds.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, Literal, TypedDict
+
+Status = Literal["running", "done", "broken"]
+"""Where a run stands: still looping, finished with an answer, or stopped by a guard."""
+
+BreakReason = Literal[
+    "max_steps", "timeout", "token_budget", "repeated_action", "consecutive_errors", "aborted"
+]
+"""Machine-readable reason a guard stopped the run."""
+
+Decision = Literal["continue", "hint", "finish", "break"]
+"""What the guard decided after a step."""
+
+BREAK_REASONS: tuple[str, ...] = (
+    "max_steps",
+    "timeout",
+    "token_budget",
+    "repeated_action",
+    "consecutive_errors",
+    "aborted",
+)
+
+
+class Action(TypedDict, total=False):
+    """One tool call the model asked for, and what came of it."""
+
+    id: str
+    tool: str
+    args: dict[str, Any]
+    raw_args: str  # arguments that were not a JSON object, verbatim
+    problem: str | None  # why the call could not run (set by parse or validate)
+    observation: str | None
+    error: bool
+
+
+class Reply(TypedDict, total=False):
+    """The model's raw reply for the current step (before parsing)."""
+
+    text: str
+    tool_calls: list[dict[str, Any]]
+    invalid_tool_calls: list[dict[str, Any]]
+    prompt_tokens: int
+    completion_tokens: int
+    hints: list[str]  # the hints shown in this prompt
+
+
+class Pending(TypedDict, total=False):
+    """The parsed reply of the current step, on its way through validate and execute."""
+
+    thought: str
+    actions: list[Action]
+    answer: str | None
+    parse_error: str | None
+
+
+class Step(TypedDict, total=False):
+    """One finished loop iteration, as kept in the scratchpad."""
+
+    index: int  # 1-based step number within its run
+    run: int  # which task on this thread (multi-turn threads)
+    thought: str
+    raw: str  # the model's text reply, verbatim
+    actions: list[Action]
+    answer: str | None
+    parse_error: str | None
+    error: bool
+    prompt_tokens: int
+    completion_tokens: int
+    hints: list[str]  # hints the model saw before this step
+
+
+class Counters(TypedDict):
+    """Running totals the guards read."""
+
+    steps: int
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    errors: int
+    consecutive_errors: int
+    repeats: int
+    elapsed_seconds: float
+
+
+class Extensions(TypedDict):
+    """Limits raised by an operator when resuming a broken run."""
+
+    steps: int
+    seconds: float
+    tokens: int
+
+
+class Turn(TypedDict):
+    """A finished task on a multi-turn thread."""
+
+    task: str
+    answer: str | None
+    status: str
+
+
+def new_counters() -> Counters:
+    """Counters of a run that has not started."""
+    return Counters(
+        steps=0,
+        llm_calls=0,
+        prompt_tokens=0,
+        completion_tokens=0,
+        errors=0,
+        consecutive_errors=0,
+        repeats=0,
+        elapsed_seconds=0.0,
+    )
+
+
+def new_extensions() -> Extensions:
+    """No limits raised."""
+    return Extensions(steps=0, seconds=0.0, tokens=0)
+
+
+class AgentState(TypedDict, total=False):
+    """The checkpointed state of one thread."""
+
+    task: str
+    run: int
+    scratchpad: Annotated[list[Step], operator.add]
+    counters: Counters
+    extensions: Extensions
+    started_at: float  # wall-clock start of the current run (time.time())
+    tick: float  # wall-clock time up to which elapsed_seconds is accounted
+    status: Status
+    answer: str | None
+    break_reason: BreakReason | None
+    break_message: str | None
+    hints: list[str]  # shown to the model on its next call, then cleared
+    decision: Decision | None  # the guard's last decision, read by its router
+    reply: Reply | None
+    pending: Pending | None
+    history: list[Turn]
+    summary: str  # running summary of steps that left the memory window
+
+
+class InputState(TypedDict):
+    """What a caller passes to start a run: ``{"task": "..."}``."""
+
+    task: str

@@ -1,0 +1,107 @@
+"""The tool registry: a name-indexed set of LangChain tools.
+
+Any LangChain tool works unchanged (``@tool`` functions, ``BaseTool`` and
+``StructuredTool`` instances). Registering a second tool under a name that is
+taken is refused: silently replacing a tool makes for a miserable debugging
+session (seed 003).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ConfigurationError, DuplicateToolError
+
+
+class ToolRegistry:
+    """Tools by name, with their argument schemas."""
+
+    def __init__(self, tools: Iterable[BaseTool] = ()) -> None:
+        self._tools: dict[str, BaseTool] = {}
+        for tool in tools:
+            self.register(tool)
+
+    def register(self, tool: BaseTool) -> BaseTool:
+        """Add a tool; a name that is already taken is an error."""
+        if not isinstance(tool, BaseTool):
+            raise ConfigurationError(
+                f"expected a LangChain tool (decorate the function with @tool from "
+                f"langchain_core.tools), got {type(tool).__name__}: {tool!r}"
+            )
+        if tool.name in self._tools:
+            raise DuplicateToolError(
+                f"a tool named {tool.name!r} is already registered; tool names must be "
+                f"unique (registered: {', '.join(self.names())})"
+            )
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> BaseTool | None:
+        """The tool called ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Tool names in registration order."""
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[BaseTool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def schema(self, name: str) -> dict[str, Any]:
+        """The JSON schema of a tool's arguments, Field constraints included."""
+        return args_json_schema(self._tools[name])
+
+    def describe(self) -> str:
+        """Each tool with its description and argument schema, for text prompts."""
+        lines = []
+        for tool in self:
+            schema = json.dumps(self.schema(tool.name), ensure_ascii=False)
+            lines.append(f"- {tool.name}: {tool.description.strip()}\n  args schema: {schema}")
+        return "\n".join(lines)
+
+    def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
+        """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
+        schema = self._tools[name].get_input_schema()
+        try:
+            schema.model_validate(args)
+        except ValidationError as exc:
+            return format_validation_error(name, exc, self.schema(name))
+        return None
+
+
+def args_json_schema(tool: BaseTool) -> dict[str, Any]:
+    """The ``parameters`` object the model sees for ``tool``."""
+    function = convert_to_openai_tool(tool)["function"]
+    params = dict(function.get("parameters") or {})
+    params.pop("title", None)
+    return params
+
+
+def format_validation_error(name: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    """One line per bad field, then the schema, so the model can fix its call."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        got = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
+        problems.append(f"{where}: {err['msg']}{got}")
+    expected = json.dumps(schema, ensure_ascii=False)
+    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {expected}"
+
+
+def single_field(tool: BaseTool) -> str | None:
+    """The name of the tool's only required argument, if it has exactly one."""
+    schema: type[BaseModel] = tool.get_input_schema()
+    required = [n for n, f in schema.model_fields.items() if f.is_required()]
+    return required[0] if len(required) == 1 else None

@@ -1,0 +1,50 @@
+"""Shared fixtures: a graph around a scripted model, and a local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.tools import BaseTool
+
+from reinloop import Limits, build_graph
+from reinloop.graph import ReinloopGraph
+from reinloop.testing import ScriptedChatModel
+from reinloop.tools import builtins
+
+from .openai_server import OpenAIServer
+
+MakeGraph = Callable[..., tuple[ReinloopGraph, ScriptedChatModel]]
+
+
+@pytest.fixture
+def make_graph() -> MakeGraph:
+    """Build a graph around a ScriptedChatModel: ``graph, model = make_graph(replies, ...)``."""
+
+    def make(
+        replies: Sequence[Any],
+        *,
+        protocol: str = "tool_calling",
+        limits: Limits | None = None,
+        tools: Sequence[BaseTool] | None = None,
+        **kwargs: Any,
+    ) -> tuple[ReinloopGraph, ScriptedChatModel]:
+        model = ScriptedChatModel(replies=list(replies))
+        graph = build_graph(
+            model,
+            tools if tools is not None else builtins("calculator,db_query,get_weather"),
+            protocol=protocol,
+            limits=limits,
+            **kwargs,
+        )
+        return graph, model
+
+    return make
+
+
+@pytest.fixture
+def openai_server() -> Iterator[OpenAIServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1; queue replies on ``.responses``."""
+    with OpenAIServer() as server:
+        yield server

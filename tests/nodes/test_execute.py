@@ -1,0 +1,84 @@
+"""Tool failures, long outputs and several calls per reply."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+
+from reinloop import Limits
+from reinloop.testing import tool_call
+
+
+@tool
+def explode(reason: str) -> str:
+    """Always raises."""
+    raise ValueError(f"cannot do {reason}")
+
+
+@tool
+def novel(n: int) -> str:
+    """Returns a very long text."""
+    return "x" * n
+
+
+def test_tool_exception_becomes_an_error_observation(make_graph):
+    graph, _ = make_graph([[tool_call("explode", {"reason": "that"})], "gave up"], tools=[explode])
+    out = graph.invoke({"task": "t"})
+    action = out["scratchpad"][0]["actions"][0]
+    assert action["observation"] == "ERROR: ValueError: cannot do that"
+    assert action["error"] is True and out["counters"]["errors"] == 1
+    assert out["status"] == "done"
+
+
+def test_calculator_errors_are_clear(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1/0"})], "x"])
+    out = graph.invoke({"task": "t"})
+    assert out["scratchpad"][0]["actions"][0]["observation"] == "ERROR: CalculatorError: division by zero"
+
+
+def test_long_output_is_truncated_with_a_marker(make_graph):
+    graph, _ = make_graph([[tool_call("novel", {"n": 5000})], "ok"], tools=[novel],
+                          limits=Limits(max_observation_chars=100))
+    out = graph.invoke({"task": "t"})
+    observation = out["scratchpad"][0]["actions"][0]["observation"]
+    assert observation == "x" * 100 + "\n[... truncated 4900 of 5000 characters]"
+
+
+def test_several_tool_calls_in_one_reply_run_in_order(make_graph):
+    reply = [tool_call("get_weather", {"city": "北京"}, id="a"), tool_call("get_weather", {"city": "上海"}, id="b"),
+             tool_call("calculator", {"expression": "24-18"}, id="c")]
+    graph, model = make_graph([reply, "6"])
+    out = graph.invoke({"task": "t"})
+    actions = out["scratchpad"][0]["actions"]
+    assert [a["observation"] for a in actions] == ["北京: 晴, 18℃", "上海: 多云, 24℃", "6"]
+    assert out["counters"]["steps"] == 2  # three calls in one step, then the answer
+    replay = model.prompts[1][-4:]  # the AI message, then one tool result per call id, in order
+    assert isinstance(replay[0], AIMessage) and [c["id"] for c in replay[0].tool_calls] == ["a", "b", "c"]
+    assert [m.tool_call_id for m in replay[1:] if isinstance(m, ToolMessage)] == ["a", "b", "c"]
+
+
+def test_invalid_json_arguments_get_an_error_result_for_their_call_id(make_graph):
+    bad = AIMessage(
+        content="",
+        invalid_tool_calls=[{"name": "calculator", "args": '{"expression": "1+', "id": "bad1",
+                             "error": "JSONDecodeError", "type": "invalid_tool_call"}],
+    )
+    graph, model = make_graph([bad, [tool_call("calculator", {"expression": "1+1"})], "2"])
+    out = graph.invoke({"task": "t"})
+    action = out["scratchpad"][0]["actions"][0]
+    assert action["id"] == "bad1" and action["error"] is True
+    assert action["observation"].startswith("ERROR: the arguments are not valid JSON")
+    tool_results = [m for m in model.prompts[1] if isinstance(m, ToolMessage)]
+    assert [m.tool_call_id for m in tool_results] == ["bad1"]
+    assert out["answer"] == "2"
+
+
+def test_mixed_valid_and_invalid_calls_run_the_valid_ones(make_graph):
+    reply = [tool_call("calculator", {"expression": "2+2"}, id="ok"), tool_call("nope", {}, id="no")]
+    graph, _ = make_graph([reply, "4"])
+    out = graph.invoke({"task": "t"})
+    first, second = out["scratchpad"][0]["actions"]
+    assert (first["observation"], first["error"]) == ("4", False)
+    assert second["error"] is True and "unknown tool 'nope'" in second["observation"]
+    assert out["scratchpad"][0]["error"] is True  # one refused call fails the step
+    assert out["counters"]["errors"] == 1

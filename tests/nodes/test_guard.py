@@ -1,0 +1,125 @@
+"""Every circuit breaker trips, stops the loop at its limit, and says why."""
+
+from __future__ import annotations
+
+import time
+
+from langchain_core.tools import tool
+
+from reinloop import Limits
+from reinloop.nodes.guard import ONE_STEP_LEFT
+from reinloop.testing import tool_call
+
+
+def calc(expr: str) -> list[dict]:
+    return [tool_call("calculator", {"expression": expr})]
+
+
+def prompt_text(messages) -> str:
+    return "\n".join(str(m.content) for m in messages)
+
+
+def test_guard_breaks_at_max_steps_without_running_a_step_past_it(make_graph):
+    graph, model = make_graph([calc(f"1+{i}") for i in range(10)], limits=Limits(max_steps=3))
+    out = graph.invoke({"task": "count forever"})
+    assert out["status"] == "broken"
+    assert out["break_reason"] == "max_steps"
+    assert "3 of 3 steps" in out["break_message"]
+    assert out["counters"]["steps"] == 3
+    assert model.calls == 3 and len(out["scratchpad"]) == 3
+
+
+def test_guard_tells_the_model_when_one_step_remains(make_graph):
+    graph, model = make_graph([calc("1+1"), calc("1+2"), "2"], limits=Limits(max_steps=3))
+    out = graph.invoke({"task": "t"})
+    assert ONE_STEP_LEFT not in prompt_text(model.prompts[1])
+    assert ONE_STEP_LEFT in prompt_text(model.prompts[2])
+    assert out["status"] == "done" and out["answer"] == "2"
+
+
+@tool
+def slow(seconds: float) -> str:
+    """Sleep for a while."""
+    time.sleep(seconds)
+    return "slept"
+
+
+def test_guard_breaks_on_timeout(make_graph):
+    replies = [[tool_call("slow", {"seconds": 0.3})] for _ in range(5)]
+    graph, model = make_graph(replies, tools=[slow], limits=Limits(max_seconds=0.25, max_repeats=None))
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "broken"
+    assert out["break_reason"] == "timeout"
+    assert out["counters"]["steps"] == 1 and model.calls == 1
+    assert out["counters"]["elapsed_seconds"] >= 0.25
+
+
+def test_guard_breaks_when_the_token_budget_is_spent(make_graph):
+    # the scripted model reports 10 prompt + 5 completion tokens per call
+    graph, model = make_graph([calc(f"2*{i}") for i in range(10)], limits=Limits(token_budget=40))
+    out = graph.invoke({"task": "t"})
+    assert out["break_reason"] == "token_budget"
+    assert "45 of 40 tokens" in out["break_message"]
+    assert model.calls == 3
+
+
+def test_guard_breaks_after_three_consecutive_errors_on_unparseable_replies(make_graph):
+    graph, model = make_graph(["no json here", "still none", "nope", "{}"], protocol="json")
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "broken"
+    assert out["break_reason"] == "consecutive_errors"
+    assert out["counters"]["consecutive_errors"] == 3 and model.calls == 3
+    # the repair message quotes the problem back to the model
+    assert "no JSON object found in the reply: 'no json here'" in prompt_text(model.prompts[1])
+
+
+def test_a_good_step_resets_the_consecutive_error_count(make_graph):
+    replies = ["bad", "bad", {"tool": "calculator", "args": {"expression": "1+1"}}, "bad", "bad",
+               {"final_answer": "2"}]
+    graph, _ = make_graph(replies, protocol="json")
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done"
+    assert out["counters"]["errors"] == 4
+    assert out["counters"]["consecutive_errors"] == 0
+
+
+@tool
+def blank(query: str) -> str:
+    """Returns nothing at all."""
+    return "   "
+
+
+def test_empty_tool_results_count_as_consecutive_errors(make_graph):
+    replies = [[tool_call("blank", {"query": f"q{i}"})] for i in range(5)]
+    graph, _ = make_graph(replies, tools=[blank])
+    out = graph.invoke({"task": "t"})
+    assert out["break_reason"] == "consecutive_errors"
+    assert out["scratchpad"][0]["actions"][0]["observation"].startswith("ERROR: the tool returned an empty result")
+
+
+def test_repeated_action_gets_a_hint_then_breaks(make_graph):
+    same = [tool_call("get_weather", {"city": "杭州"})]
+    graph, model = make_graph([same, same, same, same])
+    out = graph.invoke({"task": "weather?"})
+    assert out["status"] == "broken"
+    assert out["break_reason"] == "repeated_action"
+    assert model.calls == 3
+    assert "You already did this" not in prompt_text(model.prompts[1])
+    assert "You already did this: get_weather" in prompt_text(model.prompts[2])
+    assert out["scratchpad"][2]["hints"]  # the step records the hint it was given
+
+
+def test_a_different_action_resets_the_repeat_count(make_graph):
+    a = [tool_call("get_weather", {"city": "杭州"})]
+    b = [tool_call("get_weather", {"city": "北京"})]
+    graph, _ = make_graph([a, a, b, a, a, "done"])
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done"
+    assert [s["index"] for s in out["scratchpad"]] == [1, 2, 3, 4, 5, 6]
+
+
+def test_limits_set_to_none_switch_guards_off(make_graph):
+    same = [tool_call("get_weather", {"city": "杭州"})]
+    graph, model = make_graph([same] * 6 + ["ok"], limits=Limits(max_repeats=None, repeat_hint_after=None))
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done" and model.calls == 7

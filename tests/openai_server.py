@@ -1,0 +1,106 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for driving the real client offline.
+
+Each queued response is either a reply (text and/or tool calls) turned into a
+``chat.completion`` body, or a raw ``(status, body, headers)`` triple for
+failure cases. Every request body is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
+               prompt_tokens: int = 12, completion_tokens: int = 7) -> dict[str, Any]:
+    """A ``chat.completion`` body with one choice."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": c.get("id", f"call_{i}"),
+                "type": "function",
+                "function": {
+                    "name": c["name"],
+                    "arguments": c["arguments"] if isinstance(c.get("arguments"), str)
+                    else json.dumps(c.get("args", {}), ensure_ascii=False),
+                },
+            }
+            for i, c in enumerate(tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    }
+
+
+class Raw:
+    """A raw HTTP response: status, body bytes or text, headers, optional delay."""
+
+    def __init__(self, status: int, body: str | bytes = b"", headers: dict[str, str] | None = None,
+                 delay: float = 0.0) -> None:
+        self.status, self.headers, self.delay = status, headers or {}, delay
+        self.body = body.encode() if isinstance(body, str) else body
+
+
+class OpenAIServer:
+    """Serve queued responses to ``POST /v1/chat/completions``."""
+
+    def __init__(self, responses: list[Any] | None = None) -> None:
+        self.responses: list[Any] = list(responses or [])
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    item = server.responses.pop(0) if server.responses else Raw(
+                        500, json.dumps({"error": {"message": "script exhausted"}}))
+                if not isinstance(item, Raw):
+                    item = Raw(200, json.dumps(item if isinstance(item, dict) and "choices" in item
+                                               else completion(**item) if isinstance(item, dict)
+                                               else completion(str(item))))
+                if item.delay:
+                    time.sleep(item.delay)
+                try:
+                    self.send_response(item.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(item.body)))
+                    for k, v in item.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(item.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        """The ``base_url`` to give the OpenAI client."""
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> OpenAIServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()

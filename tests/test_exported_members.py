@@ -1,0 +1,17 @@
+"""The public API is exactly what ``reinloop.__all__`` lists, sorted."""
+
+from __future__ import annotations
+
+import reinloop
+
+
+def test_all_is_sorted_and_complete():
+    assert reinloop.__all__ == sorted(reinloop.__all__)
+    public = {name for name in dir(reinloop) if not name.startswith("_")}
+    modules = {name for name in public if type(getattr(reinloop, name)).__name__ == "module"}
+    assert public - modules == set(reinloop.__all__)
+
+
+def test_every_public_name_has_a_docstring():
+    for name in reinloop.__all__:
+        assert getattr(reinloop, name).__doc__, name

@@ -1,0 +1,116 @@
+"""The compiled graph: its shape, and plain LangGraph invocation in every style."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reinloop import AgentContext, Limits, ReinloopGraph, build_graph
+from reinloop.errors import ConfigurationError
+from reinloop.testing import ScriptedChatModel, tool_call
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def test_mermaid_drawing_matches_the_snapshot(make_graph):
+    graph, _ = make_graph([])
+    mermaid = graph.get_graph().draw_mermaid()
+    assert mermaid == (SNAPSHOTS / "graph.mmd").read_text(encoding="utf-8")
+
+
+def test_every_route_name_labels_an_edge(make_graph):
+    graph, _ = make_graph([])
+    labels = {e.data for e in graph.get_graph().edges if e.conditional}
+    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break"}
+
+
+def test_build_graph_returns_a_compiled_state_graph(make_graph):
+    from langgraph.graph.state import CompiledStateGraph
+
+    graph, _ = make_graph([])
+    assert isinstance(graph, CompiledStateGraph) and isinstance(graph, ReinloopGraph)
+    assert set(graph.nodes) == {"__start__", "decide", "parse", "validate", "execute", "memorize", "guard"}
+
+
+def test_state_holds_only_json_serialisable_values(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2*3"})], "6"])
+    out = graph.invoke({"task": "t"})
+    assert json.loads(json.dumps(out)) == out  # no model, tool or limits object leaked into state
+
+
+def test_stream_yields_one_update_per_node(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2*3"})], "6"])
+    nodes = [next(iter(chunk)) for chunk in graph.stream({"task": "t"}, stream_mode="updates")]
+    assert nodes == ["decide", "parse", "validate", "execute", "memorize", "guard",
+                     "decide", "parse", "memorize", "guard"]
+
+
+def test_custom_stream_carries_node_events(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2*3"})], "6"])
+    events = list(graph.stream({"task": "t"}, stream_mode="custom"))
+    guard_events = [e for e in events if e["node"] == "guard"]
+    assert [e["decision"] for e in guard_events] == ["continue", "finish"]
+
+
+def test_ainvoke_and_astream_work(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2*3"})], "6"])
+    out = asyncio.run(graph.ainvoke({"task": "t"}))
+    assert out["answer"] == "6"
+
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2*3"})], "6"])
+
+    async def collect():
+        return [c async for c in graph.astream({"task": "t"}, stream_mode="updates")]
+
+    assert len(asyncio.run(collect())) == 10
+
+
+def test_get_state_with_a_checkpointer_shows_the_outcome(make_graph):
+    graph, _ = make_graph(["42"], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"task": "t"}, config)
+    snapshot = graph.get_state(config)
+    assert snapshot.values["status"] == "done" and snapshot.values["answer"] == "42"
+    assert snapshot.next == ()
+
+
+def test_a_second_task_on_a_thread_sees_the_first_answer(make_graph):
+    graph, model = make_graph(["Paris", "It is Paris again"], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    graph.invoke({"task": "capital of France?"}, config)
+    out = graph.invoke({"task": "and again?"}, config)
+    assert out["answer"] == "It is Paris again" and out["run"] == 2
+    assert out["counters"]["steps"] == 1  # counters start over for the new task
+    text = "\n".join(str(m.content) for m in model.prompts[1])
+    assert "capital of France?" in text and "Answer: Paris" in text
+
+
+def test_the_context_can_be_replaced_per_invocation(make_graph):
+    graph, _ = make_graph([])
+    other = ScriptedChatModel(replies=["from the other model"])
+    ctx = AgentContext(model=other, llm=other, tools=graph.reinloop_context.tools,
+                       protocol=graph.reinloop_context.protocol, limits=Limits())
+    assert graph.invoke({"task": "t"}, context=ctx)["answer"] == "from the other model"
+
+
+def test_unknown_protocol_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="unknown protocol 'xml'; choose one of: tool_calling, json, react"):
+        build_graph(ScriptedChatModel(), protocol="xml")
+
+
+def test_native_tool_calling_needs_a_model_that_binds_tools():
+    from reinloop.tools import builtins
+
+    with pytest.raises(ConfigurationError, match="does not support native tool calling; use protocol='json'"):
+        build_graph(ScriptedChatModel(supports_tools=False), builtins("calculator"))
+
+
+def test_bad_limits_are_refused_with_the_fix():
+    with pytest.raises(ConfigurationError, match=r"Limits.max_steps must be positive, got 0; use None to switch it off"):
+        Limits(max_steps=0)
+    with pytest.raises(ConfigurationError, match="unknown limit"):
+        Limits().replace(max_stepz=3)

@@ -1,0 +1,73 @@
+"""The tool registry accepts any LangChain tool and refuses duplicates."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tools import BaseTool, StructuredTool, tool
+from pydantic import BaseModel, Field
+
+from reinloop import DuplicateToolError, ToolRegistry
+from reinloop.errors import ConfigurationError, UnknownToolError
+from reinloop.tools import builtin, builtins, calculator
+
+
+@tool
+def shout(text: str) -> str:
+    """Upper-case the text."""
+    return text.upper()
+
+
+class EchoArgs(BaseModel):
+    text: str = Field(description="what to echo", max_length=5)
+
+
+class Echo(BaseTool):
+    name: str = "echo"
+    description: str = "Echo the text."
+    args_schema: type[BaseModel] = EchoArgs
+
+    def _run(self, text: str) -> str:
+        return text
+
+
+def test_registry_accepts_decorated_subclassed_and_structured_tools():
+    structured = StructuredTool.from_function(lambda n: str(n * 2), name="double", description="Double n.")
+    registry = ToolRegistry([shout, Echo(), structured])
+    assert registry.names() == ["shout", "echo", "double"]
+    assert registry.get("echo").invoke({"text": "hi"}) == "hi"
+
+
+def test_duplicate_tool_names_are_refused():
+    registry = ToolRegistry([shout])
+    with pytest.raises(DuplicateToolError, match="a tool named 'shout' is already registered; tool names must be unique"):
+        registry.register(shout)
+
+
+def test_non_tools_are_refused_with_the_fix():
+    with pytest.raises(ConfigurationError, match="decorate the function with @tool"):
+        ToolRegistry([lambda x: x])
+
+
+def test_schema_carries_field_descriptions_and_constraints():
+    schema = ToolRegistry([Echo()]).schema("echo")
+    assert schema["properties"]["text"] == {"description": "what to echo", "maxLength": 5, "type": "string"}
+    assert "what to echo" in ToolRegistry([Echo()]).describe()
+
+
+def test_validate_args_reports_each_bad_field():
+    problem = ToolRegistry([Echo()]).validate_args("echo", {"text": "too long"})
+    assert problem.startswith("invalid arguments for echo: text: String should have at most 5 characters (got 'too long')")
+
+
+def test_builtin_tools_by_name():
+    assert builtin("calculator") is calculator
+    assert [t.name for t in builtins("calculator, db_query")] == ["calculator", "db_query"]
+    with pytest.raises(UnknownToolError, match="no built-in tool named 'web'; built-in tools: calculator, db_query, get_weather"):
+        builtin("web")
+
+
+def test_weather_failure_rate_makes_it_fail():
+    always = builtin("get_weather", failure_rate=1.0)
+    with pytest.raises(ConnectionError, match="simulated failure"):
+        always.invoke({"city": "杭州"})
+    assert builtin("get_weather").invoke({"city": "深圳"}) == "深圳: 小雨, 29℃"
