@@ -13,6 +13,7 @@ from langgraph.types import Checkpointer
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
 from .outcome import Outcome
+from .retry import RetryPolicy
 from .tools.catalog import DEFAULT_TOOLS, builtins
 
 EventHandler = Callable[[dict[str, Any]], None]
@@ -50,6 +51,7 @@ def run(
     base_url: str | None = None,
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
+    retry: RetryPolicy | None = None,
     on_event: EventHandler | None = None,
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
@@ -67,5 +69,6 @@ def run(
         system_prompt=system_prompt,
         checkpointer=checkpointer,
         base_url=base_url,
+        retry=retry,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

@@ -22,6 +22,7 @@ from .limits import Limits
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
+from .retry import RetryPolicy
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -87,7 +88,8 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
-    model = resolve_model(args.model, base_url=args.base_url)
+    retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
+    model = resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)
     thread_id = args.thread or new_thread_id()
     console = None if args.json else PlainConsole(limits)
     if console is not None:
@@ -100,6 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limits=limits,
         thread_id=thread_id,
         system_prompt=args.system_prompt,
+        retry=retry,
         on_event=console.handle if console else None,
     )
     print_outcome(outcome, args.json)
@@ -152,7 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]",
     )
     p.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
-    p.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling")
+    p.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling",
+                   help="how the model states its actions; auto falls back to json [tool_calling]")
+    p.add_argument("--model-timeout", type=_limit(float), default=RetryPolicy().timeout, metavar="S",
+                   help=f"seconds per model request [{RetryPolicy().timeout}]")
+    p.add_argument("--model-retries", type=int, default=RetryPolicy().attempts - 1, metavar="N",
+                   help=f"retries of a failed model request (429, 5xx, timeouts) [{RetryPolicy().attempts - 1}]")
     p.add_argument(
         "--tools",
         default=",".join(DEFAULT_TOOLS),

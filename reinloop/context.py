@@ -8,14 +8,19 @@ it (the Python caller, or ``reinloop resume`` from the run's stored settings).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import Runnable
 
 from .limits import Limits
+from .protocols import JsonProtocol
 from .protocols.base import OutputProtocol
+from .retry import RetryPolicy
 from .tools.registry import ToolRegistry
+
+FALLBACK = JsonProtocol()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,5 +35,24 @@ class AgentContext:
     protocol: OutputProtocol
     limits: Limits = field(default_factory=Limits)
     system_prompt: str | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     invoked_at: float = 0.0
     """Wall-clock start of the current invocation; time between invocations is never counted."""
+
+    def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
+        """The protocol and model to use now: ``auto`` may have fallen back to JSON."""
+        if self.protocol.name == "auto" and state.get("protocol") == FALLBACK.name:
+            return FALLBACK, self.model
+        return self.protocol, self.llm
+
+    def elapsed(self, state: Mapping[str, Any], now: float) -> float:
+        """Active seconds of the run: time between invocations is not counted."""
+        since = max(state.get("tick", now), self.invoked_at)
+        return float(state["counters"]["elapsed_seconds"]) + max(0.0, now - since)
+
+    def seconds_left(self, state: Mapping[str, Any], now: float) -> float | None:
+        """Seconds before the run's time limit, or ``None`` without one."""
+        if self.limits.max_seconds is None:
+            return None
+        extra = (state.get("extensions") or {}).get("seconds", 0.0)
+        return self.limits.max_seconds + extra - self.elapsed(state, now)

@@ -40,6 +40,7 @@ from .nodes import (
     validate,
 )
 from .protocols import OutputProtocol, get_protocol
+from .retry import RetryPolicy
 from .state import AgentState, InputState
 from .tools.registry import ToolRegistry
 
@@ -114,26 +115,30 @@ def build_graph(
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     base_url: str | None = None,
+    retry: RetryPolicy | None = None,
     name: str = "reinloop",
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
     ``model`` is a LangChain chat model or an ``init_chat_model`` string
-    (``"openai:gpt-4o-mini"``); ``protocol`` is ``"tool_calling"``, ``"json"``
-    or ``"react"``. Invoke the result like any LangGraph graph::
+    (``"openai:gpt-4o-mini"``, with ``base_url`` for OpenAI-compatible
+    servers); ``protocol`` is ``"tool_calling"``, ``"json"``, ``"react"`` or
+    ``"auto"``; ``retry`` says how model failures are retried. Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-    chat_model = resolve_model(model, base_url=base_url)
-    proto = get_protocol(protocol)
+    retry = retry if retry is not None else RetryPolicy()
+    chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
+    proto, llm = prepare_model(chat_model, get_protocol(protocol), registry)
     context = AgentContext(
         model=chat_model,
-        llm=prepare_model(chat_model, proto, registry),
+        llm=llm,
         tools=registry,
         protocol=proto,
         limits=limits if limits is not None else Limits(),
         system_prompt=system_prompt,
+        retry=retry,
     )
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)

@@ -8,13 +8,17 @@ client at a local server (Ollama, vLLM, LM Studio, llama.cpp).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from .errors import ConfigurationError, ModelSetupError
 from .protocols.base import OutputProtocol
+from .protocols.json_protocol import JsonProtocol
+from .retry import call_with_retries, endpoint_of
 from .tools.registry import ToolRegistry
 
 KEY_VARIABLES = {
@@ -31,8 +35,18 @@ def _provider(name: str) -> str:
     return name.split(":", 1)[0] if ":" in name else "openai"
 
 
-def resolve_model(model: str | BaseChatModel, *, base_url: str | None = None, **kwargs: Any) -> BaseChatModel:
-    """A chat model object from an object or an ``init_chat_model`` string."""
+def resolve_model(
+    model: str | BaseChatModel,
+    *,
+    base_url: str | None = None,
+    timeout: float | None = None,
+    **kwargs: Any,
+) -> BaseChatModel:
+    """A chat model object from an object or an ``init_chat_model`` string.
+
+    A model built from a string gets ``timeout`` per request and no client-side
+    retries: reinloop's own retry policy (:mod:`reinloop.retry`) is the only layer.
+    """
     if not isinstance(model, str):
         if base_url is not None:
             raise ConfigurationError("base_url applies to model strings only; configure the model object instead")
@@ -40,6 +54,9 @@ def resolve_model(model: str | BaseChatModel, *, base_url: str | None = None, **
     from langchain.chat_models import init_chat_model
 
     provider = _provider(model)
+    kwargs.setdefault("max_retries", 0)
+    if timeout is not None:
+        kwargs.setdefault("timeout", timeout)
     if base_url is not None:
         kwargs["base_url"] = base_url
         if provider == "openai" and not os.environ.get("OPENAI_API_KEY"):
@@ -63,14 +80,32 @@ def resolve_model(model: str | BaseChatModel, *, base_url: str | None = None, **
         raise ModelSetupError(f"model {model!r} could not be created: {exc}") from None
 
 
-def prepare_model(model: BaseChatModel, protocol: OutputProtocol, tools: ToolRegistry) -> Runnable[Any, Any]:
-    """What the decide node calls: tools bound through the API for native tool calling."""
+def prepare_model(
+    model: BaseChatModel, protocol: OutputProtocol, tools: ToolRegistry
+) -> tuple[OutputProtocol, Runnable[Any, Any]]:
+    """The protocol to start with and what the decide node calls (tools bound for native calling).
+
+    ``auto`` starts with native tool calling when the model can bind tools and
+    with the JSON protocol when it cannot.
+    """
     if not protocol.native_tools or not len(tools):
-        return model
+        return protocol, model
     try:
-        return model.bind_tools(list(tools))
+        return protocol, model.bind_tools(list(tools))
     except NotImplementedError:
+        if protocol.name == "auto":
+            return JsonProtocol(), model
         raise ConfigurationError(
             f"{type(model).__name__} does not support native tool calling; "
-            f"use protocol='json' or protocol='react'"
+            f"use protocol='json', 'react' or 'auto'"
         ) from None
+
+
+def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None]) -> BaseMessage:
+    """Call ``llm`` with the run's retry policy; permanent failures raise :class:`ModelCallError`."""
+    return call_with_retries(
+        lambda: llm.invoke(prompt),
+        endpoint=endpoint_of(ctx.model),
+        policy=ctx.retry,
+        seconds_left=seconds_left,
+    )

@@ -68,6 +68,7 @@ class Pending(TypedDict, total=False):
     actions: list[Action]
     answer: str | None
     parse_error: str | None
+    fallback: str | None  # protocol="auto": the reply showed the model needs this protocol
 
 
 class Step(TypedDict, total=False):
@@ -139,6 +140,7 @@ class AgentState(TypedDict, total=False):
 
     task: str
     run: int
+    protocol: str  # the protocol in force when protocol="auto" fell back
     scratchpad: Annotated[list[Step], operator.add]
     counters: Counters
     extensions: Extensions

@@ -39,17 +39,18 @@ def history_message(state: Mapping[str, Any]) -> HumanMessage | None:
     return HumanMessage(content="Earlier tasks in this conversation:\n" + "\n".join(lines))
 
 
-def build_prompt(state: Mapping[str, Any], ctx: Any) -> list[BaseMessage]:
-    """The messages for the next model call."""
+def build_prompt(state: Mapping[str, Any], ctx: Any, protocol: Any = None) -> list[BaseMessage]:
+    """The messages for the next model call (``protocol`` defaults to the run's)."""
+    protocol = protocol or ctx.protocol
     system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
     messages: list[BaseMessage] = [
-        SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools)}")
+        SystemMessage(content=f"{system}\n\n{protocol.instructions(ctx.tools)}")
     ]
     if (earlier := history_message(state)) is not None:
         messages.append(earlier)
     messages.append(HumanMessage(content=f"Task: {state['task']}"))
     for step in current_steps(state):
-        messages.extend(ctx.protocol.render_step(step))
+        messages.extend(protocol.render_step(step))
     if hints := state.get("hints"):
         messages.append(HumanMessage(content="\n".join(HINT_PREFIX + h for h in hints)))
     return messages

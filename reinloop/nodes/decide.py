@@ -12,7 +12,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
+from ..context import FALLBACK, AgentContext
+from ..errors import ModelCallError
+from ..models import invoke_model
 from ..events import emit
 from ..memory.prompt import build_prompt
 from ..memory.tokens import count_message_tokens, estimate_tokens, message_text
@@ -53,13 +55,32 @@ def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) 
     )
 
 
+def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool:
+    """True when ``auto`` sent tools and the endpoint rejected them."""
+    return ctx.protocol.name == "auto" and protocol.native_tools and "tool" in str(exc).lower()
+
+
+def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, list[BaseMessage], dict[str, Any]]:
+    """Call the model; returns the reply, the prompt, and a protocol switch if one happened."""
+    protocol, llm = ctx.active(state)
+    prompt = build_prompt(state, ctx, protocol)
+    try:
+        return invoke_model(ctx, llm, prompt, lambda: ctx.seconds_left(state, time.time())), prompt, {}
+    except ModelCallError as exc:
+        if not refuses_tools(ctx, protocol, exc):
+            raise
+    switched = {"protocol": FALLBACK.name}
+    message, prompt, _ = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
+    return message, prompt, switched
+
+
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Call the model once with the prompt built from the state."""
     ctx = runtime.context
     update = begin_run(state) if state.get("status") != "running" else {}
     view: AgentState = {**state, **update}  # type: ignore[typeddict-item]
-    prompt = build_prompt(view, ctx)
-    message = ctx.llm.invoke(prompt)
+    message, prompt, switched = ask(ctx, view)
+    update.update(switched)
     reply = to_reply(message, prompt, view.get("hints") or [])
     c = view["counters"]
     counters = {

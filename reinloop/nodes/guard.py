@@ -55,12 +55,6 @@ def hints_for(state: AgentState, limits: Limits, c: Counters, ext: Extensions) -
     return hints
 
 
-def elapsed(state: AgentState, ctx: AgentContext, now: float) -> float:
-    """Active seconds of the run: time between invocations is not counted."""
-    since = max(state.get("tick", now), ctx.invoked_at)
-    return state["counters"]["elapsed_seconds"] + max(0.0, now - since)
-
-
 def close_turn(state: AgentState, status: str, answer: str | None) -> list[Turn]:
     """The thread's history with the current run appended."""
     return [*(state.get("history") or []), Turn(task=state["task"], answer=answer, status=status)]
@@ -70,7 +64,7 @@ def guard(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Judge the run after a step."""
     ctx = runtime.context
     now = time.time()
-    counters: Counters = {**state["counters"], "elapsed_seconds": elapsed(state, ctx, now)}
+    counters: Counters = {**state["counters"], "elapsed_seconds": ctx.elapsed(state, now)}
     ext = state.get("extensions") or {"steps": 0, "seconds": 0.0, "tokens": 0}
     update: dict[str, Any] = {"counters": counters, "tick": now}
     decision: Decision

@@ -16,15 +16,20 @@ from ..state import AgentState
 
 def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Parse the current reply with the run's protocol."""
-    pending = runtime.context.protocol.parse(state.get("reply") or {})
+    protocol, _ = runtime.context.active(state)
+    pending = protocol.parse(state.get("reply") or {})
     if pending.get("parse_error"):
         summary = f"parse error: {pending['parse_error']}"
     elif pending.get("answer") is not None:
         summary = "final answer"
     else:
         summary = "actions: " + ", ".join(a["tool"] for a in pending["actions"])
+    update: dict[str, Any] = {"pending": pending}
+    if pending.get("fallback"):
+        summary += f"; the model answers in {pending['fallback']}: switching protocols"
+        update["protocol"] = pending["fallback"]
     emit(runtime, "parse", summary, pending=pending)
-    return {"pending": pending}
+    return update
 
 
 def route_after_parse(state: AgentState) -> Literal["actions", "answer", "error"]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..errors import ConfigurationError
+from .auto import AutoProtocol
 from .base import OutputProtocol
 from .json_protocol import JsonProtocol
 from .react import ReactProtocol
@@ -12,6 +13,7 @@ PROTOCOLS: dict[str, type[OutputProtocol]] = {
     "tool_calling": ToolCallingProtocol,
     "json": JsonProtocol,
     "react": ReactProtocol,
+    "auto": AutoProtocol,
 }
 
 
@@ -29,6 +31,7 @@ def get_protocol(name: str | OutputProtocol) -> OutputProtocol:
 
 __all__ = [
     "PROTOCOLS",
+    "AutoProtocol",
     "JsonProtocol",
     "OutputProtocol",
     "ReactProtocol",

@@ -61,6 +61,13 @@ class OutputProtocol(ABC):
             f"Reply again, following the required format exactly."
         )
 
+    def synthesize(self, step: Step) -> str:
+        """A text for a step that has none (it was taken with native tool calls)."""
+        calls = [{"tool": a.get("tool"), "args": a.get("args") or {}} for a in step.get("actions") or []]
+        body: dict[str, Any] = {"thought": step.get("thought") or ""}
+        body.update(calls[0] if len(calls) == 1 else {"calls": calls})
+        return json.dumps(body, ensure_ascii=False)
+
     def observation_message(self, actions: list[Action]) -> str:
         """The observations of a step as one text message (text protocols)."""
         parts = []
@@ -72,7 +79,7 @@ class OutputProtocol(ABC):
 
     def render_step(self, step: Step) -> list[BaseMessage]:
         """The messages that replay ``step`` in the next prompt (text protocols)."""
-        messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or "")]
+        messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or self.synthesize(step))]
         if step.get("parse_error"):
             messages.append(HumanMessage(content=self.repair_message(step["parse_error"])))
         elif step.get("actions"):
