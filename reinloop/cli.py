@@ -45,6 +45,8 @@ LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("repeat_hint_after", _limit(int), "identical actions before a hint"),
     ("max_repeats", _limit(int), "identical actions before the run breaks"),
     ("max_observation_chars", int, "tool output characters kept"),
+    ("tool_timeout", _limit(float), "seconds per tool call, retries included"),
+    ("tool_retries", _limit(int), "retries of a transient tool error"),
 )
 
 

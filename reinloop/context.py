@@ -15,6 +15,8 @@ from langchain_core.runnables import Runnable
 
 from .limits import Limits
 from .protocols.base import OutputProtocol
+from .tools.journal import ToolJournal
+from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
 
 
@@ -32,3 +34,7 @@ class AgentContext:
     system_prompt: str | None = None
     invoked_at: float = 0.0
     """Wall-clock start of the current invocation; time between invocations is never counted."""
+    workers: WorkerPool = field(default_factory=WorkerPool)
+    """The threads tool calls run in: bounded, so hung tools cannot pile up."""
+    journal: ToolJournal | None = None
+    """Where side-effecting tool calls are journaled (at most once across crashes); ``None``: not journaled."""

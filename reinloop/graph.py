@@ -14,6 +14,7 @@ so callers use LangGraph's own ``invoke``/``stream``/``get_state``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -41,6 +42,7 @@ from .nodes import (
 )
 from .protocols import OutputProtocol, get_protocol
 from .state import AgentState, InputState
+from .tools.journal import ToolJournal
 from .tools.registry import ToolRegistry
 
 
@@ -105,6 +107,15 @@ def label_edges(graph: Graph) -> Graph:
     return graph
 
 
+def open_journal(journal: ToolJournal | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
+    """The side-effects journal: the one given, one at a path, or in memory when runs can resume."""
+    if isinstance(journal, ToolJournal):
+        return journal
+    if journal is not None:
+        return ToolJournal(journal)
+    return ToolJournal(":memory:") if checkpointer not in (None, False) else None
+
+
 def build_graph(
     model: str | BaseChatModel,
     tools: Sequence[BaseTool] | ToolRegistry = (),
@@ -115,6 +126,7 @@ def build_graph(
     checkpointer: Checkpointer = None,
     base_url: str | None = None,
     name: str = "reinloop",
+    journal: ToolJournal | str | os.PathLike[str] | None = None,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -123,6 +135,11 @@ def build_graph(
     or ``"react"``. Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
+
+    ``journal`` (a :class:`~reinloop.tools.ToolJournal` or a SQLite path,
+    typically the run database) records side-effecting tool calls so a resumed
+    run never repeats one; by default, with a checkpointer, they are journaled
+    in memory, which guards resumes within this process only.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     chat_model = resolve_model(model, base_url=base_url)
@@ -134,6 +151,7 @@ def build_graph(
         protocol=proto,
         limits=limits if limits is not None else Limits(),
         system_prompt=system_prompt,
+        journal=open_journal(journal, checkpointer),
     )
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)
