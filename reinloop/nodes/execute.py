@@ -42,7 +42,7 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         assert tool is not None  # validate checked it
         calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i))
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal)
-    for i, result in zip(positions, executor.run(calls, place_of(state))):
+    for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         action = actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
         emit(
             runtime,

@@ -32,12 +32,18 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential, wait_random
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    wait_exponential,
+    wait_random,
+)
 
 from ..limits import Limits
 from .journal import CallKey, ToolJournal, args_hash
@@ -124,7 +130,7 @@ def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int) -> 
 
 def unknown_outcome(tool: str, entry_started: float) -> str:
     """The observation of a side-effecting call that was cut off by a crash."""
-    when = datetime.fromtimestamp(entry_started, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    when = datetime.fromtimestamp(entry_started, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
     return (
         f"ERROR: the outcome of this {tool} call is unknown: it started at {when}, but the run "
         f"stopped (crash or kill) before its result was recorded. It was not run again because "

@@ -8,7 +8,14 @@ import time
 import sqlite_utils
 from langchain_core.tools import StructuredTool
 
-from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, configure, create_journal_table
+from reinloop.tools import (
+    Place,
+    ToolCall,
+    ToolExecutor,
+    ToolJournal,
+    configure,
+    create_journal_table,
+)
 from reinloop.tools.journal import CallKey, args_hash
 
 PLACE = Place(thread_id="t1", run=1, step=2)

@@ -6,7 +6,7 @@ import pytest
 from langchain_core.tools import BaseTool, StructuredTool, tool
 
 from reinloop.errors import ConfigurationError
-from reinloop.tools import ToolOptions, configure, options_of
+from reinloop.tools import ToolOptions, builtin, calculator, configure, options_of
 
 
 @tool
@@ -80,6 +80,13 @@ def test_configure_refuses_a_plain_function():
 def test_a_single_transient_class_is_accepted():
     t = configure(StructuredTool.from_function(lambda x: x, name="one", description="d"), transient=OSError)
     assert options_of(t).transient == (OSError,)
+
+
+def test_configuring_a_builtin_copy_leaves_the_others_alone():
+    mine = configure(builtin("calculator"), timeout=1)
+    assert options_of(mine).timeout == 1
+    assert options_of(calculator).timeout is None
+    assert options_of(builtin("calculator")).timeout is None
 
 
 def test_effective_values_fall_back_to_the_run_limits():
