@@ -23,7 +23,7 @@ from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .retry import RetryPolicy
-from .tools.catalog import BUILTINS, DEFAULT_TOOLS
+from .tools.catalog import BUILTINS, DEFAULT_TOOLS, builtins
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -46,6 +46,8 @@ LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("repeat_hint_after", _limit(int), "identical actions before a hint"),
     ("max_repeats", _limit(int), "identical actions before the run breaks"),
     ("max_observation_chars", int, "tool output characters kept"),
+    ("tool_timeout", _limit(float), "seconds per tool call, retries included"),
+    ("tool_retries", _limit(int), "retries of a transient tool error"),
 )
 
 
@@ -86,18 +88,32 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
     )
 
 
+def print_index_progress(done: int, total: int, path: str) -> None:
+    """search_docs indexing progress on stderr: every 100 files and the last one."""
+    if done % 100 == 0 or done == total:
+        print(f"indexing docs: {done}/{total} files", file=sys.stderr, flush=True)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     model = resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)
     thread_id = args.thread or new_thread_id()
+    tools = builtins(
+        args.tools,
+        sandbox=args.sandbox,
+        db=args.db_tool,
+        docs=args.docs,
+        db_tables=args.db_tables,
+        progress=None if args.json else print_index_progress,
+    )
     console = None if args.json else PlainConsole(limits)
     if console is not None:
         print(f"thread {thread_id}")
     outcome = run(
         args.task,
         model=model,
-        tools=args.tools,
+        tools=tools,
         protocol=args.protocol,
         limits=limits,
         thread_id=thread_id,
@@ -166,6 +182,10 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_TOOLS),
         help=f"comma-separated built-in tools [{','.join(DEFAULT_TOOLS)}]; available: {', '.join(sorted(BUILTINS))}",
     )
+    p.add_argument("--sandbox", metavar="DIR", help="the directory read_file and write_file are confined to")
+    p.add_argument("--db-tool", metavar="PATH", help="the SQLite file of sql_query (read-only) and db_insert")
+    p.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write [every existing table]")
+    p.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
     p.add_argument("--thread", help="thread id [a new id, printed]")
     p.add_argument("--system-prompt", help="replace the default system prompt")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")

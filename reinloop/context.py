@@ -18,6 +18,8 @@ from .limits import Limits
 from .protocols import JsonProtocol
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
+from .tools.journal import ToolJournal
+from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
 
 FALLBACK = JsonProtocol()
@@ -38,6 +40,10 @@ class AgentContext:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     invoked_at: float = 0.0
     """Wall-clock start of the current invocation; time between invocations is never counted."""
+    workers: WorkerPool = field(default_factory=WorkerPool)
+    """The threads tool calls run in: bounded, so hung tools cannot pile up."""
+    journal: ToolJournal | None = None
+    """Where side-effecting tool calls are journaled (at most once across crashes); ``None``: not journaled."""
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
         """The protocol and model to use now: ``auto`` may have fallen back to JSON."""

@@ -14,6 +14,7 @@ so callers use LangGraph's own ``invoke``/``stream``/``get_state``.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,6 +43,7 @@ from .nodes import (
 from .protocols import OutputProtocol, get_protocol
 from .retry import RetryPolicy
 from .state import AgentState, InputState
+from .tools.journal import ToolJournal
 from .tools.registry import ToolRegistry
 
 
@@ -106,6 +108,15 @@ def label_edges(graph: Graph) -> Graph:
     return graph
 
 
+def open_journal(journal: ToolJournal | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
+    """The side-effects journal: the one given, one at a path, or in memory when runs can resume."""
+    if isinstance(journal, ToolJournal):
+        return journal
+    if journal is not None:
+        return ToolJournal(journal)
+    return ToolJournal(":memory:") if checkpointer not in (None, False) else None
+
+
 def build_graph(
     model: str | BaseChatModel,
     tools: Sequence[BaseTool] | ToolRegistry = (),
@@ -117,6 +128,7 @@ def build_graph(
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
     name: str = "reinloop",
+    journal: ToolJournal | str | os.PathLike[str] | None = None,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -126,6 +138,11 @@ def build_graph(
     ``"auto"``; ``retry`` says how model failures are retried. Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
+
+    ``journal`` (a :class:`~reinloop.tools.ToolJournal` or a SQLite path,
+    typically the run database) records side-effecting tool calls so a resumed
+    run never repeats one; by default, with a checkpointer, they are journaled
+    in memory, which guards resumes within this process only.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     retry = retry if retry is not None else RetryPolicy()
@@ -139,6 +156,7 @@ def build_graph(
         limits=limits if limits is not None else Limits(),
         system_prompt=system_prompt,
         retry=retry,
+        journal=open_journal(journal, checkpointer),
     )
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)

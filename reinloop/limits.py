@@ -33,6 +33,10 @@ class Limits:
     """Identical consecutive actions after which the run is stopped."""
     max_observation_chars: int = 2000
     """Tool output longer than this is truncated, with a marker saying how much was cut."""
+    tool_timeout: float | None = 30.0
+    """Seconds a tool call may take, retries included (a tool's own ``timeout`` option overrides it)."""
+    tool_retries: int | None = 2
+    """Retries of a tool call that failed with a transient error (a tool's ``retries`` option overrides it)."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):

@@ -80,7 +80,8 @@ def test_unknown_tool_name_is_a_one_line_error(capsys):
     code = main(["run", "x", "--base-url", "http://127.0.0.1:9/v1", "--tools", "calculator,web"])
     assert code == 1
     assert capsys.readouterr().err.strip() == (
-        "reinloop: error: no built-in tool named 'web'; built-in tools: calculator, db_query, get_weather"
+        "reinloop: error: no built-in tool named 'web'; built-in tools: calculator, db_insert, db_query, "
+        "get_weather, read_file, search_docs, sql_query, translate, wait, write_file"
     )
 
 

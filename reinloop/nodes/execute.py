@@ -1,42 +1,59 @@
-"""execute: run the validated tool calls, in the model's order.
+"""execute: run the validated tool calls and attach their observations.
 
 Invalid calls are skipped here (memorize turns their problem into their
-observation). A tool that raises or returns nothing yields an error
-observation; the loop goes on.
+observation). The calls themselves go through
+:class:`~reinloop.tools.executor.ToolExecutor`: timeouts, retries,
+pseudo-success checks, the side-effects journal and parallel runs all live
+there; this node only places the step in its thread (for the journal) and
+reports each call as an event. Whatever a tool does, the loop goes on.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
 from ..state import Action, AgentState
-from ..tools.executor import run_tool
+from ..tools.executor import Place, ToolCall, ToolExecutor
+
+
+def place_of(state: AgentState) -> Place:
+    """The thread, run and step the current calls belong to."""
+    try:
+        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
+    except RuntimeError:  # called outside a graph run: no thread, nothing to journal
+        thread_id = ""
+    return Place(thread_id=thread_id, run=state.get("run", 0), step=state["counters"]["steps"] + 1)
 
 
 def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Run each valid call and attach its observation."""
+    """Run each valid call and attach its observation, in the model's order."""
     ctx = runtime.context
     pending = state["pending"] or {}
-    done: list[Action] = []
-    for action in pending.get("actions") or []:
-        if action.get("problem"):
-            done.append(action)
-            continue
-        tool = ctx.tools.get(action["tool"])
+    actions: list[Action] = list(pending.get("actions") or [])
+    positions = [i for i, a in enumerate(actions) if not a.get("problem")]
+    calls = []
+    for i in positions:
+        tool = ctx.tools.get(actions[i]["tool"])
         assert tool is not None  # validate checked it
-        observation, error = run_tool(tool, action.get("args") or {}, ctx.limits.max_observation_chars)
-        done.append({**action, "observation": observation, "error": error})
+        calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i))
+    executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal)
+    for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
+        action = actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
         emit(
             runtime,
             "execute",
-            f"{action['tool']} -> {'error' if error else 'ok'}",
+            f"{action['tool']} -> {result.status}",
             tool=action["tool"],
             args=action.get("args"),
-            observation=observation,
-            error=error,
+            observation=result.observation,
+            error=result.error,
+            status=result.status,
+            attempts=result.attempts,
+            seconds=round(result.seconds, 3),
         )
-    return {"pending": {**pending, "actions": done}}
+    return {"pending": {**pending, "actions": actions}}

@@ -18,6 +18,8 @@ from typing import Any
 from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 
+from .options import configure
+
 MAX_EXPRESSION_CHARS = 500
 MAX_DEPTH = 50
 MAX_EXPONENT = 1000
@@ -59,6 +61,9 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 _CONSTANTS = {"pi": math.pi, "e": math.e}
 
 
+_SYMBOLS = str.maketrans({"×": "*", "÷": "/", "−": "-", "（": "(", "）": ")"})
+"""Operator symbols models like to write, mapped to ASCII (digits are never mapped)."""
+
 ALLOWED = "use numbers, + - * / // % **, parentheses and the listed functions"
 
 
@@ -80,15 +85,26 @@ def _too_big(value: Any) -> bool:
     return isinstance(value, float) and math.isinf(value)
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 20 else f"a {len(text)}-digit number"
+
+
 def _check_power(base: Any, exponent: Any) -> None:
     if abs(exponent) > MAX_EXPONENT:
-        raise CalculatorError(f"exponent {exponent!r} is too large (limit {MAX_EXPONENT})")
+        raise CalculatorError(f"exponent {_short(exponent)} is too large (limit {MAX_EXPONENT})")
     if isinstance(base, int) and isinstance(exponent, int) and base not in (0, 1, -1):
         digits = abs(exponent) * math.log10(abs(base))
         if digits > MAX_RESULT_DIGITS:
             raise CalculatorError(
-                f"{base}**{exponent} would have about {digits:.0f} digits (limit {MAX_RESULT_DIGITS})"
+                f"{_short(base)}**{exponent} would have about {digits:.0f} digits (limit {MAX_RESULT_DIGITS})"
             )
+
+
+def _check_round(args: list[Any]) -> None:
+    # round(5, -10**9) computes 10**(10**9) inside CPython: bound the digits first.
+    if len(args) == 2 and isinstance(args[1], int) and abs(args[1]) > MAX_RESULT_DIGITS:
+        raise CalculatorError(f"round() digits {_short(args[1])} out of range (limit ±{MAX_RESULT_DIGITS})")
 
 
 class _Evaluator:
@@ -138,6 +154,8 @@ class _Evaluator:
         if node.keywords or len(node.args) > 4:
             raise CalculatorError(f"{name}() takes up to 4 positional arguments")
         args = [self.eval(a) for a in node.args]
+        if name == "round":
+            _check_round(args)
         result = _FUNCTIONS[name](*args)
         if _too_big(result):
             raise CalculatorError("result is too large")
@@ -153,9 +171,14 @@ def evaluate(expression: str) -> int | float:
         raise CalculatorError(
             f"expression is {len(text)} characters long (limit {MAX_EXPRESSION_CHARS})"
         )
+    text = text.translate(_SYMBOLS)
     if not text.isascii():
-        raise CalculatorError("use ASCII digits and operators only (e.g. 3*(4+5))")
-    text = text.replace("^", "**").replace("×", "*")
+        bad = next(c for c in text if not c.isascii())
+        raise CalculatorError(
+            f"non-ASCII character {bad!r} (U+{ord(bad):04X}) in the expression; "
+            "use ASCII digits and operators only (e.g. 3*(4+5))"
+        )
+    text = text.replace("^", "**")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
@@ -195,6 +218,7 @@ class CalculatorInput(BaseModel):
     )
 
 
+@configure(parallel_safe=True, transient=())
 @tool("calculator", args_schema=CalculatorInput)
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression. Use it for every calculation instead of computing in your head."""

@@ -1,11 +1,21 @@
-"""The seeds' demo tools, with their fixed demo data, so their examples run offline."""
+"""The seeds' demo tools, with their fixed demo data, so their examples run offline.
+
+Also ``wait`` (seed 003's timer, bounded) and ``translate`` (a deterministic
+glossary translator for benchmarks that need one).
+"""
 
 from __future__ import annotations
 
 import random
+import re
+import time
+import unicodedata
+from typing import Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
+
+from .options import configure
 
 DEMO_ROWS: dict[str, dict[str, str]] = {
     "users": {"1": "张三, 年龄30", "2": "李四, 年龄25"},
@@ -36,11 +46,15 @@ def _db_query(table: str, key: str) -> str:
     return f"查询结果: {rows.get(str(key), '未找到记录')}"
 
 
-db_query: BaseTool = StructuredTool.from_function(
-    _db_query,
-    name="db_query",
-    description="Look up one row of the demo database (tables users and orders) by primary key.",
-    args_schema=DbQueryInput,
+db_query: BaseTool = configure(
+    StructuredTool.from_function(
+        _db_query,
+        name="db_query",
+        description="Look up one row of the demo database (tables users and orders) by primary key.",
+        args_schema=DbQueryInput,
+    ),
+    parallel_safe=True,
+    transient=(),
 )
 
 
@@ -62,12 +76,101 @@ def make_weather_tool(failure_rate: float = 0.0, seed: int | None = None) -> Bas
         condition, temperature = DEMO_WEATHER.get(city.strip(), ("晴", 20))
         return f"{city.strip()}: {condition}, {temperature}℃"
 
-    return StructuredTool.from_function(
+    tool = StructuredTool.from_function(
         get_weather,
         name="get_weather",
         description="Current weather of a city: condition and temperature in °C. Use only for weather questions.",
         args_schema=WeatherInput,
     )
+    return configure(tool, parallel_safe=True)  # its ConnectionError is transient: retried
 
 
 get_weather: BaseTool = make_weather_tool()
+
+
+class WaitInput(BaseModel):
+    """Arguments of wait."""
+
+    seconds: float = Field(description="how long to wait, in seconds", ge=0)
+
+
+def make_wait_tool(max_seconds: float = 60.0) -> BaseTool:
+    """``wait``: sleep for a bounded number of seconds (seed 003's timer; handy to test timeouts)."""
+    if not max_seconds > 0:
+        raise ValueError(f"max_seconds must be positive, got {max_seconds}")
+    schema = create_model(
+        "WaitInput",
+        __base__=WaitInput,
+        seconds=(float, Field(description=f"how long to wait, in seconds (at most {max_seconds:g})", ge=0, le=max_seconds)),
+    )
+
+    def wait(seconds: float) -> str:
+        time.sleep(seconds)
+        return f"waited {seconds:g} s"
+
+    tool = StructuredTool.from_function(
+        wait,
+        name="wait",
+        description=f"Wait (sleep) for a number of seconds, at most {max_seconds:g}, then continue.",
+        args_schema=schema,
+    )
+    return configure(tool, parallel_safe=True, transient=())
+
+
+GLOSSARY: dict[str, str] = {
+    "你好": "hello", "世界": "world", "谢谢": "thank you", "再见": "goodbye", "早上好": "good morning",
+    "晚安": "good night", "朋友": "friend", "我": "I", "你": "you", "爱": "love", "是": "is",
+    "天气": "weather", "今天": "today", "明天": "tomorrow", "昨天": "yesterday", "晴": "sunny",
+    "多云": "cloudy", "小雨": "light rain", "下雨": "rain", "温度": "temperature", "气温": "air temperature",
+    "杭州": "Hangzhou", "北京": "Beijing", "上海": "Shanghai", "深圳": "Shenzhen",
+    "用户": "user", "订单": "order", "数据库": "database", "查询": "query", "计算": "calculate",
+    "结果": "result", "年龄": "age", "金额": "amount", "苹果": "apple", "猫": "cat", "狗": "dog",
+    "工具": "tool", "智能体": "agent", "人工智能": "artificial intelligence", "机器学习": "machine learning",
+    "语言模型": "language model", "文件": "file", "搜索": "search", "文档": "document",
+}
+"""The demo translator's whole vocabulary, Chinese -> English."""
+
+
+class TranslateInput(BaseModel):
+    """Arguments of translate."""
+
+    text: str = Field(description="the text to translate (glossary words only; this is a demo translator)", min_length=1, max_length=500)
+    target: Literal["en", "zh"] = Field(description="the language to translate into: 'en' (English) or 'zh' (Chinese)")
+
+
+def _longest_match(units: list[str], glossary: dict[str, str], joiner: str) -> list[str]:
+    out, i = [], 0
+    while i < len(units):
+        for j in range(len(units), i, -1):
+            phrase = joiner.join(units[i:j])
+            if phrase in glossary:
+                out.append(glossary[phrase])
+                i = j
+                break
+        else:
+            known = ", ".join(sorted(glossary)[:12])
+            raise ValueError(f"no glossary entry for {units[i]!r}; this demo translator only knows words such as: {known}, ...")
+    return out
+
+
+def _translate(text: str, target: str) -> str:
+    if target == "en":
+        chars = [c for c in text if not (c.isspace() or unicodedata.category(c).startswith("P"))]
+        return " ".join(_longest_match(chars, GLOSSARY, ""))
+    english = {v.lower(): k for k, v in GLOSSARY.items()}
+    words = re.findall(r"[A-Za-z']+", text.lower())
+    if not words:
+        raise ValueError(f"no English words in {text!r}; to translate Chinese into English use target='en'")
+    return "".join(_longest_match(words, english, " "))
+
+
+translate: BaseTool = configure(
+    StructuredTool.from_function(
+        _translate,
+        name="translate",
+        description="Translate short Chinese <-> English text word by word with a small fixed glossary (a deterministic demo translator).",
+        args_schema=TranslateInput,
+    ),
+    parallel_safe=True,
+    transient=(),
+)

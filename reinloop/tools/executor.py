@@ -1,25 +1,96 @@
-"""Running one tool call and turning whatever happens into an observation.
+"""Running tool calls and turning whatever happens into observations.
 
-The executor never raises: a tool that raises, returns nothing, or returns a
+The executor never raises for a tool's sake: a tool that raises, hangs,
+returns nothing, returns something its validator rejects, or returns a
 novel-length string still yields a short observation for the model and an
-error flag for the guards.
+error flag for the guards. For each call it applies the tool's
+:class:`~reinloop.tools.options.ToolOptions` over the run's
+:class:`~reinloop.Limits`:
+
+- **timeout**: the call runs in a worker thread (:mod:`.pool`) and the
+  caller waits until the call's deadline, no longer. The deadline covers
+  the whole call, retries and backoff included; a late call is abandoned
+  and reported as ``ERROR: ToolTimeout``.
+- **retries**: an exception of a type the tool declares transient is
+  retried with exponential backoff and jitter (``tenacity``), at most
+  ``retries`` times and never past the deadline; any other exception is
+  permanent and reported at once.
+- **pseudo-success**: an empty or blank result, or one the tool's
+  ``validator`` objects to, is an error observation.
+- **side effects**: calls of ``side_effects=True`` tools go through the
+  journal (:mod:`.journal`): at most once, even across crashes.
+- **concurrency**: the calls of one reply run at the same time when every
+  one of them is ``parallel_safe``, else one after the other; results always
+  come back in the model's order.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from collections.abc import Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception_type,
+    wait_exponential,
+    wait_random,
+)
+
+from ..limits import Limits
+from .journal import CallKey, ToolJournal, args_hash
+from .options import ToolOptions, options_of
+from .pool import WorkerPool, WorkersExhausted
 
 EMPTY_RESULT = "ERROR: the tool returned an empty result; check the arguments or try another tool"
+
+Status = Literal["ok", "error", "timeout", "busy", "unknown", "replayed"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call to run: the tool, its validated arguments, and where it sits in the reply."""
+
+    tool: BaseTool
+    args: dict[str, Any]
+    call_id: str = ""
+    position: int = 0
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What came of a call: the observation the model reads, and how it went."""
+
+    observation: str
+    error: bool
+    status: Status
+    attempts: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the calls of a step sit in a thread: the journal's key prefix."""
+
+    thread_id: str
+    run: int
+    step: int
 
 
 def observation_text(result: Any) -> str:
     """A tool's return value as the text the model will read."""
     if isinstance(result, ToolMessage):
         result = result.content
+    if result is None:
+        return ""  # a tool that returns nothing has not succeeded
     if isinstance(result, str):
         return result
     try:
@@ -42,13 +113,151 @@ def error_observation(exc: BaseException) -> str:
     return f"ERROR: {type(exc).__name__}: {message[:500]}"
 
 
-def run_tool(tool: BaseTool, args: dict[str, Any], max_chars: int) -> tuple[str, bool]:
-    """Invoke ``tool``; return ``(observation, is_error)``."""
-    try:
-        result = tool.invoke(args)
-    except Exception as exc:  # a tool's failure is the model's information, not ours
-        return error_observation(exc), True
+def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int) -> tuple[str, bool]:
+    """``(observation, is_error)`` for a value the tool returned: pseudo-successes are errors."""
     text = observation_text(result)
     if not text.strip():
         return EMPTY_RESULT, True
+    if options.validator is not None:
+        try:
+            problem = options.validator(text)
+        except Exception as exc:  # a broken validator must not pass a bad result as good
+            problem = f"its validator raised {type(exc).__name__}: {exc}"
+        if problem:
+            return f"ERROR: the result of {tool.name} looks wrong: {problem}. The result was: {text[:200]!r}", True
     return truncate(text, max_chars), False
+
+
+def unknown_outcome(tool: str, entry_started: float) -> str:
+    """The observation of a side-effecting call that was cut off by a crash."""
+    when = datetime.fromtimestamp(entry_started, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return (
+        f"ERROR: the outcome of this {tool} call is unknown: it started at {when}, but the run "
+        f"stopped (crash or kill) before its result was recorded. It was not run again because "
+        f"{tool} has side effects. Check whether it took effect before calling it again."
+    )
+
+
+def timeout_observation(tool: str, seconds: float, options: ToolOptions) -> str:
+    """The observation of a call abandoned at its deadline."""
+    text = f"ERROR: ToolTimeout: {tool} did not finish within {seconds:g} s and was abandoned."
+    if options.side_effects:
+        return text + " It has side effects and may still complete, so its outcome is unknown: check before calling it again."
+    return text + " Try again with simpler arguments, use another tool, or answer with what you know."
+
+
+def _stop(attempts: int, deadline: float | None) -> Any:
+    def stop(state: RetryCallState) -> bool:
+        if state.attempt_number >= attempts:
+            return True
+        # Never start a sleep that would end past the deadline: the caller stops waiting there.
+        return deadline is not None and time.monotonic() + state.upcoming_sleep >= deadline
+
+    return stop
+
+
+@dataclass
+class _Started:
+    call: ToolCall
+    options: ToolOptions
+    future: Future[ToolResult]
+    deadline: float | None
+    timeout: float | None
+    began: float = field(default_factory=time.monotonic)
+
+
+class ToolExecutor:
+    """Runs the calls of a step under the run's limits, a worker pool and a journal."""
+
+    def __init__(self, limits: Limits | None = None, pool: WorkerPool | None = None, journal: ToolJournal | None = None) -> None:
+        self.limits = limits if limits is not None else Limits()
+        self.pool = pool if pool is not None else WorkerPool()
+        self.journal = journal
+
+    def run(self, calls: Sequence[ToolCall], place: Place | None = None) -> list[ToolResult]:
+        """Run ``calls`` (concurrently when all are parallel-safe); results in the same order."""
+        if len(calls) > 1 and all(options_of(c.tool).parallel_safe for c in calls):
+            started = [self._start(c, place) for c in calls]
+            return [self._collect(s) for s in started]
+        return [self._collect(self._start(c, place)) for c in calls]
+
+    def run_one(self, tool: BaseTool, args: dict[str, Any]) -> ToolResult:
+        """Run a single call (never journaled: it belongs to no thread)."""
+        return self._collect(self._start(ToolCall(tool, args), None))
+
+    def _start(self, call: ToolCall, place: Place | None) -> _Started | ToolResult:
+        options = options_of(call.tool)
+        key = self._key(call, place) if options.side_effects else None
+        if key is not None:
+            assert self.journal is not None
+            entry = self.journal.get(key)
+            if entry is not None and entry.finished:
+                return ToolResult(entry.observation or "", entry.error, "replayed")
+            if entry is not None:
+                return ToolResult(unknown_outcome(call.tool.name, entry.started_at), True, "unknown")
+            self.journal.begin(key, call.args)
+        timeout = options.effective_timeout(self.limits.tool_timeout)
+        retries = options.effective_retries(self.limits.tool_retries)
+        try:
+            future, deadline = self.pool.submit(
+                lambda deadline: self._attempt(call, options, retries, deadline, key),
+                timeout=timeout,
+                name=call.tool.name,
+            )
+        except WorkersExhausted as exc:
+            result = ToolResult(error_observation(exc) + " Answer with what you know, or try again later.", True, "busy")
+            self._record(key, result)
+            return result
+        return _Started(call, options, future, deadline, timeout)
+
+    def _attempt(self, call: ToolCall, options: ToolOptions, retries: int, deadline: float | None, key: CallKey | None) -> ToolResult:
+        began, attempts = time.monotonic(), 0
+
+        def once() -> Any:
+            nonlocal attempts
+            attempts += 1
+            return call.tool.invoke(call.args)
+
+        retrying = Retrying(
+            stop=_stop(retries + 1, deadline),
+            wait=wait_exponential(multiplier=options.backoff, max=30) + wait_random(0, options.backoff),
+            retry=retry_if_exception_type(options.transient),
+            reraise=True,
+        )
+        try:
+            value = retrying(once)
+        except Exception as exc:  # a tool's failure is the model's information, not ours
+            observation = error_observation(exc)
+            if attempts > 1:
+                observation += f" (gave up after {attempts} attempts)"
+            result = ToolResult(observation, True, "error", attempts, time.monotonic() - began)
+        else:
+            text, error = judge(call.tool, value, options, self.limits.max_observation_chars)
+            result = ToolResult(text, error, "error" if error else "ok", attempts, time.monotonic() - began)
+        self._record(key, result)  # also after a timeout: the journal learns how it really ended
+        return result
+
+    def _collect(self, started: _Started | ToolResult) -> ToolResult:
+        if isinstance(started, ToolResult):
+            return started
+        remaining = None if started.deadline is None else max(0.0, started.deadline - time.monotonic())
+        try:
+            return started.future.result(timeout=remaining)
+        except FutureTimeout:
+            seconds = started.timeout or 0.0
+            observation = timeout_observation(started.call.tool.name, seconds, started.options)
+            return ToolResult(observation, True, "timeout", 0, time.monotonic() - started.began)
+
+    def _key(self, call: ToolCall, place: Place | None) -> CallKey | None:
+        if self.journal is None or place is None or not place.thread_id:
+            return None  # without a thread there is nothing to resume, hence nothing to guard
+        return CallKey(place.thread_id, place.run, place.step, call.position, call.call_id, call.tool.name, args_hash(call.args))
+
+    def _record(self, key: CallKey | None, result: ToolResult) -> None:
+        if key is not None and self.journal is not None:
+            self.journal.finish(key, result.observation, result.error)
+
+
+def run_tool(tool: BaseTool, args: dict[str, Any], limits: Limits | None = None) -> ToolResult:
+    """Run one tool call with its options and ``limits``; never raises for the tool's sake."""
+    return ToolExecutor(limits).run_one(tool, args)

@@ -82,3 +82,50 @@ def test_mixed_valid_and_invalid_calls_run_the_valid_ones(make_graph):
     assert second["error"] is True and "unknown tool 'nope'" in second["observation"]
     assert out["scratchpad"][0]["error"] is True  # one refused call fails the step
     assert out["counters"]["errors"] == 1
+
+
+def test_a_tool_past_its_timeout_is_an_error_and_the_run_goes_on_to_an_answer(make_graph):
+    import time
+
+    from reinloop.tools import builtin
+
+    replies = [[tool_call("wait", {"seconds": 3})], [tool_call("calculator", {"expression": "6*7"})], "42"]
+    graph, model = make_graph(replies, tools=[builtin("wait"), builtin("calculator")], limits=Limits(tool_timeout=0.3))
+    began = time.monotonic()
+    out = graph.invoke({"task": "t"})
+    assert time.monotonic() - began < 0.3 + 1.5  # did not wait for the 3 s sleep
+    first, second = (step["actions"][0] for step in out["scratchpad"][:2])
+    assert first["error"] is True
+    assert first["observation"].startswith("ERROR: ToolTimeout: wait did not finish within 0.3 s and was abandoned.")
+    assert second["observation"] == "42"
+    assert (out["status"], out["answer"]) == ("done", "42")
+    assert "ToolTimeout" in str(model.prompts[1])  # the model was told
+
+
+def test_execute_reports_status_attempts_and_time_per_call(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1+1"})], "2"])
+    events = [e for mode, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
+    [event] = events
+    assert event["summary"] == "calculator -> ok"
+    assert (event["status"], event["attempts"], event["error"]) == ("ok", 1, False)
+    assert event["seconds"] >= 0
+
+
+def test_parallel_safe_calls_of_one_reply_run_concurrently_in_the_graph(make_graph):
+    import threading
+
+    from langchain_core.tools import StructuredTool
+
+    from reinloop.tools import configure
+
+    barrier = threading.Barrier(3, timeout=5)  # passes only if all three calls run at once
+
+    def meet(name: str) -> str:
+        barrier.wait()
+        return f"{name} met"
+
+    meet_tool = configure(StructuredTool.from_function(meet, name="meet", description="Meet."), parallel_safe=True)
+    reply = [tool_call("meet", {"name": n}, id=n) for n in ("a", "b", "c")]
+    graph, _ = make_graph([reply, "done"], tools=[meet_tool])
+    out = graph.invoke({"task": "t"})
+    assert [a["observation"] for a in out["scratchpad"][0]["actions"]] == ["a met", "b met", "c met"]

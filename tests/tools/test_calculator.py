@@ -46,3 +46,49 @@ def test_calculator_refuses_hostile_or_broken_input_quickly(expression, message)
     with pytest.raises(CalculatorError, match=message):
         evaluate(expression)
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(
+    ("expression", "message"),
+    [
+        ("round(5, -10**9)", r"round\(\) digits -1000000000 out of range"),  # would compute 10**(10**9)
+        ("round(1.5, 10**9)", r"round\(\) digits 1000000000 out of range"),
+        ("((2**1000)**1000)", r"a 302-digit number\*\*1000 would have about 301030 digits"),
+        ("2**1000*2**1000*2**1000*2**1000", "result is too large"),
+        ("1e308*10", "result is too large"),
+        ("10.0**400", "result is too large"),
+        ("exp(1000)", "result is too large"),
+        ("sqrt(10**999)", "result is too large"),
+        ("10**999/3", "result is too large"),
+        ("2**-1075", "exponent -1075 is too large"),
+        ("(-8)**(1/3)", "complex number"),
+        ("1j", "unsupported syntax: complex literal"),
+        ("True+1", "unsupported syntax: bool literal"),
+        ("min(1,2,3,4,5)", r"min\(\) takes up to 4 positional arguments"),
+        ("max(x=1)", r"max\(\) takes up to 4 positional arguments"),
+        ("[1]*10**9", "unsupported syntax: List"),
+        ("(lambda: 1)()", "unsupported syntax"),
+        ("１+１", r"non-ASCII character '１' \(U\+FF11\)"),
+        ("٣+٤", r"non-ASCII character '٣' \(U\+0663\)"),
+        ("1\u200b+1", r"non-ASCII character '\\u200b' \(U\+200B\)"),
+        ("sqrt(" * 60 + "2" + ")" * 60, "nested too deeply"),
+        ("log(0)", "math error: math domain error"),
+    ],
+)
+def test_calculator_refuses_bombs_and_foreign_digits_quickly(expression, message):
+    start = time.perf_counter()
+    with pytest.raises(CalculatorError, match=message):
+        evaluate(expression)
+    assert time.perf_counter() - start < 1.0
+
+
+def test_calculator_maps_operator_symbols_but_not_digits():
+    assert calculator.invoke({"expression": "3×(4−1)÷2"}) == "4.5"
+    assert calculator.invoke({"expression": "（2+3）×4"}) == "20"
+
+
+def test_calculator_errors_are_observations_not_crashes():
+    from reinloop.tools import run_tool
+
+    result = run_tool(calculator, {"expression": "9**9**9**9"})
+    assert result.error and result.observation == "ERROR: CalculatorError: exponent 387420489 is too large (limit 1000)"

@@ -1,0 +1,258 @@
+"""``search_docs``: full-text search over a folder of text and Markdown files.
+
+The files are indexed into a SQLite FTS5 table and ranked with ``bm25``
+(a title hit weighs five body hits); each hit comes with a snippet. The
+index is incremental: :meth:`DocsIndex.update` compares every file's size
+and modification time with what it indexed last and re-reads only files that
+changed, appeared or disappeared, reporting progress per file. The tool calls
+it before each search (a ``stat`` per file, milliseconds for a thousand
+files), so edits show up without a rebuild.
+
+FTS5's ``unicode61`` tokenizer splits words on spaces and punctuation, which
+Chinese and Japanese do not use; so every CJK character is indexed (and
+searched) as its own token, separated by an invisible zero-width space, and a
+query word such as ``杭州天气`` becomes the phrase ``杭 州 天 气``. The model's
+query is never passed to FTS5 as syntax: each word is quoted, so ``NEAR``,
+``*``, ``col:`` or a stray quote are just text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import re
+import sqlite3
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool
+from pydantic import BaseModel, Field
+
+from ..errors import ConfigurationError
+from .options import configure
+
+logger = logging.getLogger(__name__)
+
+SUFFIXES = (".txt", ".md", ".markdown")
+MAX_FILE_BYTES = 5_000_000
+ZWSP = "\u200b"
+_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
+
+Progress = Callable[[int, int, str], None]
+"""Called as ``progress(done, total, path)`` after each file (re)indexed."""
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS files (path TEXT PRIMARY KEY, mtime_ns INTEGER NOT NULL, size INTEGER NOT NULL, doc INTEGER NOT NULL);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs USING fts5(path UNINDEXED, title, body, tokenize = 'porter unicode61 remove_diacritics 2');
+"""
+
+
+def has_fts5() -> bool:
+    """Can this Python's ``sqlite3`` create FTS5 tables?"""
+    conn = sqlite3.connect(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+def segment(text: str) -> str:
+    """Text with every CJK character set apart by zero-width spaces (its own FTS token)."""
+    return _CJK.sub(rf"{ZWSP}\1{ZWSP}", text)
+
+
+def fts_query(query: str) -> str:
+    """The model's words as a safe FTS5 query: each word a quoted phrase, any word may match."""
+    words = re.findall(r"\w+", query)
+    if not words:
+        raise ValueError(f"the query {query!r} has no words to search for; give a few keywords")
+    return " OR ".join(f'"{segment(w)}"' for w in words[:32])
+
+
+def title_of(path: str, text: str) -> str:
+    """The first Markdown heading or non-empty line, else the file name."""
+    for line in text.splitlines()[:20]:
+        line = line.strip().lstrip("#").strip()
+        if line:
+            return line[:120]
+    return Path(path).name
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """What one :meth:`DocsIndex.update` did."""
+
+    added: int
+    updated: int
+    removed: int
+    unchanged: int
+    skipped: int
+    seconds: float
+
+    @property
+    def reindexed(self) -> int:
+        """Files read and indexed in this update (new or changed)."""
+        return self.added + self.updated
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    path: str
+    title: str
+    snippet: str
+    score: float
+
+
+class DocsIndex:
+    """An FTS5 index of the ``.txt``/``.md`` files under ``folder``, kept in a SQLite file."""
+
+    def __init__(self, folder: str | os.PathLike[str], index: str | os.PathLike[str] | None = None) -> None:
+        root = Path(folder).expanduser()
+        if not root.is_dir():
+            raise ConfigurationError(f"docs folder {str(folder)!r} is not an existing directory; check --docs")
+        if not has_fts5():
+            raise ConfigurationError("this Python's sqlite3 has no FTS5; search_docs needs it (install pysqlite3-binary)")
+        self.folder = root.resolve()
+        self.index = Path(index) if index is not None else default_index_path(self.folder)
+        self.index.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.executescript(SCHEMA)
+
+    @contextlib.contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        """A connection for one transaction: committed on success, always closed."""
+        conn = sqlite3.connect(self.index, timeout=30)
+        try:
+            with conn:
+                yield conn
+        finally:
+            conn.close()
+
+    def scan(self) -> Iterator[tuple[str, os.stat_result]]:
+        """Every indexable file under the folder: relative path and ``lstat``."""
+        for dirpath, dirnames, filenames in os.walk(self.folder):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name.lower().endswith(SUFFIXES) and not name.startswith("."):
+                    path = Path(dirpath, name)
+                    info = path.lstat()  # symlinks are not followed: they could lead anywhere
+                    if stat.S_ISREG(info.st_mode):
+                        yield path.relative_to(self.folder).as_posix(), info
+
+    def update(self, progress: Progress | None = None) -> IndexStats:
+        """Re-index the files that changed since the last update; returns what was done."""
+        began = time.perf_counter()
+        with self._lock, self._connect() as conn:
+            stored = {p: (m, s, d) for p, m, s, d in conn.execute("SELECT path, mtime_ns, size, doc FROM files")}
+            seen, skipped = {}, 0
+            for path, info in self.scan():
+                if info.st_size > MAX_FILE_BYTES:
+                    skipped += 1
+                    continue
+                seen[path] = (info.st_mtime_ns, info.st_size)
+            changed = [p for p in seen if stored.get(p, (None, None))[:2] != seen[p]]
+            removed = [p for p in stored if p not in seen]
+            for path in removed:
+                self._drop(conn, path, stored[path][2])
+            for done, path in enumerate(changed, 1):
+                if path in stored:
+                    self._drop(conn, path, stored[path][2])
+                self._add(conn, path, *seen[path])
+                if progress is not None:
+                    progress(done, len(changed), path)
+        updated = sum(1 for p in changed if p in stored)
+        stats = IndexStats(len(changed) - updated, updated, len(removed), len(seen) - len(changed), skipped, time.perf_counter() - began)
+        logger.info("search_docs index of %s: %s", self.folder, stats)
+        return stats
+
+    def _add(self, conn: sqlite3.Connection, path: str, mtime_ns: int, size: int) -> None:
+        text = (self.folder / path).read_bytes().decode("utf-8", errors="replace")
+        cursor = conn.execute(
+            "INSERT INTO docs (path, title, body) VALUES (?, ?, ?)", (path, segment(title_of(path, text)), segment(text))
+        )
+        conn.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (path, mtime_ns, size, cursor.lastrowid))
+
+    @staticmethod
+    def _drop(conn: sqlite3.Connection, path: str, doc: int) -> None:
+        conn.execute("DELETE FROM docs WHERE rowid = ?", (doc,))
+        conn.execute("DELETE FROM files WHERE path = ?", (path,))
+
+    def search(self, query: str, limit: int = 5) -> list[Hit]:
+        """The best ``limit`` files for ``query``, by bm25 (title hits weigh more)."""
+        sql = (
+            "SELECT path, title, snippet(docs, 2, '[', ']', '…', 16), -bm25(docs, 0.0, 5.0, 1.0) AS score "
+            "FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 0.0, 5.0, 1.0) LIMIT ?"
+        )
+        with self._connect() as conn:
+            rows = conn.execute(sql, (fts_query(query), limit)).fetchall()
+        return [Hit(p, t.replace(ZWSP, ""), " ".join(s.replace(ZWSP, "").split()), round(sc, 3)) for p, t, s, sc in rows]
+
+    def count(self) -> int:
+        """How many files are indexed."""
+        with self._connect() as conn:
+            return int(conn.execute("SELECT count(*) FROM files").fetchone()[0])
+
+
+def default_index_path(folder: Path) -> Path:
+    """Where the index of ``folder`` is kept by default: the user's cache directory."""
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    digest = hashlib.sha1(str(folder).encode("utf-8")).hexdigest()[:12]
+    return cache / "reinloop" / f"docs-{digest}.sqlite"
+
+
+def format_hits(query: str, hits: list[Hit], files: int) -> str:
+    """Hits as numbered lines with their snippets."""
+    if not hits:
+        return f"no document matches {query!r} ({files} files searched); try other or fewer keywords"
+    lines = []
+    for i, hit in enumerate(hits, 1):
+        lines.append(f"{i}. {hit.path} — {hit.title} (score {hit.score:g})\n   {hit.snippet}")
+    return "\n".join(lines)
+
+
+class SearchDocsInput(BaseModel):
+    """Arguments of search_docs."""
+
+    query: str = Field(description="a few keywords, in the documents' language, e.g. 'refund policy' or '退款 政策'", min_length=1, max_length=300)
+    limit: int = Field(default=5, description="how many documents to return", ge=1, le=20)
+
+
+def search_docs_tool(
+    folder: str | os.PathLike[str] | None = None,
+    index: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+) -> BaseTool:
+    """``search_docs``: keyword search over the text/Markdown files under ``folder``."""
+    if folder is None:
+        raise ConfigurationError("tool 'search_docs' needs a folder of documents: give --docs DIR (from Python: builtin('search_docs', folder=DIR))")
+    docs = DocsIndex(folder, index)
+    docs.update(progress)
+
+    def search_docs(query: str, limit: int = 5) -> str:
+        docs.update()
+        return format_hits(query, docs.search(query, limit), docs.count())
+
+    return configure(
+        StructuredTool.from_function(
+            search_docs,
+            name="search_docs",
+            description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
+            "Returns the best-matching files with a snippet each; use read_file or the snippet to answer.",
+            args_schema=SearchDocsInput,
+        ),
+        parallel_safe=True,
+        transient=(),
+    )

@@ -1,0 +1,61 @@
+"""The demo tools: weather with failures (retried), a bounded wait, a glossary translator."""
+
+from __future__ import annotations
+
+import pytest
+
+from reinloop import Limits
+from reinloop.tools import builtin, options_of, run_tool, translate
+
+
+def test_weather_failures_are_transient_and_retried():
+    always = configure_fast(builtin("get_weather", failure_rate=1.0))
+    result = run_tool(always, {"city": "杭州"}, Limits(tool_retries=2))
+    assert result.observation == "ERROR: ConnectionError: weather service unavailable (simulated failure) (gave up after 3 attempts)"
+    sometimes = configure_fast(builtin("get_weather", failure_rate=0.5, seed=3))
+    assert run_tool(sometimes, {"city": "杭州"}, Limits(tool_retries=5)).observation == "杭州: 多云, 22℃"
+
+
+def configure_fast(tool):
+    from reinloop.tools import configure
+
+    return configure(tool, backoff=0.001)
+
+
+def test_weather_failure_rate_must_be_a_probability():
+    with pytest.raises(ValueError, match="failure_rate must be between 0 and 1, got 2"):
+        builtin("get_weather", failure_rate=2)
+
+
+def test_wait_sleeps_a_bounded_time():
+    wait = builtin("wait", max_seconds=1)
+    assert wait.invoke({"seconds": 0.01}) == "waited 0.01 s"
+    schema = wait.get_input_schema().model_json_schema()["properties"]["seconds"]
+    assert (schema["minimum"], schema["maximum"]) == (0, 1)
+    for seconds in (-1, 2, 1e308):
+        result = run_tool(wait, {"seconds": seconds})
+        assert result.error and "seconds" in result.observation
+
+
+@pytest.mark.parametrize(
+    ("text", "target", "expected"),
+    [("杭州今天天气", "en", "Hangzhou today weather"), ("你好，世界！", "en", "hello world"),
+     ("Hello world", "zh", "你好世界"), ("Machine Learning", "zh", "机器学习"), ("thank you", "zh", "谢谢")],
+)
+def test_translate_uses_its_glossary_both_ways(text, target, expected):
+    assert translate.invoke({"text": text, "target": target}) == expected
+
+
+def test_translate_refuses_words_it_does_not_know():
+    result = run_tool(translate, {"text": "量子计算", "target": "en"})
+    assert result.error and result.observation.startswith("ERROR: ValueError: no glossary entry for '量'")
+    result = run_tool(translate, {"text": "你好", "target": "zh"})
+    assert "no English words in '你好'; to translate Chinese into English use target='en'" in result.observation
+    assert run_tool(translate, {"text": "hi", "target": "fr"}).error
+
+
+def test_demo_tools_declare_their_options():
+    assert options_of(builtin("get_weather")).parallel_safe
+    assert options_of(builtin("get_weather")).transient == (TimeoutError, ConnectionError)
+    assert options_of(builtin("calculator")).transient == ()
+    assert options_of(builtin("wait")).parallel_safe and options_of(translate).parallel_safe

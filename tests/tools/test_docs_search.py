@@ -1,0 +1,134 @@
+"""search_docs: an incremental FTS5 index over a folder, bm25-ranked, with snippets."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from reinloop.errors import ConfigurationError
+from reinloop.tools import DocsIndex, builtin, run_tool
+from reinloop.tools.docs import fts_query, has_fts5
+
+
+@pytest.fixture
+def folder(tmp_path):
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "refunds.md").write_text("# Refund policy\n\nRefunds are paid within 14 days of the return.\n", encoding="utf-8")
+    (docs / "guide" / "shipping.txt").write_text("Shipping\nParcels leave the warehouse daily. Refunds: see the refund policy.\n", encoding="utf-8")
+    (docs / "weather.md").write_text("# 杭州天气\n\n杭州今天多云，气温22度。北京晴。\n", encoding="utf-8")
+    for i, topic in enumerate(["apples", "boats", "clocks", "dogs", "engines", "ferns", "glass", "harbours"]):
+        (docs / f"note-{i}.txt").write_text(f"Notes on {topic}\nA short note about {topic} and nothing else.\n", encoding="utf-8")
+    (docs / "image.png").write_bytes(b"\x89PNG refund")  # not a text file: not indexed
+    (docs / ".hidden").mkdir()
+    (docs / ".hidden" / "secret.md").write_text("refund secret", encoding="utf-8")
+    return docs
+
+
+def test_this_python_has_fts5():
+    assert has_fts5()
+
+
+def test_search_ranks_with_bm25_and_shows_snippets(folder, tmp_path):
+    index = DocsIndex(folder, tmp_path / "index.db")
+    stats = index.update()
+    assert (stats.added, stats.updated, stats.removed) == (11, 0, 0)
+    hits = index.search("refund policy")
+    assert [h.path for h in hits] == ["refunds.md", "guide/shipping.txt"]  # the title hit ranks first
+    assert hits[0].title == "Refund policy"
+    assert "[Refunds] are paid within 14 days" in hits[0].snippet
+    assert hits[0].score > hits[1].score > 0
+
+
+def test_chinese_words_are_found_inside_unsegmented_text(folder, tmp_path):
+    index = DocsIndex(folder, tmp_path / "index.db")
+    index.update()
+    [hit] = index.search("杭州 多云")
+    assert hit.path == "weather.md" and hit.title == "杭州天气"
+    assert "[杭州]今天[多云]" in hit.snippet
+    assert [h.path for h in index.search("州今天多")] == ["weather.md"]  # any run of characters is found
+    assert index.search("上海") == []
+
+
+def test_only_changed_files_are_reindexed(folder, tmp_path):
+    index = DocsIndex(folder, tmp_path / "index.db")
+    index.update()
+    assert index.update().reindexed == 0
+    changed = folder / "guide" / "shipping.txt"
+    changed.write_text("Shipping\nParcels now leave twice a day.\n", encoding="utf-8")
+    os.utime(changed, ns=(time.time_ns(), time.time_ns() + 10**9))
+    seen = []
+    stats = index.update(progress=lambda done, total, path: seen.append((done, total, path)))
+    assert (stats.added, stats.updated, stats.removed, stats.unchanged) == (0, 1, 0, 10)
+    assert seen == [(1, 1, "guide/shipping.txt")]
+    assert [h.path for h in index.search("twice")] == ["guide/shipping.txt"]
+    assert [h.path for h in index.search("refund")] == ["refunds.md"]  # the old text is gone
+
+
+def test_new_and_deleted_files_are_picked_up(folder, tmp_path):
+    index = DocsIndex(folder, tmp_path / "index.db")
+    index.update()
+    (folder / "refunds.md").unlink()
+    (folder / "faq.md").write_text("# FAQ\nHow long do refunds take?", encoding="utf-8")
+    stats = index.update()
+    assert (stats.added, stats.removed) == (1, 1)
+    assert sorted(h.path for h in index.search("refunds")) == ["faq.md", "guide/shipping.txt"]
+    assert index.count() == 11
+
+
+def test_the_tool_updates_before_each_search(folder, tmp_path):
+    search = builtin("search_docs", folder=folder, index=tmp_path / "index.db")
+    assert search.invoke({"query": "warehouse"}).startswith("1. guide/shipping.txt — Shipping (score ")
+    (folder / "new.md").write_text("# Warehouse tour\nThe warehouse opens at 8.", encoding="utf-8")
+    assert search.invoke({"query": "warehouse"}).startswith("1. new.md — Warehouse tour")
+
+
+def test_symlinks_hidden_folders_and_other_files_are_not_indexed(folder, tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text("refund secret outside", encoding="utf-8")
+    (folder / "link.md").symlink_to(outside)
+    index = DocsIndex(folder, tmp_path / "index.db")
+    index.update()
+    assert "secret" not in " ".join(h.snippet for h in index.search("secret"))
+    assert index.count() == 11
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "NEAR(refund policy)", "body:refund", "refund*", "refund OR", "NOT refund", "^refund", "refund AND (", "'; DROP TABLE docs; --"],
+)
+def test_fts_syntax_in_a_query_is_just_text(folder, tmp_path, unchanged, query):
+    search = builtin("search_docs", folder=folder, index=tmp_path / "index.db")
+    snapshot = (tmp_path / "index.db").read_bytes()
+    result = run_tool(search, {"query": query})
+    assert not result.error, result.observation
+    assert result.observation.startswith(("1. ", "no document matches"))
+    assert (tmp_path / "index.db").read_bytes() == snapshot
+
+
+def test_a_query_without_words_is_refused_clearly(folder, tmp_path):
+    search = builtin("search_docs", folder=folder, index=tmp_path / "index.db")
+    result = run_tool(search, {"query": "?!*"})
+    assert result.error and result.observation == "ERROR: ValueError: the query '?!*' has no words to search for; give a few keywords"
+    assert fts_query("a b") == '"a" OR "b"'
+
+
+def test_no_match_says_so_and_is_not_an_error(folder, tmp_path):
+    result = run_tool(builtin("search_docs", folder=folder, index=tmp_path / "index.db"), {"query": "zebra"})
+    assert (result.observation, result.error) == ("no document matches 'zebra' (11 files searched); try other or fewer keywords", False)
+
+
+def test_search_docs_needs_an_existing_folder(tmp_path):
+    with pytest.raises(ConfigurationError, match=r"tool 'search_docs' needs a folder of documents: give --docs DIR"):
+        builtin("search_docs")
+    with pytest.raises(ConfigurationError, match="docs folder '.*nope' is not an existing directory"):
+        builtin("search_docs", folder=tmp_path / "nope")
+
+
+def test_the_default_index_lives_in_the_cache_directory(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    index = DocsIndex(folder)
+    assert index.index.parent == tmp_path / "cache" / "reinloop"
+    assert index.update().added == 11

@@ -1,0 +1,224 @@
+"""The executor: timeouts, retries, pseudo-success detection and parallel calls."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from langchain_core.tools import StructuredTool
+
+from reinloop import Limits
+from reinloop.tools import ToolCall, ToolExecutor, WorkerPool, configure, run_tool
+from reinloop.tools.executor import EMPTY_RESULT
+
+
+def make_tool(fn, name="t", **options):
+    if isinstance(fn, Flaky):
+        fn = fn.__call__
+    return configure(StructuredTool.from_function(fn, name=name, description=f"{name} tool"), **options)
+
+
+class Flaky:
+    """Raises ``exc`` for the first ``failures`` calls, then answers."""
+
+    def __init__(self, exc, failures):
+        self.exc, self.failures, self.calls = exc, failures, 0
+
+    def __call__(self, x: str) -> str:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise self.exc
+        return f"ok after {self.calls}"
+
+
+def test_a_call_past_its_timeout_is_an_error_within_the_limit():
+    release = threading.Event()
+    slow = make_tool(lambda x: release.wait(10) and "late", name="slow", timeout=0.3)
+    began = time.monotonic()
+    result = run_tool(slow, {"x": "a"})
+    elapsed = time.monotonic() - began
+    release.set()
+    assert result.status == "timeout" and result.error
+    assert result.observation.startswith("ERROR: ToolTimeout: slow did not finish within 0.3 s and was abandoned.")
+    assert 0.3 <= elapsed < 0.3 + 0.5  # the limit plus a small margin
+
+
+def test_the_run_limit_is_the_default_timeout_and_a_tool_can_override_it():
+    release = threading.Event()
+    slow = make_tool(lambda x: release.wait(10) and "late", name="slow")
+    assert run_tool(slow, {"x": "a"}, Limits(tool_timeout=0.2)).status == "timeout"
+    configure(slow, timeout=5)
+    threading.Timer(0.3, release.set).start()
+    assert run_tool(slow, {"x": "a"}, Limits(tool_timeout=0.2)).observation == "late"
+
+
+def test_transient_errors_are_retried_until_success():
+    flaky = Flaky(ConnectionError("reset"), failures=2)
+    result = run_tool(make_tool(flaky, backoff=0.01), {"x": "a"}, Limits(tool_retries=2))
+    assert (result.observation, result.error, result.attempts) == ("ok after 3", False, 3)
+
+
+def test_transient_errors_give_up_after_the_retries():
+    flaky = Flaky(TimeoutError("upstream timed out"), failures=10)
+    result = run_tool(make_tool(flaky, backoff=0.01, retries=2), {"x": "a"})
+    assert flaky.calls == 3
+    assert result.observation == "ERROR: TimeoutError: upstream timed out (gave up after 3 attempts)"
+    assert result.status == "error" and result.error
+
+
+def test_permanent_errors_are_not_retried():
+    flaky = Flaky(ValueError("no such user"), failures=10)
+    result = run_tool(make_tool(flaky, backoff=0.01), {"x": "a"}, Limits(tool_retries=5))
+    assert flaky.calls == 1
+    assert result.observation == "ERROR: ValueError: no such user"
+
+
+def test_a_tool_can_declare_its_own_transient_errors():
+    class RateLimited(Exception):
+        pass
+
+    flaky = Flaky(RateLimited("slow down"), failures=1)
+    assert run_tool(make_tool(flaky, backoff=0.01, transient=(RateLimited,)), {"x": "a"}).observation == "ok after 2"
+    flaky = Flaky(ConnectionError("refused"), failures=1)
+    assert run_tool(make_tool(flaky, backoff=0.01, transient=(RateLimited,)), {"x": "a"}).error  # no longer transient
+
+
+def test_retries_never_run_past_the_timeout():
+    flaky = Flaky(ConnectionError("refused"), failures=10)
+    result = run_tool(make_tool(flaky, backoff=5.0, retries=3, timeout=1.0), {"x": "a"})
+    assert flaky.calls == 1  # the first backoff would end past the deadline: no retry
+    assert result.status == "error" and result.observation == "ERROR: ConnectionError: refused"
+
+
+def test_no_retries_when_the_limit_is_off():
+    flaky = Flaky(ConnectionError("refused"), failures=1)
+    assert run_tool(make_tool(flaky, backoff=0.01), {"x": "a"}, Limits(tool_retries=None)).error
+    assert flaky.calls == 1
+
+
+@pytest.mark.parametrize("value", ["", "   \n\t", None])
+def test_empty_results_are_errors(value):
+    result = run_tool(make_tool(lambda x: value), {"x": "a"})
+    assert (result.observation, result.error) == (EMPTY_RESULT, True)
+
+
+def test_a_validator_turns_a_pseudo_success_into_an_error():
+    def no_placeholder(text: str) -> str | None:
+        return "it is a placeholder, not data" if "TODO" in text else None
+
+    bad = run_tool(make_tool(lambda x: "TODO: fill in", validator=no_placeholder), {"x": "a"})
+    assert bad.error and bad.observation == (
+        "ERROR: the result of t looks wrong: it is a placeholder, not data. The result was: 'TODO: fill in'"
+    )
+    good = run_tool(make_tool(lambda x: "42 rows", validator=no_placeholder), {"x": "a"})
+    assert (good.observation, good.error) == ("42 rows", False)
+
+
+def test_a_validator_that_raises_fails_the_call():
+    result = run_tool(make_tool(lambda x: "data", validator=lambda text: 1 / 0), {"x": "a"})
+    assert result.error and "its validator raised ZeroDivisionError" in result.observation
+
+
+def test_long_results_are_truncated_with_a_marker():
+    result = run_tool(make_tool(lambda x: "y" * 50), {"x": "a"}, Limits(max_observation_chars=10))
+    assert result.observation == "y" * 10 + "\n[... truncated 40 of 50 characters]"
+
+
+def test_parallel_safe_calls_overlap_and_keep_the_model_order():
+    barrier = threading.Barrier(2, timeout=5)  # only passes if both calls run at once
+    second_done = threading.Event()
+    threads = {}
+
+    def first(x: str) -> str:
+        barrier.wait()
+        second_done.wait(5)  # finishes after the second call
+        threads["first"] = threading.current_thread().name
+        return "first"
+
+    def second(x: str) -> str:
+        barrier.wait()
+        threads["second"] = threading.current_thread().name
+        second_done.set()
+        return "second"
+
+    calls = [ToolCall(make_tool(first, "first", parallel_safe=True), {"x": "a"}, "c1", 0),
+             ToolCall(make_tool(second, "second", parallel_safe=True), {"x": "b"}, "c2", 1)]
+    results = ToolExecutor().run(calls)
+    assert [r.observation for r in results] == ["first", "second"]
+    assert threads["first"] != threads["second"]
+
+
+def test_calls_run_one_after_the_other_unless_all_are_parallel_safe():
+    events = []
+
+    def recorder(name):
+        def fn(x: str) -> str:
+            events.append(f"start {name}")
+            time.sleep(0.05)
+            events.append(f"end {name}")
+            return name
+        return fn
+
+    calls = [ToolCall(make_tool(recorder("a"), "a", parallel_safe=True), {"x": "1"}, "c1", 0),
+             ToolCall(make_tool(recorder("b"), "b"), {"x": "2"}, "c2", 1),
+             ToolCall(make_tool(recorder("c"), "c", parallel_safe=True), {"x": "3"}, "c3", 2)]
+    results = ToolExecutor().run(calls)
+    assert [r.observation for r in results] == ["a", "b", "c"]
+    assert events == ["start a", "end a", "start b", "end b", "start c", "end c"]
+
+
+def test_each_parallel_call_keeps_its_own_deadline():
+    release = threading.Event()
+    slow = make_tool(lambda x: release.wait(10) and "late", "slow", parallel_safe=True, timeout=0.2)
+    fast = make_tool(lambda x: "quick", "fast", parallel_safe=True)
+    results = ToolExecutor().run([ToolCall(slow, {"x": "a"}, "c1", 0), ToolCall(fast, {"x": "b"}, "c2", 1)])
+    release.set()
+    assert [r.status for r in results] == ["timeout", "ok"]
+
+
+def test_when_every_worker_is_stuck_new_calls_fail_fast():
+    release = threading.Event()
+    hung = make_tool(lambda x: release.wait(10) and "late", "hung", timeout=0.1)
+    executor = ToolExecutor(pool=WorkerPool(size=2))
+    assert [executor.run_one(hung, {"x": str(i)}).status for i in range(2)] == ["timeout", "timeout"]
+    began = time.monotonic()
+    result = executor.run_one(make_tool(lambda x: "fine", "other"), {"x": "a"})
+    assert time.monotonic() - began < 0.5
+    assert result.status == "busy" and result.error
+    assert result.observation.startswith("ERROR: WorkersExhausted: all 2 tool workers are still busy with calls that timed out")
+    release.set()
+    deadline = time.monotonic() + 5
+    while executor.pool.stats()["running"] and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert executor.run_one(make_tool(lambda x: "fine", "other"), {"x": "a"}).observation == "fine"
+
+
+def test_a_full_pool_of_live_calls_makes_the_next_call_wait_not_fail():
+    pool = WorkerPool(size=1)
+    first, _ = pool.submit(lambda deadline: time.sleep(0.2) or "first", timeout=5)
+    second, _ = pool.submit(lambda deadline: "second", timeout=5)  # waits for the slot
+    assert first.done() and second.result(timeout=5) == "second"
+
+
+def test_worker_threads_are_daemons_and_see_the_callers_context():
+    import contextvars
+
+    var = contextvars.ContextVar("var", default="unset")
+    var.set("from caller")
+    future, _ = WorkerPool().submit(lambda d: (threading.current_thread().daemon, var.get()), timeout=5)
+    assert future.result(timeout=5) == (True, "from caller")
+
+
+def test_pool_stats_count_overdue_calls():
+    release = threading.Event()
+    pool = WorkerPool(size=3)
+    pool.submit(lambda d: release.wait(10), timeout=0.01)
+    time.sleep(0.05)
+    assert pool.stats() == {"size": 3, "running": 1, "overdue": 1}
+    release.set()
+
+
+def test_a_pool_needs_a_worker():
+    with pytest.raises(ValueError, match="at least 1 worker, got 0"):
+        WorkerPool(size=0)

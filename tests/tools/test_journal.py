@@ -1,0 +1,118 @@
+"""The side-effects journal: intents and results in SQLite, at most once per call."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import sqlite_utils
+from langchain_core.tools import StructuredTool
+
+from reinloop.tools import (
+    Place,
+    ToolCall,
+    ToolExecutor,
+    ToolJournal,
+    configure,
+    create_journal_table,
+)
+from reinloop.tools.journal import CallKey, args_hash
+
+PLACE = Place(thread_id="t1", run=1, step=2)
+
+
+def effect_tool(log, name="send", **options):
+    def send(to: str) -> str:
+        log.append(to)
+        return f"sent to {to}"
+
+    return configure(StructuredTool.from_function(send, name=name, description="d"), side_effects=True, **options)
+
+
+def key_for(call: ToolCall, place: Place = PLACE) -> CallKey:
+    return CallKey(place.thread_id, place.run, place.step, call.position, call.call_id, call.tool.name, args_hash(call.args))
+
+
+def test_the_table_is_created_by_one_function_and_is_idempotent(tmp_path):
+    db = sqlite_utils.Database(tmp_path / "run.db")
+    create_journal_table(db)
+    create_journal_table(db)
+    assert set(db["tool_journal"].columns_dict) >= {"thread_id", "step", "call_id", "tool", "args_hash", "observation"}
+
+
+def test_args_hash_ignores_key_order():
+    assert args_hash({"a": 1, "b": "二"}) == args_hash({"b": "二", "a": 1}) != args_hash({"a": 2, "b": "二"})
+
+
+def test_a_side_effect_call_journals_intent_then_result(tmp_path):
+    log: list[str] = []
+    journal = ToolJournal(tmp_path / "run.db")
+    call = ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)
+    [result] = ToolExecutor(journal=journal).run([call], PLACE)
+    assert result.observation == "sent to ann" and log == ["ann"]
+    [entry] = ToolJournal(tmp_path / "run.db").entries("t1")  # durable: another connection sees it
+    assert entry.key == key_for(call) and entry.finished and entry.observation == "sent to ann"
+
+
+def test_a_finished_call_is_replayed_not_rerun(tmp_path):
+    log: list[str] = []
+    journal = ToolJournal(tmp_path / "run.db")
+    call = ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)
+    ToolExecutor(journal=journal).run([call], PLACE)
+    [again] = ToolExecutor(journal=journal).run([call], PLACE)
+    assert log == ["ann"]
+    assert (again.observation, again.status) == ("sent to ann", "replayed")
+
+
+def test_an_intent_without_a_result_is_not_rerun_and_the_outcome_is_unknown(tmp_path):
+    log: list[str] = []
+    journal = ToolJournal(tmp_path / "run.db")
+    call = ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)
+    journal.begin(key_for(call), call.args)  # as if the process died during the call
+    [result] = ToolExecutor(journal=journal).run([call], PLACE)
+    assert log == []
+    assert result.status == "unknown" and result.error
+    assert "the outcome of this send call is unknown" in result.observation
+    assert "It was not run again because send has side effects. Check whether it took effect" in result.observation
+
+
+def test_the_same_call_in_another_step_or_thread_runs_again(tmp_path):
+    log: list[str] = []
+    journal = ToolJournal(tmp_path / "run.db")
+    call = ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)
+    executor = ToolExecutor(journal=journal)
+    executor.run([call], PLACE)
+    executor.run([call], Place("t1", 1, 3))
+    executor.run([call], Place("t2", 1, 2))
+    assert log == ["ann", "ann", "ann"]
+
+
+def test_idempotent_tools_and_threadless_runs_are_not_journaled(tmp_path):
+    log: list[str] = []
+    journal = ToolJournal(tmp_path / "run.db")
+    plain = configure(StructuredTool.from_function(lambda to: log.append(to) or "ok", name="look", description="d"))
+    executor = ToolExecutor(journal=journal)
+    executor.run([ToolCall(plain, {"to": "a"}, "c1", 0)], PLACE)
+    executor.run([ToolCall(plain, {"to": "a"}, "c1", 0)], PLACE)
+    executor.run([ToolCall(effect_tool(log), {"to": "b"}, "c1", 0)], Place("", 1, 1))
+    assert log == ["a", "a", "b"] and journal.entries() == []
+
+
+def test_a_timed_out_side_effect_call_is_unknown_and_its_late_result_is_journaled(tmp_path):
+    release = threading.Event()
+
+    def slow_send(to: str) -> str:
+        release.wait(5)
+        return f"sent to {to}"
+
+    journal = ToolJournal(tmp_path / "run.db")
+    tool = configure(StructuredTool.from_function(slow_send, name="send", description="d"), side_effects=True, timeout=0.1)
+    [result] = ToolExecutor(journal=journal).run([ToolCall(tool, {"to": "ann"}, "c1", 0)], PLACE)
+    assert result.status == "timeout"
+    assert "has side effects and may still complete, so its outcome is unknown" in result.observation
+    assert not journal.entries()[0].finished
+    release.set()
+    deadline = time.monotonic() + 5
+    while not journal.entries()[0].finished and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert journal.entries()[0].observation == "sent to ann"
