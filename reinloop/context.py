@@ -14,6 +14,7 @@ from typing import Any
 from langchain_core.runnables import Runnable
 
 from .limits import Limits
+from .memory.config import Memory
 from .protocols.base import OutputProtocol
 from .tools.registry import ToolRegistry
 
@@ -32,3 +33,5 @@ class AgentContext:
     system_prompt: str | None = None
     invoked_at: float = 0.0
     """Wall-clock start of the current invocation; time between invocations is never counted."""
+    memory: Memory = field(default_factory=Memory)
+    """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""

@@ -27,6 +27,9 @@ from langgraph.types import Checkpointer
 
 from .context import AgentContext
 from .limits import Limits
+from .memory.config import Memory
+from .memory.longterm import resolve_memory
+from .memory.prompt import check_fixed_parts
 from .models import prepare_model, resolve_model
 from .nodes import (
     decide,
@@ -115,12 +118,14 @@ def build_graph(
     checkpointer: Checkpointer = None,
     base_url: str | None = None,
     name: str = "reinloop",
+    memory: Memory | None = None,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
     ``model`` is a LangChain chat model or an ``init_chat_model`` string
     (``"openai:gpt-4o-mini"``); ``protocol`` is ``"tool_calling"``, ``"json"``
-    or ``"react"``. Invoke the result like any LangGraph graph::
+    or ``"react"``; ``memory`` bounds what each prompt holds (default:
+    ``reinloop.Memory()``). Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
     """
@@ -134,7 +139,9 @@ def build_graph(
         protocol=proto,
         limits=limits if limits is not None else Limits(),
         system_prompt=system_prompt,
+        memory=resolve_memory(memory, resolve_model),
     )
+    check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)
     attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
