@@ -12,6 +12,7 @@ from langgraph.types import Checkpointer
 
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
+from .memory.config import Memory
 from .outcome import Outcome
 from .tools.catalog import DEFAULT_TOOLS, builtins
 
@@ -51,6 +52,7 @@ def run(
     system_prompt: str | None = None,
     checkpointer: Checkpointer = None,
     on_event: EventHandler | None = None,
+    memory: Memory | None = None,
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
 
@@ -67,5 +69,6 @@ def run(
         system_prompt=system_prompt,
         checkpointer=checkpointer,
         base_url=base_url,
+        memory=memory,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

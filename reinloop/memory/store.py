@@ -62,8 +62,7 @@ def create_memories_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
             not_null={"scope", "text", "model", "dim", "embedding"},
         )
         table.create_index(["scope", "model"], if_not_exists=True)
-        table.create_index(["scope", "thread_id", "run", "first_step", "last_step"], unique=True,
-                           if_not_exists=True)
+        table.create_index(["scope", "thread_id", "run", "first_step", "last_step"], if_not_exists=True)
     return table
 
 
@@ -105,7 +104,7 @@ class MemoryStore:
         last_step: int = 0,
         task: str = "",
     ) -> int:
-        """Store one record (replacing the same steps of the same run); its id."""
+        """Store one record; its id. A record of the same folded steps of the same run is replaced."""
         import numpy as np
 
         vector = np.asarray(embedding, dtype=np.float32)
@@ -116,8 +115,8 @@ class MemoryStore:
         }
         key = ["scope", "thread_id", "run", "first_step", "last_step"]
         with self.lock:  # a resumed step may fold the same steps again: replace, never duplicate
-            found = list(self.table.rows_where(" and ".join(f"{k} = ?" for k in key), [row[k] for k in key],
-                                               select="id"))
+            found = [] if not first_step else list(
+                self.table.rows_where(" and ".join(f"{k} = ?" for k in key), [row[k] for k in key], select="id"))
             if found:
                 self.table.update(found[0]["id"], row)
                 return int(found[0]["id"])
