@@ -166,7 +166,7 @@ class AgentState(TypedDict, total=False):
     pending: Pending | None
     history: list[Turn]
     summary: str  # running summary of steps that left the memory window
-    memory: MemoryCursor
+    memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
 
 
 class InputState(TypedDict):

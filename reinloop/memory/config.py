@@ -75,6 +75,14 @@ class Memory:
             )
         return dataclasses.replace(self, **changes)
 
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-able dict; dependencies (models, embeddings, store) by type name."""
+        plain = (str, int, float, bool, type(None))
+        return {
+            f.name: value if isinstance(value := getattr(self, f.name), plain) else type(value).__name__
+            for f in dataclasses.fields(self)
+        }
+
     def describe(self) -> str:
         """One line for the console: the window, the budget, summaries and recall."""
         window = "all steps" if self.window_steps is None else f"last {self.window_steps} steps"

@@ -91,7 +91,7 @@ class Folding:
         self.state, self.ctx, self.thread_id, self.counter = state, ctx, thread_id, counter
         self.memory = memory_of(ctx)
         self.summary = state.get("summary") or ""
-        self.cursor: MemoryCursor = {**new_cursor(), **(state.get("memory") or {})}  # type: ignore[typeddict-item]
+        self.cursor: MemoryCursor = {**new_cursor(), **(state.get("memory_cursor") or {})}  # type: ignore[typeddict-item]
         self.events: list[dict[str, Any]] = []
         self.prompt_tokens = self.completion_tokens = self.calls = 0
 
@@ -115,7 +115,7 @@ class Folding:
         """The summary of ``steps`` and its cost, or ``None`` after a failure (reported)."""
         model = self.memory.summarizer if self.memory.summarizer is not None else self.ctx.model
         try:
-            folded = summarize_steps(model, self.state["task"], steps, self.counter)
+            folded = summarize_steps(model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens)
         except SummaryError as exc:
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}
             self.events.append({"event": "summary_failed", "steps": indices(steps), "error": str(exc),
@@ -157,5 +157,5 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     return Prepared(
         messages=result.messages, parts=result.parts, events=events, prompt_tokens=folding.prompt_tokens,
         completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name,
-        update={"summary": folding.summary, "memory": folding.cursor},
+        update={"summary": folding.summary, "memory_cursor": folding.cursor},
     )

@@ -32,7 +32,7 @@ from ..state import Step
 from .config import Memory
 from .store import Recalled
 from .summary import newest_lines, summary_lines
-from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, count_message_tokens, count_tokens, count_tool_schemas
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
 from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
 
 __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
@@ -46,7 +46,6 @@ DEFAULT_SYSTEM_PROMPT = (
 HINT_PREFIX = "[reinloop] "
 SUMMARY_HEADER = "Summary of the earlier steps of this task:"
 RECALL_HEADER = "Relevant memories from earlier work:"
-CUT_MARKER = " […cut to fit the prompt budget…] "
 RESERVED_TOKENS = 200
 """Room the fixed system parts must leave in the budget for the task and the steps."""
 
@@ -101,22 +100,6 @@ def check_fixed_parts(ctx: Any) -> None:
             f"less than {RESERVED_TOKENS} of Memory.max_prompt_tokens={memory.max_prompt_tokens} for the task "
             f"and the steps; raise max_prompt_tokens to at least {system + tools + RESERVED_TOKENS} or use fewer tools"
         )
-
-
-def clip_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """``text`` cut in the middle (with a marker) to at most ``max_tokens`` tokens."""
-    if count_tokens(text, counter) <= max_tokens:
-        return text
-    low, high = 0, len(text)
-    while low < high:  # the longest head+tail that fits
-        mid = (low + high + 1) // 2
-        candidate = text[: mid - mid // 2] + CUT_MARKER + text[len(text) - mid // 2 :]
-        if count_tokens(candidate, counter) <= max_tokens:
-            low = mid
-        else:
-            high = mid - 1
-    clipped = text[: low - low // 2] + CUT_MARKER + text[len(text) - low // 2 :]
-    return clipped if count_tokens(clipped, counter) <= max_tokens else ""
 
 
 def turn_text(turn: Mapping[str, Any]) -> str:

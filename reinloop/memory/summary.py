@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..state import Step
-from .tokens import TokenCounter, count_message_tokens, count_tokens, message_text
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens, message_text
 
 SUMMARIZER_TAG = "reinloop:summarizer"
 """The LangChain tag on every summarizer call."""
@@ -73,15 +73,23 @@ def render_step_text(step: Step) -> str:
     return "\n".join(lines)
 
 
-def summarizer_prompt(task: str, steps: Sequence[Step]) -> list[BaseMessage]:
-    """The messages that ask for a batch's summary."""
-    body = "\n".join(render_step_text(s) for s in steps)
-    return [SystemMessage(content=SUMMARY_RULES), HumanMessage(content=f"Task: {task}\n\n{body}")]
+def summarizer_prompt(
+    task: str, steps: Sequence[Step], max_tokens: int | None = None, counter: TokenCounter | None = None
+) -> list[BaseMessage]:
+    """The messages that ask for a batch's summary, cut in the middle to fit ``max_tokens``."""
+    system = SystemMessage(content=SUMMARY_RULES)
+    text = f"Task: {task}\n\n" + "\n".join(render_step_text(s) for s in steps)
+    if max_tokens is not None and counter is not None:
+        room = max_tokens - count_message_tokens([system], counter) - MESSAGE_OVERHEAD
+        text = clip_text(text, max(0, room), counter)
+    return [system, HumanMessage(content=text)]
 
 
-def summarize_steps(model: Any, task: str, steps: Sequence[Step], counter: TokenCounter) -> Folded:
+def summarize_steps(
+    model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None
+) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
-    prompt = summarizer_prompt(task, steps)
+    prompt = summarizer_prompt(task, steps, max_tokens, counter)
     try:
         reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries

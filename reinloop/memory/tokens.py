@@ -33,6 +33,7 @@ import math
 import os
 import re
 import tempfile
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,9 @@ ENCODING_URLS = {
     "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
 }
 """Where tiktoken downloads each encoding from; the sha1 of the URL names its cache file."""
+
+CUT_MARKER = " […cut to fit the prompt budget…] "
+"""What replaces the middle of a text cut to fit a budget."""
 
 ESTIMATE = "estimate"
 """The encoding name that selects the offline estimator."""
@@ -142,7 +146,7 @@ def fill_tiktoken_cache(name: str) -> Path | None:
         return None
     try:
         cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
         partial.write_bytes(data)
         os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
     except OSError as exc:
@@ -218,3 +222,19 @@ def count_tool_schemas(schemas: Sequence[dict[str, Any]], counter: TokenCounter 
     if not schemas:
         return 0
     return count_tokens(json.dumps(list(schemas), ensure_ascii=False, separators=(",", ":")), counter)
+
+
+def clip_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` cut in the middle (with a marker) to at most ``max_tokens`` tokens."""
+    if count_tokens(text, counter) <= max_tokens:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest head+tail that fits
+        mid = (low + high + 1) // 2
+        candidate = text[: mid - mid // 2] + CUT_MARKER + text[len(text) - mid // 2 :]
+        if count_tokens(candidate, counter) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    clipped = text[: low - low // 2] + CUT_MARKER + text[len(text) - low // 2 :]
+    return clipped if count_tokens(clipped, counter) <= max_tokens else ""

@@ -33,7 +33,7 @@ def current_steps(state: Mapping[str, Any]) -> list[Step]:
 
 def unfolded_steps(state: Mapping[str, Any]) -> list[Step]:
     """The run's steps that are not yet in the summary."""
-    folded = (state.get("memory") or {}).get("folded", 0)
+    folded = (state.get("memory_cursor") or {}).get("folded", 0)
     return [s for s in current_steps(state) if s.get("index", 0) > folded]
 
 

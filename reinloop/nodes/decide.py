@@ -40,7 +40,7 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "decision": None,
         "hints": [],
         "summary": "",
-        "memory": new_cursor(),
+        "memory_cursor": new_cursor(),
         "history": history_with_summary(state),
     }
 

@@ -114,6 +114,12 @@ def test_memory_settings_are_checked():
         build_graph(ScriptedChatModel(), memory={"window_steps": 3})
 
 
+def test_memory_settings_are_plain_data_for_storage():
+    settings = Memory(window_steps=2, summarizer=ScriptedChatModel()).as_dict()
+    assert settings["window_steps"] == 2 and settings["summarizer"] == "ScriptedChatModel"
+    assert json.loads(json.dumps(settings)) == settings
+
+
 def test_full_history_replay_is_one_setting_away():
     model = ScriptedChatModel(replies=[*reads(range(1, 8)), "done"])
     replay = Memory(window_steps=None, max_prompt_tokens=None, summarize=False)

@@ -15,7 +15,7 @@ from reinloop.memory import HashEmbeddings, create_memories_table
 from reinloop.memory import embeddings as embeddings_module
 from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text
 
-from .conftest import FACT, page_text, read_page, reads
+from .conftest import FACT, read_page, reads
 
 
 def test_hash_embeddings_are_deterministic_and_lexical():

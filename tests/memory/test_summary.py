@@ -55,7 +55,7 @@ def test_summaries_are_batched_one_call_per_batch():
     summarized = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
     assert [e["steps"] for e in summarized] == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
     assert len(model.summary_prompts) == 3
-    assert out["memory"] == {"folded": 9, "failures": 0}
+    assert out["memory_cursor"] == {"folded": 9, "failures": 0}
     assert out["summary"].splitlines()[0].startswith("Steps 1–3: ")
 
 
@@ -92,7 +92,7 @@ def test_a_failing_summarizer_does_not_break_the_run_and_keeps_the_raw_steps():
     failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
     assert len(failed) == 8 and failed[0]["steps"] == [1, 2, 3]
     assert "ConnectionError: summarizer endpoint down" in failed[0]["error"]
-    assert out["memory"] == {"folded": 0, "failures": 8} and out["summary"] == ""
+    assert out["memory_cursor"] == {"folded": 0, "failures": 8} and out["summary"] == ""
     assert page_text(2) in prompt_text(model.prompts[-1])  # the raw step stayed in the prompt
 
 
@@ -138,3 +138,26 @@ def test_summary_lines_over_the_cap_leave_the_prompt_but_stay_in_the_state():
     last = prompt_text(model.prompts[-1])
     assert "Steps 7–9: " in last and "Steps 1–3: " not in last
     assert out["answer"] == "The code is unknown"  # the fact was in the oldest line: recall would bring it back
+
+
+def test_the_summarizer_prompt_also_fits_the_budget():
+    from langchain_core.tools import tool
+
+    from reinloop.memory import active_counter, count_message_tokens
+
+    @tool
+    def dump(part: int) -> str:
+        """A long log."""
+        return f"part {part}: " + "日志行 error=0 ok " * 400
+
+    replies = [[{"name": "dump", "args": {"part": i}, "id": f"c{i}", "type": "tool_call"}] for i in range(1, 7)]
+    model = ScriptedChatModel(replies=[*replies, "done"])
+    memory = Memory(window_steps=3, max_prompt_tokens=2500)
+    out = build_graph(model, [dump], memory=memory, limits=Limits(max_steps=10, max_observation_chars=6000)).invoke({"task": "t"})
+    assert out["status"] == "done" and model.summary_prompts
+    for prompt in model.summary_prompts:
+        assert count_message_tokens(prompt, active_counter()) <= 2500
+    steps = [{"index": i, "actions": [{"tool": "dump", "args": {}, "observation": "日志行 " * 900}]} for i in (1, 2, 3)]
+    clipped = summarizer_prompt("t", steps, max_tokens=1000, counter=active_counter())
+    assert count_message_tokens(clipped, active_counter()) <= 1000
+    assert "cut to fit the prompt budget" in clipped[1].content and clipped[1].content.startswith("Task: t")

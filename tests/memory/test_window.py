@@ -43,7 +43,7 @@ def context(protocol: str, memory: Memory):
 
 
 def state_of(steps: list[Step], task: str = "read the report", **extra) -> dict:
-    return {"task": task, "run": 1, "scratchpad": steps, "summary": "", "memory": {"folded": 0, "failures": 0},
+    return {"task": task, "run": 1, "scratchpad": steps, "summary": "", "memory_cursor": {"folded": 0, "failures": 0},
             "hints": [], "history": [], **extra}
 
 
