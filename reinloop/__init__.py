@@ -21,6 +21,7 @@ from .errors import (
 )
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
+from .memory import Memory, MemoryStore
 from .state import Action, AgentState, Counters, Step
 from .tools import ToolRegistry
 
@@ -34,6 +35,8 @@ __all__ = [
     "Counters",
     "DuplicateToolError",
     "Limits",
+    "Memory",
+    "MemoryStore",
     "ModelCallError",
     "ModelSetupError",
     "NotResumableError",

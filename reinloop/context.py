@@ -16,6 +16,7 @@ from langchain_core.runnables import Runnable
 
 from .limits import Limits
 from .protocols import JsonProtocol
+from .memory.config import Memory
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
 from .tools.journal import ToolJournal
@@ -44,6 +45,8 @@ class AgentContext:
     """The threads tool calls run in: bounded, so hung tools cannot pile up."""
     journal: ToolJournal | None = None
     """Where side-effecting tool calls are journaled (at most once across crashes); ``None``: not journaled."""
+    memory: Memory = field(default_factory=Memory)
+    """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
         """The protocol and model to use now: ``auto`` may have fallen back to JSON."""

@@ -28,6 +28,9 @@ from langgraph.types import Checkpointer
 
 from .context import AgentContext
 from .limits import Limits
+from .memory.config import Memory
+from .memory.longterm import resolve_memory
+from .memory.prompt import check_fixed_parts
 from .models import prepare_model, resolve_model
 from .nodes import (
     decide,
@@ -129,13 +132,16 @@ def build_graph(
     retry: RetryPolicy | None = None,
     name: str = "reinloop",
     journal: ToolJournal | str | os.PathLike[str] | None = None,
+    memory: Memory | None = None,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
     ``model`` is a LangChain chat model or an ``init_chat_model`` string
     (``"openai:gpt-4o-mini"``, with ``base_url`` for OpenAI-compatible
     servers); ``protocol`` is ``"tool_calling"``, ``"json"``, ``"react"`` or
-    ``"auto"``; ``retry`` says how model failures are retried. Invoke the result like any LangGraph graph::
+    ``"auto"``; ``retry`` says how model failures are retried;
+    ``memory`` bounds what each prompt holds (default: ``reinloop.Memory()``).
+    Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
 
@@ -157,7 +163,9 @@ def build_graph(
         system_prompt=system_prompt,
         retry=retry,
         journal=open_journal(journal, checkpointer),
+        memory=resolve_memory(memory, resolve_model),
     )
+    check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)
     attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}

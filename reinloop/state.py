@@ -15,7 +15,7 @@ reducer so every node returns only what it adds.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 Status = Literal["running", "done", "broken"]
 """Where a run stands: still looping, finished with an answer, or stopped by a guard."""
@@ -59,6 +59,8 @@ class Reply(TypedDict, total=False):
     prompt_tokens: int
     completion_tokens: int
     hints: list[str]  # the hints shown in this prompt
+    prompt_parts: dict[str, int]  # tokens of each part of the prompt, by the active counter
+    memory: list[dict[str, Any]]  # memory events of this step (evicted, summarized, recalled ...)
 
 
 class Pending(TypedDict, total=False):
@@ -85,6 +87,8 @@ class Step(TypedDict, total=False):
     prompt_tokens: int
     completion_tokens: int
     hints: list[str]  # hints the model saw before this step
+    prompt_parts: dict[str, int]  # tokens of each part of this step's prompt (system, task, steps ...)
+    memory: list[dict[str, Any]]  # memory events before this step (evicted, summarized, recalled ...)
 
 
 class Counters(TypedDict):
@@ -114,6 +118,14 @@ class Turn(TypedDict):
     task: str
     answer: str | None
     status: str
+    summary: NotRequired[str]  # the run's running summary, if steps were folded into one
+
+
+class MemoryCursor(TypedDict):
+    """Which steps of the current run have left the prompt for good."""
+
+    folded: int  # steps up to this index are in the summary (or were dropped)
+    failures: int  # summarizer failures in a row; the raw steps stay until a retry succeeds
 
 
 def new_counters() -> Counters:
@@ -156,6 +168,7 @@ class AgentState(TypedDict, total=False):
     pending: Pending | None
     history: list[Turn]
     summary: str  # running summary of steps that left the memory window
+    memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
 
 
 class InputState(TypedDict):

@@ -12,11 +12,23 @@
 It records every prompt it was sent (:attr:`ScriptedChatModel.prompts`),
 reports fixed ``usage_metadata``, and raises
 :class:`~reinloop.errors.ScriptExhaustedError` when the script runs out.
+
+Calls from reinloop's summarizer carry a tag
+(:data:`reinloop.memory.SUMMARIZER_TAG`); they are answered by
+``summary_reply`` (by default :func:`facts_summary`, an extractive summary
+of the prompt) instead of consuming the script, and recorded apart in
+:attr:`ScriptedChatModel.summary_prompts`. So a scripted run reads the same
+with or without summaries.
+
+Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
+:func:`answer_from_prompt` (a reply that can only use what the prompt says)
+and :func:`facts_summary` (a summarizer that can only use its prompt).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,6 +43,8 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 from .errors import ScriptExhaustedError
+from .memory.summary import SUMMARIZER_TAG
+from .memory.tokens import message_text
 
 Scripted = Any
 """One scripted reply: str, dict, list of tool calls, AIMessage, Exception, or a callable."""
@@ -46,6 +60,45 @@ def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = No
     }
 
 
+def prompt_text(messages: Sequence[BaseMessage]) -> str:
+    """Everything a prompt says, tool calls included, as one string."""
+    return "\n".join(message_text(m) for m in messages)
+
+
+_SENTENCE = re.compile(r"[^.。!?！？;；\n]+[.。!?！？;；]?")
+_STEP = re.compile(r"^Step \d+:$", re.M)
+
+
+def facts_summary(messages: Sequence[BaseMessage], max_chars: int = 160) -> str:
+    """A summarizer that only uses its prompt: the sentences with a number, from each step.
+
+    It reads reinloop's summarizer prompt (``Step N:`` blocks) and keeps, per
+    step, the sentences of its observations and answer that contain a digit
+    (else the first sentence), cut to ``max_chars`` per step.
+    """
+    body = message_text(messages[-1]) if messages else ""
+    facts = []
+    for block in _STEP.split(body)[1:]:
+        results = [line.split(" -> ", 1)[-1] for line in block.splitlines() if " -> " in line or "answer:" in line]
+        sentences = [s.strip() for r in results for s in _SENTENCE.findall(r) if s.strip()]
+        numeric = [s for s in sentences if any(ch.isdigit() for ch in s)]
+        pick = " ".join(numeric or sentences[:1])
+        if pick:
+            facts.append(pick[:max_chars])
+    return "; ".join(facts) or "nothing of note"
+
+
+def answer_from_prompt(pattern: str, template: str = "{0}", default: str = "I don't know") -> Callable[[Sequence[BaseMessage]], str]:
+    """A scripted reply that can only answer from its prompt: ``template`` filled from ``pattern``'s match."""
+    regex = re.compile(pattern)
+
+    def reply(messages: Sequence[BaseMessage]) -> str:
+        match = regex.search(prompt_text(messages))
+        return template.format(match.group(1) if match.groups() else match.group(0)) if match else default
+
+    return reply
+
+
 class ScriptedChatModel(BaseChatModel):
     """A chat model that replays a script, for deterministic tests and offline demos."""
 
@@ -55,9 +108,12 @@ class ScriptedChatModel(BaseChatModel):
     """``(input_tokens, output_tokens)`` reported on every reply; ``None`` reports none."""
     supports_tools: bool = True
     """``False`` makes ``bind_tools`` raise ``NotImplementedError``, like a text-only model."""
+    summary_reply: Any = facts_summary
+    """The reply to every summarizer call (any scripted reply); ``None`` lets those calls consume the script."""
 
     _cursor: int = PrivateAttr(default=0)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _summary_prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
     @property
@@ -68,6 +124,11 @@ class ScriptedChatModel(BaseChatModel):
     def prompts(self) -> list[list[BaseMessage]]:
         """Every prompt the model was sent, in order."""
         return self._prompts
+
+    @property
+    def summary_prompts(self) -> list[list[BaseMessage]]:
+        """Every summarizer prompt the model was sent, in order."""
+        return self._summary_prompts
 
     @property
     def bound_tools(self) -> list[dict[str, Any]]:
@@ -134,6 +195,11 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        self._prompts.append(list(messages))
-        message = self._next(messages)
+        tags = run_manager.tags if run_manager is not None else []
+        if self.summary_reply is not None and SUMMARIZER_TAG in (tags or []):
+            self._summary_prompts.append(list(messages))
+            message = self._to_message(self.summary_reply, messages)
+        else:
+            self._prompts.append(list(messages))
+            message = self._next(messages)
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -1,19 +1,41 @@
-"""Prompt assembly: what the model sees at each step.
+"""Prompt assembly under a token budget: what the model sees at each step.
 
 The prompt is rebuilt from the state at every step, never kept as a growing
-message list: system rules and format instructions, earlier tasks on the
-thread, the task, the steps of this run rendered by the protocol, and any
-hints the guard or an operator left for this step.
+message list. Its parts, in order of priority:
+
+1. system rules and the protocol's instructions (tool descriptions in the text
+   protocols; native tool calling sends schemas through the API, and those are
+   counted too), earlier tasks on the thread, the task, the guard's hints;
+2. the running summary (newest lines, up to ``summary_max_tokens``);
+3. recalled long-term memories (best first, same cap);
+4. as many recent steps as fit, newest first, each step whole.
+
+Every part is counted with the active counter (:func:`~reinloop.memory.tokens.active_counter`)
+and the sum never exceeds ``Memory.max_prompt_tokens``: when the fixed parts
+alone are too big, the oldest earlier tasks go first, then the middle of the
+task and hints are cut with a marker. The counts are returned per part so each
+step records where its tokens went.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from ..errors import ConfigurationError
 from ..state import Step
+from .config import Memory
+from .store import Recalled
+from .summary import newest_lines, summary_lines
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
+from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
+
+__all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant that completes the user's task step by step with the "
@@ -22,35 +44,195 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 
 HINT_PREFIX = "[reinloop] "
+SUMMARY_HEADER = "Summary of the earlier steps of this task:"
+RECALL_HEADER = "Relevant memories from earlier work:"
+RESERVED_TOKENS = 200
+"""Room the fixed system parts must leave in the budget for the task and the steps."""
 
 
-def current_steps(state: Mapping[str, Any]) -> list[Step]:
-    """The steps of the run in progress (a thread may hold several runs)."""
-    run = state.get("run", 0)
-    return [s for s in state.get("scratchpad") or [] if s.get("run", 0) == run]
+@dataclass
+class Assembly:
+    """An assembled prompt: its messages, the tokens of each part, the steps it shows."""
+
+    messages: list[BaseMessage]
+    parts: dict[str, int]
+    shown: list[Step]
+    events: list[dict[str, Any]] = field(default_factory=list)
 
 
-def history_message(state: Mapping[str, Any]) -> HumanMessage | None:
-    """Earlier tasks on this thread and their answers, if any."""
-    turns = state.get("history") or []
+def memory_of(ctx: Any) -> Memory:
+    """The run's memory settings (defaults for contexts built by hand)."""
+    return getattr(ctx, "memory", None) or Memory()
+
+
+def system_message(ctx: Any) -> SystemMessage:
+    """System rules plus the protocol's instructions."""
+    system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
+    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools)}")
+
+
+def tool_tokens(ctx: Any, counter: TokenCounter) -> int:
+    """Tokens of the tool descriptions: schemas sent through the API, or the text in the system prompt."""
+    if not len(ctx.tools):
+        return 0
+    if ctx.protocol.native_tools:
+        return count_tool_schemas([convert_to_openai_tool(t) for t in ctx.tools], counter)
+    return count_tokens(ctx.tools.describe(), counter)
+
+
+def fixed_system_tokens(ctx: Any, counter: TokenCounter) -> tuple[int, int]:
+    """``(system, tools)`` tokens; the system part excludes tool text the text protocols embed."""
+    tools = tool_tokens(ctx, counter)
+    total = count_message_tokens([system_message(ctx)], counter)
+    return (total, tools) if ctx.protocol.native_tools else (total - tools, tools)
+
+
+def check_fixed_parts(ctx: Any) -> None:
+    """Refuse a budget that the system prompt and tools alone (nearly) fill."""
+    memory = memory_of(ctx)
+    if memory.max_prompt_tokens is None:
+        return
+    counter = active_counter(memory.encoding)
+    system, tools = fixed_system_tokens(ctx, counter)
+    if system + tools + RESERVED_TOKENS > memory.max_prompt_tokens:
+        raise ConfigurationError(
+            f"the system prompt ({system} tokens) and tool descriptions ({tools} tokens, {counter}) leave "
+            f"less than {RESERVED_TOKENS} of Memory.max_prompt_tokens={memory.max_prompt_tokens} for the task "
+            f"and the steps; raise max_prompt_tokens to at least {system + tools + RESERVED_TOKENS} or use fewer tools"
+        )
+
+
+def turn_text(turn: Mapping[str, Any]) -> str:
+    """One earlier task on the thread: the task, its answer, its summary."""
+    answer = turn.get("answer") or f"(none: {turn.get('status')})"
+    text = f"- Task: {turn['task']}\n  Answer: {answer}"
+    return text + (f"\n  Summary: {turn['summary']}" if turn.get("summary") else "")
+
+
+def history_message(turns: Sequence[Mapping[str, Any]]) -> HumanMessage | None:
+    """Earlier tasks in this conversation and their answers, if any."""
     if not turns:
         return None
-    lines = [f"- Task: {t['task']}\n  Answer: {t.get('answer') or '(none: ' + t['status'] + ')'}" for t in turns]
-    return HumanMessage(content="Earlier tasks in this conversation:\n" + "\n".join(lines))
+    return HumanMessage(content="Earlier tasks in this conversation:\n" + "\n".join(turn_text(t) for t in turns))
 
 
-def build_prompt(state: Mapping[str, Any], ctx: Any, protocol: Any = None) -> list[BaseMessage]:
-    """The messages for the next model call (``protocol`` defaults to the run's)."""
-    protocol = protocol or ctx.protocol
-    system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
-    messages: list[BaseMessage] = [
-        SystemMessage(content=f"{system}\n\n{protocol.instructions(ctx.tools)}")
-    ]
-    if (earlier := history_message(state)) is not None:
-        messages.append(earlier)
-    messages.append(HumanMessage(content=f"Task: {state['task']}"))
-    for step in current_steps(state):
-        messages.extend(protocol.render_step(step))
-    if hints := state.get("hints"):
-        messages.append(HumanMessage(content="\n".join(HINT_PREFIX + h for h in hints)))
-    return messages
+def hints_message(hints: Sequence[str]) -> HumanMessage | None:
+    """The guard's hints for this step."""
+    return HumanMessage(content="\n".join(HINT_PREFIX + h for h in hints)) if hints else None
+
+
+def listing(header: str, lines: Sequence[str]) -> HumanMessage:
+    """A message of a header and lines."""
+    return HumanMessage(content=header + "\n" + "\n".join(lines))
+
+
+def fit_listing(
+    header: str, lines: list[str], max_tokens: float, counter: TokenCounter, *, drop_first: bool = True
+) -> tuple[HumanMessage | None, int]:
+    """The message with as many of ``lines`` as fit, and its tokens.
+
+    Lines are dropped from the front (oldest summary lines) or, with
+    ``drop_first=False``, from the back (least similar memories).
+    """
+    while lines:
+        message = listing(header, lines)
+        tokens = count_message_tokens([message], counter)
+        if tokens <= max_tokens:
+            return message, tokens
+        lines = lines[1:] if drop_first else lines[:-1]
+    return None, 0
+
+
+class Budget:
+    """Tokens left in the prompt, spent part by part."""
+
+    def __init__(self, total: int | None) -> None:
+        self.left: float = math.inf if total is None else total
+        self.parts: dict[str, int] = {}
+
+    def spend(self, part: str, tokens: int) -> None:
+        """Account ``tokens`` to ``part``."""
+        self.parts[part] = self.parts.get(part, 0) + tokens
+        self.left -= tokens
+
+
+def clip_message(text: str, max_tokens: float, counter: TokenCounter) -> HumanMessage:
+    """A user message of ``text``, cut to fit ``max_tokens`` (message overhead included)."""
+    return HumanMessage(content=clip_text(text, max(0, int(max_tokens) - MESSAGE_OVERHEAD), counter))
+
+
+def fixed_messages(
+    state: Mapping[str, Any], ctx: Any, counter: TokenCounter, budget: Budget
+) -> tuple[list[BaseMessage], list[BaseMessage], list[dict[str, Any]]]:
+    """The messages every prompt has (head and trailing hints), cut to the budget if needed."""
+    system, tools = fixed_system_tokens(ctx, counter)
+    budget.spend("system", system)
+    budget.spend("tools", tools)
+    task = HumanMessage(content=f"Task: {state['task']}")
+    hints = [m for m in [hints_message(state.get("hints") or [])] if m is not None]
+    need = count_message_tokens([task, *hints], counter)
+    events: list[dict[str, Any]] = []
+    turns = list(state.get("history") or [])
+    while turns and count_message_tokens([history_message(turns)], counter) + need > budget.left:  # type: ignore[list-item]
+        turns = turns[1:]  # the oldest earlier task goes first
+    if len(turns) < len(state.get("history") or []):
+        events.append({"event": "clipped", "part": "history", "dropped": len(state.get("history") or []) - len(turns)})
+    if need > budget.left:  # the task and hints alone overflow: cut their middles, hints first
+        if hints:
+            hints = [clip_message(str(hints[0].content), budget.left / 4, counter)]
+        task = clip_message(str(task.content), budget.left - count_message_tokens(hints, counter), counter)
+        events.append({"event": "clipped", "part": "task"})
+    head: list[BaseMessage] = [system_message(ctx)]
+    if (earlier := history_message(turns)) is not None:
+        head.append(earlier)
+        budget.spend("history", count_message_tokens([earlier], counter))
+    head.append(task)
+    budget.spend("task", count_message_tokens([task], counter))
+    budget.spend("hints", count_message_tokens(hints, counter))
+    return head, hints, events
+
+
+def assemble(
+    state: Mapping[str, Any],
+    ctx: Any,
+    *,
+    steps: Sequence[Step],
+    summary: str = "",
+    recalled: Sequence[Recalled] = (),
+    window_steps: int | None = None,
+    counter: TokenCounter | None = None,
+) -> Assembly:
+    """The prompt for ``steps`` (the candidates, oldest first) under the run's budget."""
+    memory = memory_of(ctx)
+    counter = counter or active_counter(memory.encoding)
+    budget = Budget(memory.max_prompt_tokens)
+    head, tail, events = fixed_messages(state, ctx, counter, budget)
+    cap = min(memory.summary_max_tokens, budget.left)
+    shown_lines = newest_lines(summary_lines(summary), cap, counter)
+    message, tokens = fit_listing(SUMMARY_HEADER, shown_lines, cap, counter)
+    if message is not None:
+        head.append(message)
+        budget.spend("summary", tokens)
+    memories = [f"- {r.text}" for r in sorted(recalled, key=lambda r: -r.score)]
+    message, tokens = fit_listing(RECALL_HEADER, memories, min(memory.summary_max_tokens, budget.left), counter,
+                                  drop_first=False)
+    if message is not None:
+        head.append(message)
+        budget.spend("recall", tokens)
+    rendered = {s["index"]: ctx.protocol.render_step(s) for s in steps}
+    costs = {i: count_message_tokens(m, counter) for i, m in rendered.items()}
+    shown = fit_window(steps, lambda s: costs[s["index"]], budget.left, window_steps)
+    body = [m for s in shown for m in rendered[s["index"]]]
+    budget.spend("steps", sum(costs[s["index"]] for s in shown))
+    parts = {name: budget.parts.get(name, 0) for name in ("system", "tools", "history", "task", "summary", "recall", "steps", "hints")}
+    parts["total"] = sum(parts.values())
+    return Assembly(messages=[*head, *body, *tail], parts=parts, shown=shown, events=events)
+
+
+def build_prompt(state: Mapping[str, Any], ctx: Any) -> list[BaseMessage]:
+    """The messages the model would get now, from the state alone (no summarizer call)."""
+    steps = unfolded_steps(state)
+    hidden = hidden_duplicates(steps) if memory_of(ctx).dedup else {}
+    visible = [s for s in steps if s["index"] not in hidden]
+    return assemble(state, ctx, steps=visible, summary=state.get("summary") or "",
+                    window_steps=memory_of(ctx).window_steps).messages

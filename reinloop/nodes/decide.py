@@ -2,23 +2,29 @@
 
 The first call of a run also starts it: counters reset, the clock starts.
 Hints left by the guard or an operator are shown once and then cleared.
+The memory work (dedup, folding old steps into the summary, recall, the
+token budget) happens in :func:`reinloop.memory.prepare_prompt`; its
+summarizer calls are counted with the model call, against the same budget.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..context import FALLBACK, AgentContext
 from ..errors import ModelCallError
-from ..models import invoke_model
 from ..events import emit
-from ..memory.prompt import build_prompt
-from ..memory.tokens import count_message_tokens, estimate_tokens, message_text
-from ..state import AgentState, Reply, new_counters, new_extensions
+from ..memory.explain import describe
+from ..memory.manager import Prepared, new_cursor, prepare_prompt
+from ..memory.tokens import estimate_tokens, message_text
+from ..models import invoke_model
+from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 
 
 def begin_run(state: AgentState) -> dict[str, Any]:
@@ -37,10 +43,28 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "decision": None,
         "hints": [],
         "summary": "",
+        "memory_cursor": new_cursor(),
+        "history": history_with_summary(state),
     }
 
 
-def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) -> Reply:
+def history_with_summary(state: AgentState) -> list[Turn]:
+    """The thread's history, the last run's running summary kept with its turn."""
+    turns = list(state.get("history") or [])
+    if turns and state.get("summary") and "summary" not in turns[-1]:
+        turns[-1] = {**turns[-1], "summary": state["summary"]}
+    return turns
+
+
+def thread_id() -> str:
+    """The thread of the current invocation ("" without a checkpointer)."""
+    try:
+        return str(get_config().get("configurable", {}).get("thread_id") or "")
+    except RuntimeError:  # called outside a graph run
+        return ""
+
+
+def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Reply:
     """The parts of a model message the next nodes need, as plain data."""
     text = message.content if isinstance(message.content, str) else message_text(message)
     usage = getattr(message, "usage_metadata", None) or {}
@@ -49,10 +73,22 @@ def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) 
         text=text,
         tool_calls=[dict(c) for c in ai.tool_calls],
         invalid_tool_calls=[dict(c) for c in ai.invalid_tool_calls],
-        prompt_tokens=int(usage.get("input_tokens") or count_message_tokens(prompt)),
+        prompt_tokens=int(usage.get("input_tokens") or prepared.parts["total"]),
         completion_tokens=int(usage.get("output_tokens") or estimate_tokens(message_text(ai))),
         hints=list(hints),
+        prompt_parts=prepared.parts,
+        memory=prepared.events,
     )
+
+
+def add_usage(c: Counters, reply: Reply, prepared: Prepared) -> Counters:
+    """Counters after the model call and any summarizer calls before it."""
+    return {
+        **c,
+        "llm_calls": c["llm_calls"] + 1 + prepared.calls,
+        "prompt_tokens": c["prompt_tokens"] + reply["prompt_tokens"] + prepared.prompt_tokens,
+        "completion_tokens": c["completion_tokens"] + reply["completion_tokens"] + prepared.completion_tokens,
+    }
 
 
 def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool:
@@ -60,18 +96,19 @@ def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool
     return ctx.protocol.name == "auto" and protocol.native_tools and "tool" in str(exc).lower()
 
 
-def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, list[BaseMessage], dict[str, Any]]:
-    """Call the model; returns the reply, the prompt, and a protocol switch if one happened."""
+def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any]]:
+    """Prepare the prompt and call the model; returns the reply, the prompt, and a protocol switch."""
     protocol, llm = ctx.active(state)
-    prompt = build_prompt(state, ctx, protocol)
+    prepared = prepare_prompt(state, replace(ctx, protocol=protocol, llm=llm), thread_id())
     try:
-        return invoke_model(ctx, llm, prompt, lambda: ctx.seconds_left(state, time.time())), prompt, {}
+        message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
+        return message, prepared, {}
     except ModelCallError as exc:
         if not refuses_tools(ctx, protocol, exc):
             raise
     switched = {"protocol": FALLBACK.name}
-    message, prompt, _ = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
-    return message, prompt, switched
+    message, prepared, _ = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
+    return message, prepared, switched
 
 
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -79,16 +116,13 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     update = begin_run(state) if state.get("status") != "running" else {}
     view: AgentState = {**state, **update}  # type: ignore[typeddict-item]
-    message, prompt, switched = ask(ctx, view)
+    message, prepared, switched = ask(ctx, view)
     update.update(switched)
-    reply = to_reply(message, prompt, view.get("hints") or [])
+    for event in prepared.events:
+        emit(runtime, "memory", describe(event), **event)
+    reply = to_reply(message, prepared, view.get("hints") or [])
     c = view["counters"]
-    counters = {
-        **c,
-        "llm_calls": c["llm_calls"] + 1,
-        "prompt_tokens": c["prompt_tokens"] + reply["prompt_tokens"],
-        "completion_tokens": c["completion_tokens"] + reply["completion_tokens"],
-    }
+    counters = add_usage(c, reply, prepared)
     emit(
         runtime,
         "decide",
@@ -97,5 +131,7 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
+        prompt_parts=prepared.parts,
+        counter=prepared.counter,
     )
-    return {**update, "reply": reply, "hints": [], "pending": None, "counters": counters}
+    return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters}

