@@ -1,0 +1,166 @@
+"""The three agent loops compared, each run the same way on the same task and model.
+
+- ``reinloop``: ``build_graph`` with its default limits and memory.
+- ``create_agent``: LangChain's agent with ``ToolErrorMiddleware`` (tool
+  exceptions go back to the model) and ``ModelCallLimitMiddleware`` (a step
+  limit of 10 model calls, like reinloop's default).
+- ``bare_loop``: seed 000's hand-written while-loop: JSON replies, a
+  ``deque(maxlen=6)`` message window, three parse attempts, ten iterations.
+
+Every model call is metered by one callback handler (calls, prompt tokens from
+the model's usage, time inside the model), so "framework time" is wall time
+minus model time, measured identically for all three.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import ModelCallLimitMiddleware, ToolErrorMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import BaseTool
+
+from reinloop import build_graph
+from reinloop.memory.summary import SUMMARIZER_TAG
+
+SYSTEM = "You are a careful assistant. Use the tools; use the calculator for every calculation."
+
+
+@dataclass
+class RunResult:
+    """How one contestant did on one task."""
+
+    answer: str | None
+    ending: str  # "answer", "limit" or "crash"
+    iterations: int
+    prompt_tokens: int
+    wall_seconds: float
+    model_seconds: float
+    detail: str = ""
+
+
+class Meter(BaseCallbackHandler):
+    """Counts agent model calls, prompt tokens and the time spent inside the model.
+
+    Summarizer calls (tagged ``reinloop:summarizer``) count for tokens and model
+    time but are not loop iterations.
+    """
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.prompt_tokens = 0
+        self.model_seconds = 0.0
+        self._started: dict[Any, float] = {}
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self.calls += SUMMARIZER_TAG not in (kwargs.get("tags") or [])
+        self._started[run_id] = time.perf_counter()
+
+    def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
+        self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
+        for generation in response.generations[0]:
+            usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+            self.prompt_tokens += int(usage.get("input_tokens") or 0)
+
+    def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
+        self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
+
+
+def _measure(loop: Callable[[dict[str, Any]], tuple[str | None, str, str]]) -> RunResult:
+    meter = Meter()
+    start = time.perf_counter()
+    try:
+        answer, ending, detail = loop({"callbacks": [meter]})
+    except Exception as exc:  # a crash is a result too
+        answer, ending, detail = None, "crash", f"{type(exc).__name__}: {exc}"[:300]
+    wall = time.perf_counter() - start
+    return RunResult(answer, ending, meter.calls, meter.prompt_tokens, wall, meter.model_seconds, detail)
+
+
+def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
+    """reinloop with its defaults."""
+    graph = build_graph(model, tools, system_prompt=SYSTEM, **options)
+
+    def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:
+        out = graph.invoke({"task": task}, config)
+        if out["status"] == "done":
+            return out["answer"], "answer", ""
+        return None, "limit", f"{out['break_reason']}: {out['break_message']}"
+
+    return _measure(loop)
+
+
+def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+    """LangChain's create_agent with tool errors returned to the model and a 10-call limit."""
+    agent = create_agent(
+        model, tools, system_prompt=SYSTEM,
+        middleware=[ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {type(exc).__name__}: {exc}"),
+                    ModelCallLimitMiddleware(run_limit=10, exit_behavior="end")],
+    )
+
+    def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:
+        out = agent.invoke({"messages": [HumanMessage(content=task)]}, config)
+        last = out["messages"][-1]
+        if isinstance(last, AIMessage) and "limit" in str(last.content).lower() and "exceeded" in str(last.content).lower():
+            return None, "limit", str(last.content)[:200]
+        return (str(last.content) if isinstance(last, AIMessage) else None), "answer", ""
+
+    return _measure(loop)
+
+
+def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+    """Seed 000's SimpleAgent, as written there (with the tools listed in its prompt)."""
+    by_name = {t.name: t for t in tools}
+    system = (SYSTEM + "\nReply with one JSON object only: {\"tool\": \"name\", \"args\": {...}} or "
+              "{\"final_answer\": \"...\"}.\nTools: " + "; ".join(f"{t.name}: {t.description}" for t in tools))
+
+    def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:
+        messages: deque[Any] = deque(maxlen=6)
+        messages.append(SystemMessage(content=system))
+        messages.append(HumanMessage(content=task))
+        for _ in range(10):
+            text = model.invoke(list(messages), config).content
+            parsed = _parse_with_retry(model, str(text), config)
+            if parsed is None:
+                return "抱歉，我无法理解你的请求，请重新表述。", "answer", "parse failed 3 times"
+            if "final_answer" in parsed:
+                return str(parsed["final_answer"]), "answer", ""
+            name, args = parsed.get("tool"), parsed.get("args", {})
+            messages.append(AIMessage(content=json.dumps(parsed, ensure_ascii=False)))
+            if name not in by_name:
+                messages.append(HumanMessage(content=f"错误：工具 {name} 不存在"))
+                continue
+            try:
+                messages.append(HumanMessage(content=f"观察结果: {by_name[name].invoke(args)}"))
+            except Exception as exc:
+                messages.append(HumanMessage(content=f"工具执行异常: {exc}"))
+        return None, "limit", "max_iter reached"
+
+    return _measure(loop)
+
+
+def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -> dict[str, Any] | None:
+    for attempt in range(3):
+        try:
+            return json.loads(re.sub(r"```json|```", "", text).strip())  # type: ignore[no-any-return]
+        except json.JSONDecodeError:
+            if attempt < 2:
+                retry = "你的上次输出不是合法JSON，请重新输出，只包含JSON对象。"
+                text = str(model.invoke([HumanMessage(content=retry), HumanMessage(content=text)], config).content)
+    return None
+
+
+CONTESTANTS: dict[str, Callable[..., RunResult]] = {
+    "reinloop": run_reinloop,
+    "create_agent": run_create_agent,
+    "bare_loop": run_bare_loop,
+}

@@ -1,0 +1,28 @@
+"""The benchmark harness runs, and its answer key comes from the real tools."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks.eval.__main__ import main
+from benchmarks.eval.tasks import all_tasks, is_correct, solve
+
+
+def test_fifty_tasks_whose_answer_keys_come_from_running_their_plans():
+    tasks = all_tasks()
+    assert len(tasks) == 50
+    assert sum(len(t.steps) >= 5 for t in tasks) >= 10  # facts needed 3+ steps back
+    plan = solve(tasks[0])
+    assert is_correct(f"about {plan.answer} people per km²", plan)
+    assert not is_correct("no idea", plan)
+
+
+def test_json_report_has_every_contestant_and_field(capsys):
+    assert main(["--limit", "3", "--fault-rate", "0", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"reinloop", "create_agent", "bare_loop"}
+    for numbers in report.values():
+        assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
+                                "framework_ms_per_step", "endings"}
+    assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
+    assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
