@@ -23,6 +23,9 @@ with or without summaries.
 Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
 :func:`answer_from_prompt` (a reply that can only use what the prompt says)
 and :func:`facts_summary` (a summarizer that can only use its prompt).
+
+:class:`SimulatedModel` (from :mod:`reinloop.simulation`, re-exported here) is
+the benchmark's flaky stand-in: it follows a task's plan and makes seeded mistakes.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from pydantic import Field, PrivateAttr
 from .errors import ScriptExhaustedError
 from .memory.summary import SUMMARIZER_TAG
 from .memory.tokens import message_text
+from .simulation import FAULTS, Plan, PlanStep, SimulatedModel  # noqa: F401  (the flaky stand-in, for benchmarks)
 
 Scripted = Any
 """One scripted reply: str, dict, list of tool calls, AIMessage, Exception, or a callable."""
