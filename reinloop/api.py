@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Checkpointer
 
+from .events import EventSink
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
 from .outcome import Outcome
@@ -53,11 +54,14 @@ def run(
     checkpointer: Checkpointer = None,
     retry: RetryPolicy | None = None,
     on_event: EventHandler | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
 
     ``tools`` is a list of LangChain tools or a comma-separated string of
-    built-in tool names (default: the seeds' demo tools).
+    built-in tool names (default: the seeds' demo tools); ``on_event`` sees each
+    node's event as it streams, ``sinks`` get them from inside the graph (e.g. a
+    :class:`~reinloop.runlog.RunLog`).
     """
     if tools is None or isinstance(tools, str):
         tools = builtins(tools or list(DEFAULT_TOOLS))
@@ -70,5 +74,6 @@ def run(
         checkpointer=checkpointer,
         base_url=base_url,
         retry=retry,
+        sinks=sinks,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

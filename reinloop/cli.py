@@ -7,6 +7,7 @@ error (one line on stderr), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -15,7 +16,7 @@ from typing import Any
 
 from . import __version__
 from .api import new_thread_id, run
-from .console import PlainConsole
+from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
 from .errors import ReinloopError
 from .limits import Limits
@@ -23,6 +24,7 @@ from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .retry import RetryPolicy
+from .runlog import RunLog
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -69,10 +71,36 @@ def limits_from(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     return (base or Limits()).replace(**changes)
 
 
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """``--json``, ``--quiet``, ``--no-color`` and ``--db``: how a run is shown and logged."""
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON object per line: each event ("type": "event"), then the outcome '
+                             '("type": "outcome"); with --quiet, the outcome only')
+    parser.add_argument("-q", "--quiet", action="store_true", help="print the outcome only, not the steps")
+    parser.add_argument("--no-color", action="store_true",
+                        help="plain text: no colours, no live progress line (also when stdout is not a terminal)")
+    parser.add_argument("--db", default=os.environ.get("REINLOOP_DB"), metavar="FILE",
+                        help="log every step to the 'steps' table of this SQLite file [$REINLOOP_DB, else no log]")
+
+
+def make_console(args: argparse.Namespace, limits: Limits) -> RunConsole | JsonConsole | None:
+    """The console the output flags ask for (``None`` with ``--quiet``)."""
+    if args.quiet:
+        return None
+    if args.json:
+        return JsonConsole()
+    return RunConsole(limits, color=not args.no_color, live=False if args.no_color else None)
+
+
+def run_log(args: argparse.Namespace) -> list[RunLog]:
+    """The event sinks for ``--db``: a :class:`RunLog`, or none."""
+    return [RunLog(args.db)] if args.db else []
+
+
 def print_outcome(outcome: Outcome, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
     if as_json:
-        print(json.dumps(outcome.as_dict(), ensure_ascii=False))
+        print(json.dumps({"type": "outcome", **outcome.as_dict()}, ensure_ascii=False))
         return
     c = outcome.counters
     if outcome.status == "done":
@@ -91,41 +119,48 @@ def cmd_run(args: argparse.Namespace) -> int:
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     model = resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)
     thread_id = args.thread or new_thread_id()
-    console = None if args.json else PlainConsole(limits)
-    if console is not None:
-        print(f"thread {thread_id}")
-    outcome = run(
-        args.task,
-        model=model,
-        tools=args.tools,
-        protocol=args.protocol,
-        limits=limits,
-        thread_id=thread_id,
-        system_prompt=args.system_prompt,
-        retry=retry,
-        on_event=console.handle if console else None,
-    )
+    console = make_console(args, limits)
+    if isinstance(console, RunConsole):
+        console.print(f"thread {thread_id}")
+    with console or contextlib.nullcontext():
+        outcome = run(
+            args.task,
+            model=model,
+            tools=args.tools,
+            protocol=args.protocol,
+            limits=limits,
+            thread_id=thread_id,
+            system_prompt=args.system_prompt,
+            retry=retry,
+            on_event=console.handle if console else None,
+            sinks=run_log(args),
+        )
     print_outcome(outcome, args.json)
     return outcome.exit_code
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if not args.json:
-        print(BANNER)
-    console = PlainConsole(Limits())
+    console = make_console(args, Limits())
+    text = console if isinstance(console, RunConsole) else None
+    if text is not None:
+        text.print(BANNER)
 
     def announce(scenario: Any) -> None:
-        console.limits = scenario.limits
-        if not args.json:
-            print(f"\n=== {scenario.name}\ntask: {scenario.task}")
+        if text is not None:
+            text.limits = scenario.limits
+            text.print(f"\n=== {scenario.name}", "bold")
+            text.print(f"task: {scenario.task}")
 
-    results = demo(on_event=None if args.json else console.handle, on_scenario=announce)
-    ok = True
-    for scenario, outcome in results:
-        expected = as_expected(scenario, outcome)
-        ok = ok and expected
+    def report(scenario: Any, outcome: Outcome) -> None:
         if args.json:
-            print(json.dumps({"scenario": scenario.name, **outcome.as_dict(), "as_expected": expected}, ensure_ascii=False))
+            line = {"type": "outcome", "scenario": scenario.name, **outcome.as_dict(),
+                    "as_expected": as_expected(scenario, outcome)}
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+
+    with console or contextlib.nullcontext():
+        results = demo(on_event=console.handle if console else None, on_scenario=announce,
+                       on_outcome=report, sinks=run_log(args))
+    ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
         print(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
     return EXIT_DONE if ok else EXIT_ERROR
@@ -168,12 +203,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--thread", help="thread id [a new id, printed]")
     p.add_argument("--system-prompt", help="replace the default system prompt")
-    p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    add_output_flags(p)
     add_limit_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="run the seeds' examples offline with a scripted model", epilog=EXAMPLES["demo"])
-    p.add_argument("--json", action="store_true", help="one JSON outcome per scenario")
+    add_output_flags(p)
     p.set_defaults(func=cmd_demo)
     return parser
 

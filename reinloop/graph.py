@@ -26,6 +26,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from .context import AgentContext
+from .events import EventSink, observed
 from .limits import Limits
 from .models import prepare_model, resolve_model
 from .nodes import (
@@ -87,7 +88,7 @@ ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
 def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
     """Add the six nodes and their edges to ``builder``."""
     for node in (decide, parse, validate, execute, memorize, guard):
-        builder.add_node(node.__name__, node)
+        builder.add_node(node.__name__, observed(node))  # timed; its event published when it returns
     builder.add_edge(START, "decide")
     builder.add_edge("decide", "parse")
     builder.add_edge("execute", "memorize")
@@ -117,13 +118,15 @@ def build_graph(
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
     name: str = "reinloop",
+    sinks: Sequence[EventSink] = (),
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
     ``model`` is a LangChain chat model or an ``init_chat_model`` string
     (``"openai:gpt-4o-mini"``, with ``base_url`` for OpenAI-compatible
     servers); ``protocol`` is ``"tool_calling"``, ``"json"``, ``"react"`` or
-    ``"auto"``; ``retry`` says how model failures are retried. Invoke the result like any LangGraph graph::
+    ``"auto"``; ``retry`` says how model failures are retried; ``sinks`` receive every
+    node's event (e.g. ``[RunLog("reinloop.db")]``). Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
     """
@@ -139,6 +142,7 @@ def build_graph(
         limits=limits if limits is not None else Limits(),
         system_prompt=system_prompt,
         retry=retry,
+        sinks=tuple(sinks),
     )
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))
     compiled = builder.compile(checkpointer=checkpointer, name=name)
