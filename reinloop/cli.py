@@ -11,6 +11,7 @@ import contextlib
 import json
 import os
 import sys
+from pathlib import Path
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,11 +19,13 @@ from . import __version__
 from .api import new_thread_id, run
 from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
-from .errors import ReinloopError
+from .drawing import FORMATS, draw_graph
+from .errors import ConfigurationError, ReinloopError, StorageError
 from .limits import Limits
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
+from .report import REPORT_FORMATS, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS
@@ -166,9 +169,39 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return EXIT_DONE if ok else EXIT_ERROR
 
 
+def write_output(data: str | bytes, output: str | None) -> None:
+    """Write a drawing or report to ``output``, or to stdout (binary only when it is not a terminal)."""
+    if output is not None:
+        path = Path(output)
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    elif isinstance(data, bytes):
+        if sys.stdout.isatty():
+            raise ConfigurationError("this format is binary: write it to a file with -o FILE (e.g. -o graph.png)")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+    else:
+        sys.stdout.write(data if data.endswith("\n") else data + "\n")
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    write_output(draw_graph(format=args.format), args.output)
+    return EXIT_DONE
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    if not Path(args.db).is_file():
+        raise StorageError(f"no run database at {args.db!r}; record runs with --db FILE (or $REINLOOP_DB) "
+                           "on 'reinloop run' or 'reinloop demo'")
+    write_output(visualize(run=args.thread, db=args.db, format=args.format), args.output)
+    return EXIT_DONE
+
+
 EXAMPLES = {
     "run": 'example: reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5',
     "demo": "example: reinloop demo",
+    "graph": "example: reinloop graph --format png -o graph.png",
+    "report": "example: reinloop demo --db demo.db && reinloop report demo-3 --db demo.db --format html -o run.html",
 }
 
 
@@ -210,6 +243,22 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="run the seeds' examples offline with a scripted model", epilog=EXAMPLES["demo"])
     add_output_flags(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("graph", help="draw the loop's graph, every conditional edge labelled", epilog=EXAMPLES["graph"])
+    p.add_argument("--format", choices=FORMATS, default="mermaid",
+                   help="mermaid, ascii and html need nothing extra; png and svg need 'reinloop[graph]' [mermaid]")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("report", help="explain a recorded run: its path on the graph and a step timeline",
+                       epilog=EXAMPLES["report"])
+    p.add_argument("thread", help="the run's thread id")
+    p.add_argument("--db", default=os.environ.get("REINLOOP_DB", "reinloop.db"), metavar="FILE",
+                   help="the run database holding the steps table [$REINLOOP_DB, else ./reinloop.db]")
+    p.add_argument("--format", choices=REPORT_FORMATS, default="html",
+                   help="one self-contained HTML page, or the same data as JSON [html]")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

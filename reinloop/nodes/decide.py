@@ -97,5 +97,6 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
+        task=view["task"] if "run" in update else None,  # a new task starts: say which
     )
     return {**update, "reply": reply, "hints": [], "pending": None, "counters": counters}
