@@ -74,10 +74,13 @@ class _Status:
 class RunConsole:
     """Prints each completed step of a run, with colours and a live progress line on a terminal."""
 
-    def __init__(self, limits: Limits, out: TextIO | None = None, *, color: bool = True, live: bool | None = None) -> None:
+    def __init__(self, limits: Limits, out: TextIO | None = None, *, color: bool = True,
+                 live: bool | None = None, terminal: bool | None = None) -> None:
+        """``live``/``terminal``: ``None`` asks whether ``out`` is a terminal (``True`` forces it)."""
         self.limits = limits
         self.console = Console(
             file=out or sys.stdout,
+            force_terminal=terminal,
             color_system="auto" if color else None,
             highlight=False,
             soft_wrap=True,  # long lines stay whole: logs and snapshots are compared line by line

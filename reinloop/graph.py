@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -55,6 +55,11 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
 
     def _run_options(self, context: Any, durability: Any) -> dict[str, Any]:
         ctx = context if context is not None else self.reinloop_context
+        if isinstance(ctx, Mapping):
+            # JSON callers (LangGraph's API server, ``langgraph dev``) send a dict, often the run's
+            # configurable mirrored: it can only change the bound context's plain fields.
+            plain = {k: v for k, v in ctx.items() if k in ("system_prompt",) and isinstance(v, str)}
+            ctx = dataclasses.replace(self.reinloop_context, **plain)
         if isinstance(ctx, AgentContext):
             ctx = dataclasses.replace(ctx, invoked_at=time.time())
         if durability is None and self.checkpointer not in (None, False):
