@@ -68,7 +68,7 @@ class _Status:
         o = self.owner
         elapsed = o.counters.get("elapsed_seconds", 0.0) + (time.time() - o.since)
         line = progress(o.limits, {**o.counters, "steps": o.counters.get("steps", 0) + 1}, elapsed)
-        return Text.assemble(("● ", "cyan"), line, (f" · {o.node}…" if o.node else "", "dim"))
+        return Text.assemble(("● ", "cyan"), line, (f" · after {o.node}" if o.node else "", "dim"))
 
 
 class RunConsole:
@@ -117,8 +117,7 @@ class RunConsole:
         if event.get("node") == "decide" and self.events and self.events[-1].get("node") == "guard":
             self.events = []
         self.events.append(event)
-        self.node = {"decide": "parse", "parse": "validate", "validate": "execute", "execute": "memorize",
-                     "memorize": "guard", "guard": "decide"}.get(event.get("node", ""), "")
+        self.node = event.get("node", "")
         if event.get("counters"):
             self.counters, self.since = dict(event["counters"] or {}), time.time()
         if event.get("summary", "").startswith("raised "):

@@ -185,7 +185,7 @@ def where(state: Any, config: Any, update: Any = None) -> dict[str, Any]:
 
 
 def finish(run: _NodeRun, base: dict[str, Any], error: BaseException | None = None) -> list[StepEvent]:
-    """The node's events completed with location and timing (one error event if it raised and emitted none)."""
+    """The node's events completed with location and timing, plus an error event if it raised."""
     events = run.events
     if error is not None:
         message = " ".join(str(error).split())[:500] or "(no message)"
