@@ -157,6 +157,13 @@ class RunConsole:
             self._line("hint", short(hint), "yellow")
 
 
+class PlainConsole(RunConsole):
+    """A :class:`RunConsole` that prints plain text only: no colours, no live line, nothing to close."""
+
+    def __init__(self, limits: Limits, out: TextIO | None = None) -> None:
+        super().__init__(limits, out, color=False, live=False)
+
+
 class JsonConsole:
     """Prints every event as one JSON object per line (``"type": "event"``), for scripts."""
 

@@ -19,6 +19,7 @@ import html
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from langchain_core.runnables.graph import Graph
@@ -144,9 +145,10 @@ def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tu
 
 def _midpoint(pts: list[tuple[float, float]]) -> tuple[float, float]:
     """The point halfway along a polyline."""
-    lengths = [math.dist(a, b) for a, b in zip(pts, pts[1:])]
+    segments = list(pairwise(pts))
+    lengths = [math.dist(a, b) for a, b in segments]
     half = sum(lengths) / 2
-    for (a, b), length in zip(zip(pts, pts[1:]), lengths):
+    for (a, b), length in zip(segments, lengths, strict=True):
         if half <= length and length:
             t = half / length
             return a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t

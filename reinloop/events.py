@@ -46,7 +46,8 @@ class ActionRecord(TypedDict, total=False):
     observation: str | None  # what the model will read (already truncated by the executor)
     error: bool
     problem: str | None  # why validate refused it
-    latency_ms: float  # the tool's own time (execute only)
+    latency_ms: float  # the tool's own time, retries included (execute only)
+    status: str  # how the executor judged the call (ok, error, timeout ...), when it says
 
 
 class MemoryEvent(TypedDict, total=False):
@@ -124,9 +125,17 @@ def make_event(node: str, summary: str, **fields: Any) -> StepEvent:
 
 
 def emit(runtime: Any, node: str, summary: str, **fields: Any) -> StepEvent:
-    """Report what ``node`` did; published when the node returns (at once outside a graph run)."""
-    event = make_event(node, summary, **fields)
+    """Report what ``node`` did; published when the node returns (at once outside a graph run).
+
+    ``emit(runtime, "memory", summary, event=KIND, ...)`` inside a node is a
+    memory event: it is attached to that node's event, like :func:`record_memory`.
+    """
     current = _current.get()
+    if node == "memory" and current is not None:
+        kind = str(fields.pop("event", fields.pop("kind", "memory")))
+        record_memory(kind, summary, **fields)
+        return make_event(node, summary, kind=kind, **fields)
+    event = make_event(node, summary, **fields)
     if current is not None and current.node == node:
         current.events.append(event)
     else:

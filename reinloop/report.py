@@ -25,7 +25,7 @@ import html
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from itertools import groupby
+from itertools import groupby, pairwise
 from pathlib import Path
 from typing import Any
 
@@ -92,7 +92,7 @@ def events_from_history(graph: Any, thread_id: str) -> list[StepEvent]:
     config = {"configurable": {"thread_id": thread_id}}
     chain = _branch(graph, config)
     events: list[StepEvent] = []
-    for before, after in zip(chain, chain[1:]):
+    for before, after in pairwise(chain):
         for node in before.next:
             if node.startswith("__"):
                 continue
@@ -267,14 +267,15 @@ def _e(value: Any) -> str:
 def _overlay(report: dict[str, Any], graph: Any) -> Overlay:
     last = report["path"]
     latest = report["latest"]
-    labels = {(e["source"], e["target"]): edge_label(g, e["count"], Counter(e["routes"]))
-              for e, g in zip(report["graph"]["edges"], graph.edges)}
+    drawn = {(e.source, e.target): e for e in graph.edges}
+    labels = {key: edge_label(drawn[key], e["count"], Counter(e["routes"]))
+              for e in report["graph"]["edges"] if (key := (e["source"], e["target"])) in drawn}
     return Overlay(
         visits={n["id"]: n["visits"] for n in report["graph"]["nodes"]},
         errors={n["id"]: n["errors"] for n in report["graph"]["nodes"]},
         edge_counts={(e["source"], e["target"]): e["count"] for e in report["graph"]["edges"]},
         edge_labels=labels,
-        last_path=set(zip(last, last[1:])),
+        last_path=set(pairwise(last)),
         broke_at="guard" if latest["status"] == "broken" else None,
         broke_why=latest.get("break_reason"),
     )
@@ -311,7 +312,8 @@ def _step_row(s: dict[str, Any]) -> str:
 
 def _outcome_html(latest: dict[str, Any]) -> str:
     status = latest["status"]
-    out = f'<p><span class="status {status}">{status}</span> <span class="meta">run {latest["run"]}, {latest["steps"]} steps</span></p>'
+    out = (f'<p><span class="status {status}">{status}</span> '
+           f'<span class="meta">run {latest["run"]}, {latest["steps"]} steps</span></p>')
     if latest.get("task"):
         out += f"<p><b>task:</b> {_e(latest['task'])}</p>"
     if status == "broken":

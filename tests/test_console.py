@@ -154,3 +154,20 @@ def test_run_db_logs_every_step(two_replies, tmp_path, capsys):
 def test_demo_quiet_prints_only_the_verdict(capsys):
     assert main(["demo", "-q"]) == 0
     assert capsys.readouterr().out.strip() == "4 scenarios, all ended as expected."
+
+
+def test_plain_console_prints_plain_text_even_on_a_terminal_and_needs_no_closing(make_graph):
+    from reinloop.console import PlainConsole
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    graph, _ = make_graph(TROUBLE, protocol="json")
+    out = Terminal()
+    console = PlainConsole(Limits(), out)
+    for event in graph.stream({"task": "t"}, stream_mode="custom"):
+        console.handle(event)
+    elapsed = re.compile(r"\d+\.\ds/")
+    assert elapsed.sub("", out.getvalue()) == elapsed.sub("", show(make_graph, TROUBLE))
+    assert console._live is None

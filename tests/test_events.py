@@ -137,3 +137,19 @@ def test_emit_outside_a_graph_run_publishes_at_once():
 def test_unknown_fields_go_under_data_and_none_extras_are_dropped():
     assert make_event("parse", "s", thought="x", fallback=None, n=1) == {
         "node": "parse", "summary": "s", "thought": "x", "data": {"n": 1}}
+
+
+def test_a_memory_event_emitted_inside_a_node_joins_that_nodes_event(make_graph):
+    @tool
+    def forget(topic: str) -> str:
+        """Forget a note."""
+        from langgraph.runtime import get_runtime
+
+        emit(get_runtime(), "memory", "evicted step 1 from the window", event="evicted", steps=[1])
+        return "forgotten"
+
+    graph, _ = make_graph([[tool_call("forget", {"topic": "tea"})], "done"], tools=[forget])
+    events = custom_events(graph)
+    assert "memory" not in [e["node"] for e in events]  # no event of its own
+    assert events[3]["node"] == "execute" and events[3]["memory"] == [
+        {"kind": "evicted", "summary": "evicted step 1 from the window", "data": {"steps": [1]}}]

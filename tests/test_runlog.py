@@ -12,7 +12,7 @@ import pytest
 import sqlite_utils
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reinloop import Limits, RunLog
+from reinloop import RunLog
 from reinloop.errors import StorageError
 from reinloop.runlog import STEPS_COLUMNS, create_steps_table, read_steps
 
