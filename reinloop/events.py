@@ -48,6 +48,7 @@ class ActionRecord(TypedDict, total=False):
     problem: str | None  # why validate refused it
     latency_ms: float  # the tool's own time, retries included (execute only)
     status: str  # how the executor judged the call (ok, error, timeout ...), when it says
+    attempts: int  # calls made, retries included, when the executor says
 
 
 class MemoryEvent(TypedDict, total=False):
