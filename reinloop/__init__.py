@@ -20,7 +20,11 @@ from .errors import (
     UnknownToolError,
 )
 from .graph import ReinloopGraph, build_graph
+from .events import StepEvent
 from .limits import Limits
+from .drawing import draw_graph
+from .report import run_report, visualize
+from .runlog import RunLog
 from .memory import Memory, MemoryStore
 from .state import Action, AgentState, Counters, Step
 from .tools import ToolRegistry
@@ -43,11 +47,16 @@ __all__ = [
     "ReinloopError",
     "ReinloopGraph",
     "RunError",
+    "RunLog",
     "ScriptExhaustedError",
     "Step",
+    "StepEvent",
     "StorageError",
     "ThreadNotFoundError",
     "ToolRegistry",
     "UnknownToolError",
     "build_graph",
+    "draw_graph",
+    "run_report",
+    "visualize",
 ]

@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Checkpointer
 
+from .events import EventSink
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
 from .memory.config import Memory
@@ -55,11 +56,14 @@ def run(
     retry: RetryPolicy | None = None,
     on_event: EventHandler | None = None,
     memory: Memory | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
 
     ``tools`` is a list of LangChain tools or a comma-separated string of
-    built-in tool names (default: the seeds' demo tools).
+    built-in tool names (default: the seeds' demo tools); ``on_event`` sees each
+    node's event as it streams, ``sinks`` get them from inside the graph (e.g. a
+    :class:`~reinloop.runlog.RunLog`).
     """
     if tools is None or isinstance(tools, str):
         tools = builtins(tools or list(DEFAULT_TOOLS))
@@ -73,5 +77,6 @@ def run(
         base_url=base_url,
         retry=retry,
         memory=memory,
+        sinks=sinks,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

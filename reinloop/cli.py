@@ -7,23 +7,28 @@ error (one line on stderr), 2 a usage error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from . import __version__
 from .api import new_thread_id, run
-from .console import PlainConsole
+from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
-from .errors import ReinloopError
+from .drawing import FORMATS, draw_graph
+from .errors import ConfigurationError, ReinloopError, StorageError
 from .limits import Limits
 from .memory import HashEmbeddings, Memory, active_counter
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
+from .report import REPORT_FORMATS, visualize
 from .retry import RetryPolicy
+from .runlog import RunLog
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, builtins
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -104,10 +109,36 @@ def memory_from(args: argparse.Namespace) -> Memory:
     )
 
 
+def add_output_flags(parser: argparse.ArgumentParser) -> None:
+    """``--json``, ``--quiet``, ``--no-color`` and ``--db``: how a run is shown and logged."""
+    parser.add_argument("--json", action="store_true",
+                        help='one JSON object per line: each event ("type": "event"), then the outcome '
+                             '("type": "outcome"); with --quiet, the outcome only')
+    parser.add_argument("-q", "--quiet", action="store_true", help="print the outcome only, not the steps")
+    parser.add_argument("--no-color", action="store_true",
+                        help="plain text: no colours, no live progress line (also when stdout is not a terminal)")
+    parser.add_argument("--db", default=os.environ.get("REINLOOP_DB"), metavar="FILE",
+                        help="log every step to the 'steps' table of this SQLite file [$REINLOOP_DB, else no log]")
+
+
+def make_console(args: argparse.Namespace, limits: Limits) -> RunConsole | JsonConsole | None:
+    """The console the output flags ask for (``None`` with ``--quiet``)."""
+    if args.quiet:
+        return None
+    if args.json:
+        return JsonConsole()
+    return RunConsole(limits, color=not args.no_color, live=False if args.no_color else None)
+
+
+def run_log(args: argparse.Namespace) -> list[RunLog]:
+    """The event sinks for ``--db``: a :class:`RunLog`, or none."""
+    return [RunLog(args.db)] if args.db else []
+
+
 def print_outcome(outcome: Outcome, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
     if as_json:
-        print(json.dumps(outcome.as_dict(), ensure_ascii=False))
+        print(json.dumps({"type": "outcome", **outcome.as_dict()}, ensure_ascii=False))
         return
     c = outcome.counters
     if outcome.status == "done":
@@ -139,53 +170,90 @@ def cmd_run(args: argparse.Namespace) -> int:
         db=args.db_tool,
         docs=args.docs,
         db_tables=args.db_tables,
-        progress=None if args.json else print_index_progress,
+        progress=None if args.json or args.quiet else print_index_progress,
     )
-    console = None if args.json else PlainConsole(limits)
-    if console is not None:
-        print(f"thread {thread_id}")
-        print(f"memory: {memory.describe()}; tokens counted by {active_counter(memory.encoding)}")
-    outcome = run(
-        args.task,
-        model=model,
-        tools=tools,
-        protocol=args.protocol,
-        limits=limits,
-        thread_id=thread_id,
-        system_prompt=args.system_prompt,
-        retry=retry,
-        on_event=console.handle if console else None,
-        memory=memory,
-    )
+    console = make_console(args, limits)
+    if isinstance(console, RunConsole):
+        console.print(f"thread {thread_id}")
+        console.print(f"memory: {memory.describe()}; tokens counted by {active_counter(memory.encoding)}")
+    with console or contextlib.nullcontext():
+        outcome = run(
+            args.task,
+            model=model,
+            tools=tools,
+            protocol=args.protocol,
+            limits=limits,
+            thread_id=thread_id,
+            system_prompt=args.system_prompt,
+            retry=retry,
+            on_event=console.handle if console else None,
+            memory=memory,
+            sinks=run_log(args),
+        )
     print_outcome(outcome, args.json)
     return outcome.exit_code
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    if not args.json:
-        print(BANNER)
-    console = PlainConsole(Limits())
+    console = make_console(args, Limits())
+    text = console if isinstance(console, RunConsole) else None
+    if text is not None:
+        text.print(BANNER)
 
     def announce(scenario: Any) -> None:
-        console.limits = scenario.limits
-        if not args.json:
-            print(f"\n=== {scenario.name}\ntask: {scenario.task}")
+        if text is not None:
+            text.limits = scenario.limits
+            text.print(f"\n=== {scenario.name}", "bold")
+            text.print(f"task: {scenario.task}")
 
-    results = demo(on_event=None if args.json else console.handle, on_scenario=announce)
-    ok = True
-    for scenario, outcome in results:
-        expected = as_expected(scenario, outcome)
-        ok = ok and expected
+    def report(scenario: Any, outcome: Outcome) -> None:
         if args.json:
-            print(json.dumps({"scenario": scenario.name, **outcome.as_dict(), "as_expected": expected}, ensure_ascii=False))
+            line = {"type": "outcome", "scenario": scenario.name, **outcome.as_dict(),
+                    "as_expected": as_expected(scenario, outcome)}
+            print(json.dumps(line, ensure_ascii=False), flush=True)
+
+    with console or contextlib.nullcontext():
+        results = demo(on_event=console.handle if console else None, on_scenario=announce,
+                       on_outcome=report, sinks=run_log(args))
+    ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
         print(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
     return EXIT_DONE if ok else EXIT_ERROR
 
 
+def write_output(data: str | bytes, output: str | None) -> None:
+    """Write a drawing or report to ``output``, or to stdout (binary only when it is not a terminal)."""
+    if output is not None:
+        path = Path(output)
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
+        print(f"wrote {output}", file=sys.stderr)
+    elif isinstance(data, bytes):
+        if sys.stdout.isatty():
+            raise ConfigurationError("this format is binary: write it to a file with -o FILE (e.g. -o graph.png)")
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+    else:
+        sys.stdout.write(data if data.endswith("\n") else data + "\n")
+
+
+def cmd_graph(args: argparse.Namespace) -> int:
+    write_output(draw_graph(format=args.format), args.output)
+    return EXIT_DONE
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    if not Path(args.db).is_file():
+        raise StorageError(f"no run database at {args.db!r}; record runs with --db FILE (or $REINLOOP_DB) "
+                           "on 'reinloop run' or 'reinloop demo'")
+    write_output(visualize(run=args.thread, db=args.db, format=args.format), args.output)
+    return EXIT_DONE
+
+
 EXAMPLES = {
     "run": 'example: reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5',
     "demo": "example: reinloop demo",
+    "graph": "example: reinloop graph --format png -o graph.png",
+    "report": "example: reinloop demo --db demo.db && reinloop report demo-3 --db demo.db --format html -o run.html",
 }
 
 
@@ -224,14 +292,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
     p.add_argument("--thread", help="thread id [a new id, printed]")
     p.add_argument("--system-prompt", help="replace the default system prompt")
-    p.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    add_output_flags(p)
     add_limit_flags(p)
     add_memory_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="run the seeds' examples offline with a scripted model", epilog=EXAMPLES["demo"])
-    p.add_argument("--json", action="store_true", help="one JSON outcome per scenario")
+    add_output_flags(p)
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("graph", help="draw the loop's graph, every conditional edge labelled", epilog=EXAMPLES["graph"])
+    p.add_argument("--format", choices=FORMATS, default="mermaid",
+                   help="mermaid, ascii and html need nothing extra; png and svg need 'reinloop[graph]' [mermaid]")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
+    p.set_defaults(func=cmd_graph)
+
+    p = sub.add_parser("report", help="explain a recorded run: its path on the graph and a step timeline",
+                       epilog=EXAMPLES["report"])
+    p.add_argument("thread", help="the run's thread id")
+    p.add_argument("--db", default=os.environ.get("REINLOOP_DB", "reinloop.db"), metavar="FILE",
+                   help="the run database holding the steps table [$REINLOOP_DB, else ./reinloop.db]")
+    p.add_argument("--format", choices=REPORT_FORMATS, default="html",
+                   help="one self-contained HTML page, or the same data as JSON [html]")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
+    p.set_defaults(func=cmd_report)
     return parser
 
 

@@ -1,69 +1,183 @@
-"""Printing a run as it happens, from the events the nodes emit.
+"""Showing a run as it happens, from the events the nodes emit.
 
-The console is only a consumer of the ``custom`` stream: everything it shows
-is also in the events a caller gets from ``graph.stream(...,
-stream_mode="custom")``.
+The consoles are consumers of the ``custom`` stream: everything they show is
+also in the events a caller gets from ``graph.stream(...,
+stream_mode="custom")`` and in the ``steps`` table.
+
+:class:`RunConsole` prints each step when it completes (thought, actions with
+their arguments, observations, memory events, the guard's decision) under a
+header with the run's progress (step n/max, elapsed/limit, tokens/budget,
+consecutive errors/limit, repeats/limit). On a terminal it uses ``rich``:
+colours (errors and breaks in red, hints in yellow, answers in green) and a
+live progress line at the bottom that ticks while a node runs. When stdout is
+not a terminal, or with ``color=False``, the same lines come out as plain text
+(what ``tests/snapshots/demo.txt`` holds). :class:`JsonConsole` prints one
+JSON event per line for scripts.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
+from types import TracebackType
 from typing import Any, TextIO
 
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from .events import StepEvent
 from .limits import Limits
 from .memory.explain import describe
 
+LABEL = 13  # width of "observation: "
 
-def _short(value: Any, limit: int = 160) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+def short(value: Any, limit: int = 160) -> str:
+    """``value`` on one line, cut to ``limit`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class PlainConsole:
-    """Prints each finished step and each guard decision as plain text."""
+def _of(value: str, limit: Any, unit: str = "") -> str:
+    return value + unit if limit is None else f"{value}{unit}/{limit:g}{unit}"
+
+
+def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = None) -> str:
+    """``step 2/10 · 0.3s/120s · tokens 30 · errors 1/3 · repeats 0/3``: where the run stands."""
+    c = counters
+    seconds = c.get("elapsed_seconds", 0.0) if elapsed is None else elapsed
+    tokens = c.get("prompt_tokens", 0) + c.get("completion_tokens", 0)
+    return " · ".join([
+        "step " + _of(str(c.get("steps", 0)), limits.max_steps),
+        _of(f"{seconds:.1f}", limits.max_seconds, "s"),
+        "tokens " + _of(str(tokens), limits.token_budget),
+        "errors " + _of(str(c.get("consecutive_errors", 0)), limits.max_consecutive_errors),
+        "repeats " + _of(str(c.get("repeats", 0)), limits.max_repeats),
+    ])
+
+
+class _Status:
+    """The live progress line: re-rendered by ``rich.live`` several times a second."""
+
+    def __init__(self, owner: RunConsole) -> None:
+        self.owner = owner
+
+    def __rich__(self) -> Text:
+        o = self.owner
+        elapsed = o.counters.get("elapsed_seconds", 0.0) + (time.time() - o.since)
+        line = progress(o.limits, {**o.counters, "steps": o.counters.get("steps", 0) + 1}, elapsed)
+        return Text.assemble(("● ", "cyan"), line, (f" · after {o.node}" if o.node else "", "dim"))
+
+
+class RunConsole:
+    """Prints each completed step of a run, with colours and a live progress line on a terminal."""
+
+    def __init__(self, limits: Limits, out: TextIO | None = None, *, color: bool = True,
+                 live: bool | None = None, terminal: bool | None = None) -> None:
+        """``live``/``terminal``: ``None`` asks whether ``out`` is a terminal (``True`` forces it)."""
+        self.limits = limits
+        self.console = Console(
+            file=out or sys.stdout,
+            force_terminal=terminal,
+            color_system="auto" if color else None,
+            highlight=False,
+            soft_wrap=True,  # long lines stay whole: logs and snapshots are compared line by line
+            emoji=False,
+        )
+        self.live_enabled = self.console.is_terminal if live is None else live
+        self._live: Live | None = None
+        self.events: list[StepEvent] = []
+        self.counters: dict[str, Any] = {}
+        self.since = time.time()
+        self.node = ""
+
+    def __enter__(self) -> RunConsole:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop the live progress line (a no-op when there is none)."""
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def print(self, text: str | Text = "", style: str = "") -> None:
+        """Print a line of text (above the live progress line)."""
+        self.console.print(text, style=style, markup=False)
+
+    def handle(self, event: StepEvent) -> None:
+        """Take one event: a completed step is printed when its guard has decided."""
+        if self.live_enabled and self._live is None:
+            self._live = Live(_Status(self), console=self.console, transient=True, refresh_per_second=8)
+            self._live.start()
+        if event.get("node") == "decide" and self.events and self.events[-1].get("node") == "guard":
+            self.events = []
+        self.events.append(event)
+        self.node = event.get("node", "")
+        if event.get("counters"):
+            self.counters, self.since = dict(event["counters"] or {}), time.time()
+        if event.get("summary", "").startswith("raised "):
+            self.print(f"  error:       {event['node']} {event['summary']}", "bold red")
+        elif event.get("node") == "guard":
+            self._print_step(self.events)
+            self.events = []
+
+    def _line(self, label: str, value: str, style: str = "") -> None:
+        self.print(Text.assemble((f"  {label + ':':<{LABEL}}", style or "dim"), (value, style)))
+
+    def _print_step(self, events: list[StepEvent]) -> None:
+        by_node = {e["node"]: e for e in events}
+        guard, step = by_node["guard"], by_node.get("memorize", {})
+        self.print(f"[{progress(self.limits, guard.get('counters') or {})}]", "bold")
+        if step.get("thought"):
+            self._line("thought", short(step["thought"]), "italic")
+        for action in step.get("actions") or []:  # a refused call's observation is its problem
+            self._line("action", f"{action.get('tool')} {short(action.get('args') or {})}", "cyan")
+            self._line("observation", short(action.get("observation") or ""), "red" if action.get("error") else "")
+        if by_node.get("parse", {}).get("error"):
+            self._line("parse error", short(by_node["parse"]["error"]), "red")
+        if step.get("answer") is not None:
+            self._line("answer", short(step["answer"]), "bold green")
+        for event in events:
+            for memory in event.get("memory") or []:
+                self._line("memory", f"{memory.get('kind')}: {short(memory.get('summary', ''))}", "magenta")
+        self._print_guard(guard)
+
+    def _print_guard(self, event: StepEvent) -> None:
+        decision = event.get("decision") or "?"
+        if decision == "break":
+            self._line("guard", f"BREAK {event.get('reason')}: {event.get('message')}", "bold red")
+        else:
+            self._line("guard", decision, {"finish": "green", "hint": "yellow"}.get(decision, ""))
+        for hint in event.get("hints") or []:
+            self._line("hint", short(hint), "yellow")
+
+
+class PlainConsole(RunConsole):
+    """A :class:`RunConsole` that prints plain text only: no colours, no live line, nothing to close."""
 
     def __init__(self, limits: Limits, out: TextIO | None = None) -> None:
-        self.limits = limits
-        self.out = out or sys.stdout
+        super().__init__(limits, out, color=False, live=False)
 
-    def _print(self, line: str) -> None:
-        print(line, file=self.out, flush=True)
 
-    def handle(self, event: dict[str, Any]) -> None:
-        """Print one event (others than steps and guard decisions are ignored)."""
-        if event.get("node") == "memorize":
-            self._step(event["step"])
-        elif event.get("node") == "guard":
-            self._guard(event)
+class JsonConsole:
+    """Prints every event as one JSON object per line (``"type": "event"``), for scripts."""
 
-    def _step(self, step: dict[str, Any]) -> None:
-        total = self.limits.max_steps if self.limits.max_steps is not None else "∞"
-        self._print(f"[step {step['index']}/{total}]")
-        for event in step.get("memory") or []:
-            self._print(f"  memory:      {describe(event)}")
-        if step.get("thought"):
-            self._print(f"  thought:     {_short(step['thought'])}")
-        for action in step.get("actions") or []:
-            self._print(f"  action:      {action.get('tool')} {_short(action.get('args') or {})}")
-            self._print(f"  observation: {_short(action.get('observation') or '')}")
-        if step.get("parse_error"):
-            self._print(f"  parse error: {_short(step['parse_error'])}")
-        if step.get("answer") is not None:
-            self._print(f"  answer:      {_short(step['answer'])}")
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out
 
-    def _guard(self, event: dict[str, Any]) -> None:
-        c = event["counters"]
-        lim = self.limits
-        detail = (
-            f"errors {c['consecutive_errors']}/{lim.max_consecutive_errors}, "
-            f"repeats {c['repeats']}/{lim.max_repeats}, "
-            f"tokens {c['prompt_tokens'] + c['completion_tokens']}"
-        )
-        line = f"  guard:       {event['decision']} ({detail})"
-        if event["decision"] == "break":
-            line = f"  guard:       BREAK {event['reason']}: {event['message']}"
-        self._print(line)
-        for hint in event.get("hints") or []:
-            self._print(f"  hint:        {_short(hint)}")
+    def __enter__(self) -> JsonConsole:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+    def handle(self, event: StepEvent) -> None:
+        """Print one event as a JSON line."""
+        print(json.dumps({"type": "event", **event}, ensure_ascii=False, default=str),
+              file=self.out or sys.stdout, flush=True)

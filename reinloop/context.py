@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import Runnable
 
+from .events import EventSink
 from .limits import Limits
 from .protocols import JsonProtocol
 from .memory.config import Memory
@@ -39,6 +40,8 @@ class AgentContext:
     limits: Limits = field(default_factory=Limits)
     system_prompt: str | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sinks: tuple[EventSink, ...] = ()
+    """Receivers of every node's event besides logging and the custom stream (e.g. a ``RunLog``)."""
     invoked_at: float = 0.0
     """Wall-clock start of the current invocation; time between invocations is never counted."""
     workers: WorkerPool = field(default_factory=WorkerPool)

@@ -7,13 +7,14 @@ that keeps repeating itself gets a hint, then the run is broken.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage
 
 from .api import EventHandler, run
+from .events import EventSink
 from .limits import Limits
 from .outcome import Outcome
 from .testing import ScriptedChatModel, tool_call
@@ -98,6 +99,8 @@ def demo(
     on_event: EventHandler | None = None,
     on_scenario: Callable[[Scenario], None] | None = None,
     out: TextIO | None = None,
+    sinks: Sequence[EventSink] = (),
+    on_outcome: Callable[[Scenario, Outcome], None] | None = None,
 ) -> list[tuple[Scenario, Outcome]]:
     """Run every scenario; return each with its outcome."""
     results = []
@@ -112,8 +115,11 @@ def demo(
             limits=scenario.limits,
             thread_id=f"demo-{SCENARIOS.index(scenario)}",
             on_event=on_event,
+            sinks=sinks,
         )
         results.append((scenario, outcome))
+        if on_outcome is not None:
+            on_outcome(scenario, outcome)
     return results
 
 

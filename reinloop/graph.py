@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -27,6 +27,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from .context import AgentContext
+from .events import EventSink, observed
 from .limits import Limits
 from .memory.config import Memory
 from .memory.longterm import resolve_memory
@@ -59,6 +60,11 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
 
     def _run_options(self, context: Any, durability: Any) -> dict[str, Any]:
         ctx = context if context is not None else self.reinloop_context
+        if isinstance(ctx, Mapping):
+            # JSON callers (LangGraph's API server, ``langgraph dev``) send a dict, often the run's
+            # configurable mirrored: it can only change the bound context's plain fields.
+            plain = {k: v for k, v in ctx.items() if k in ("system_prompt",) and isinstance(v, str)}
+            ctx = dataclasses.replace(self.reinloop_context, **plain)
         if isinstance(ctx, AgentContext):
             ctx = dataclasses.replace(ctx, invoked_at=time.time())
         if durability is None and self.checkpointer not in (None, False):
@@ -92,7 +98,7 @@ ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
 def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
     """Add the six nodes and their edges to ``builder``."""
     for node in (decide, parse, validate, execute, memorize, guard):
-        builder.add_node(node.__name__, node)
+        builder.add_node(node.__name__, observed(node))  # timed; its event published when it returns
     builder.add_edge(START, "decide")
     builder.add_edge("decide", "parse")
     builder.add_edge("execute", "memorize")
@@ -133,6 +139,7 @@ def build_graph(
     name: str = "reinloop",
     journal: ToolJournal | str | os.PathLike[str] | None = None,
     memory: Memory | None = None,
+    sinks: Sequence[EventSink] = (),
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -141,6 +148,7 @@ def build_graph(
     servers); ``protocol`` is ``"tool_calling"``, ``"json"``, ``"react"`` or
     ``"auto"``; ``retry`` says how model failures are retried;
     ``memory`` bounds what each prompt holds (default: ``reinloop.Memory()``).
+    ``sinks`` receive every node's event (e.g. ``[RunLog("reinloop.db")]``).
     Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
@@ -164,6 +172,7 @@ def build_graph(
         retry=retry,
         journal=open_journal(journal, checkpointer),
         memory=resolve_memory(memory, resolve_model),
+        sinks=tuple(sinks),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -133,5 +133,6 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         tokens_out=reply["completion_tokens"],
         prompt_parts=prepared.parts,
         counter=prepared.counter,
+        task=view["task"] if "run" in update else None,  # a new task starts: say which
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters}

@@ -16,7 +16,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
-from ..events import emit
+from ..events import ActionRecord, emit
 from ..state import Action, AgentState
 from ..tools.executor import Place, ToolCall, ToolExecutor
 
@@ -42,18 +42,18 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         assert tool is not None  # validate checked it
         calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i))
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal)
+    records: list[ActionRecord] = []
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
-        action = actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
-        emit(
-            runtime,
-            "execute",
-            f"{action['tool']} -> {result.status}",
-            tool=action["tool"],
-            args=action.get("args"),
-            observation=result.observation,
-            error=result.error,
-            status=result.status,
-            attempts=result.attempts,
-            seconds=round(result.seconds, 3),
-        )
+        actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
+        records.append(ActionRecord(tool=actions[i]["tool"], args=actions[i].get("args") or {},
+                                    observation=result.observation, error=result.error, status=result.status,
+                                    attempts=result.attempts, latency_ms=round(result.seconds * 1000, 3)))
+    failed = [r for r in records if r["error"]]
+    emit(
+        runtime,
+        "execute",
+        ", ".join(f"{r['tool']} -> {r['status']}" for r in records),
+        actions=records,
+        error="; ".join(f"{r['tool']}: {r['observation']}" for r in failed) or None,
+    )
     return {"pending": {**pending, "actions": actions}}

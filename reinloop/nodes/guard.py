@@ -85,6 +85,7 @@ def guard(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         runtime,
         "guard",
         decision + (f" ({update['break_reason']}: {update['break_message']})" if decision == "break" else ""),
+        step=counters["steps"],
         decision=decision,
         reason=update.get("break_reason"),
         message=update.get("break_message"),

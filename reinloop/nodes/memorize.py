@@ -74,7 +74,18 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     )
     steps = current_steps(state)
     new_counters = count(counters, step, steps[-1] if steps else None)
-    emit(runtime, "memorize", f"step {step['index']} recorded", step=step, counters=new_counters)
+    failed = [f"{a.get('tool')}: {a['observation']}" for a in actions if a["error"]]
+    emit(
+        runtime,
+        "memorize",
+        f"step {step['index']} recorded" + (" (failed)" if step["error"] else ""),
+        step=step["index"],
+        thought=step["thought"] or None,
+        actions=[{k: a.get(k) for k in ("tool", "args", "observation", "error")} for a in actions],  # type: ignore[misc]
+        answer=step["answer"],
+        error="; ".join(filter(None, [step["parse_error"], *failed])) or None,
+        counters=new_counters,
+    )
     update: dict[str, Any] = {
         "scratchpad": [step],
         "counters": new_counters,

@@ -28,7 +28,16 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if pending.get("fallback"):
         summary += f"; the model answers in {pending['fallback']}: switching protocols"
         update["protocol"] = pending["fallback"]
-    emit(runtime, "parse", summary, pending=pending)
+    emit(
+        runtime,
+        "parse",
+        summary,
+        thought=pending.get("thought") or None,
+        actions=[{"tool": a.get("tool"), "args": a.get("args") or {}} for a in pending.get("actions") or []],
+        answer=pending.get("answer"),
+        error=pending.get("parse_error"),
+        fallback=pending.get("fallback"),
+    )
     return update
 
 

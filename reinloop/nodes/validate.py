@@ -49,7 +49,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         runtime,
         "validate",
         f"{len(actions) - len(refused)} valid, {len(refused)} refused",
-        refused=[{"tool": a.get("tool"), "problem": a["problem"]} for a in refused],
+        actions=[{"tool": a.get("tool"), "args": a.get("args") or {}, "problem": a.get("problem")} for a in actions],
+        error="; ".join(f"{a.get('tool')}: {a['problem']}" for a in refused) or None,
     )
     return {"pending": {**pending, "actions": actions}}
 

@@ -90,17 +90,17 @@ def test_memory_events_reach_the_custom_stream_and_the_console():
     model = ScriptedChatModel(replies=[*reads(range(1, 6)), "done"])
     graph = build_graph(model, [read_page], memory=Memory(window_steps=3))
     events = [e for e in graph.stream({"task": "read"}, stream_mode="custom")]
-    memory = [e for e in events if e["node"] == "memory"]
-    assert [e["event"] for e in memory] == ["evicted", "summarized"]
-    assert memory[1]["summary"].startswith("summarized steps 1–3 (10+5 tokens): Steps 1–3: Page 1.")
     decide = [e for e in events if e["node"] == "decide"]
-    assert decide[0]["counter"] == "tiktoken:o200k_base" and set(decide[0]["prompt_parts"]) == PARTS
+    memory = [m for e in decide for m in e.get("memory") or []]  # memory events ride on decide's event
+    assert [m["kind"] for m in memory] == ["evicted", "summarized"]
+    assert memory[1]["summary"].startswith("summarized steps 1–3 (10+5 tokens): Steps 1–3: Page 1.")
+    assert decide[0]["data"]["counter"] == "tiktoken:o200k_base" and set(decide[0]["data"]["prompt_parts"]) == PARTS
     out = io.StringIO()
     console = PlainConsole(Limits(), out=out)
     for event in events:
         console.handle(event)
-    assert "[step 5/10]\n  memory:      evicted steps 1–3 from the window (into the summary)\n" \
-           "  memory:      summarized steps 1–3" in out.getvalue()
+    assert "  memory:      evicted: evicted steps 1–3 from the window (into the summary)\n" \
+           "  memory:      summarized: summarized steps 1–3" in out.getvalue()
 
 
 def test_memory_settings_are_checked():
@@ -138,7 +138,7 @@ def test_cli_run_takes_memory_flags_and_prints_the_counter(openai_server, capsys
     assert code == 0
     assert "memory: last 2 steps, <= 3000 prompt tokens, no summaries, no recall; tokens counted by " \
            "tiktoken:o200k_base" in out
-    assert "memory:      evicted step 1 from the window" in out
+    assert "memory:      evicted: evicted step 1 from the window" in out
     last = openai_server.requests[-1]["messages"]
     assert sum(1 for m in last if m["role"] == "tool") == 2
 
@@ -148,7 +148,7 @@ def test_cli_memory_db_stores_memories_in_a_sqlite_file(openai_server, tmp_path,
                                 for i in range(1, 5)]
     openai_server.responses += [completion("done")]
     db = tmp_path / "memories.db"
-    code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator", "--json",
+    code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator", "--json", "--quiet",
                  "--window-steps", "2", "--no-summarize", "--memory-db", str(db), "--embeddings", "hash",
                  "--memory-user", "ann"])
     assert code == 0 and json.loads(capsys.readouterr().out)["status"] == "done"

@@ -107,8 +107,9 @@ def test_execute_reports_status_attempts_and_time_per_call(make_graph):
     events = [e for mode, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
     [event] = events
     assert event["summary"] == "calculator -> ok"
-    assert (event["status"], event["attempts"], event["error"]) == ("ok", 1, False)
-    assert event["seconds"] >= 0
+    [record] = event["actions"]
+    assert (record["status"], record["attempts"], record["error"]) == ("ok", 1, False)
+    assert record["latency_ms"] >= 0 and event.get("error") is None
 
 
 def test_parallel_safe_calls_of_one_reply_run_concurrently_in_the_graph(make_graph):

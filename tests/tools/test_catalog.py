@@ -70,7 +70,7 @@ def test_cli_tool_settings_reach_the_tools(places, openai_server, capsys, monkey
                                {"name": "search_docs", "args": {"query": "alpha"}, "id": "call_2"}]),
         completion("done"),
     ]
-    code = main(["run", "look around", "--base-url", openai_server.base_url, "--json",
+    code = main(["run", "look around", "--base-url", openai_server.base_url, "--json", "--quiet",
                  "--tools", "read_file,sql_query,search_docs", "--sandbox", str(places / "box"),
                  "--db-tool", str(places / "shop.db"), "--docs", str(places / "docs"),
                  "--tool-timeout", "5", "--tool-retries", "none"])

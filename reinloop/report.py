@@ -1,0 +1,368 @@
+"""A run, explained after the fact: its path drawn on the graph and a step timeline.
+
+:func:`run_report` gathers everything known about a thread into plain data
+(what ``--format json`` prints): the outcome of each task run on it, the graph
+with how often each node ran and each edge was taken, the path of the latest
+run, and a timeline of steps (thought, actions with arguments, observations,
+tokens, latency, memory events, guard decisions, errors).
+
+It reads two sources. The ``steps`` table of a run database
+(:class:`~reinloop.runlog.RunLog`) is the full record. Without it, the events
+are rebuilt from the graph's checkpoints (``get_state_history``): the same
+path and steps, with latencies measured between checkpoints (serialisation
+included) and no memory events. The final state comes from ``get_state``
+when the graph has a checkpointer.
+
+:func:`render_html` turns a report into one self-contained page (inline SVG
+and CSS, no script, a CSP that forbids every fetch); :func:`visualize` does
+both and writes the file.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from itertools import groupby, pairwise
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .drawing import Overlay, default_graph, draw_graph, html_page, path_svg
+from .errors import ConfigurationError, ThreadNotFoundError
+from .events import StepEvent
+from .graph import ROUTES
+from .runlog import read_steps
+
+REPORT_FORMATS = ("html", "json")
+FAILING_NODES = ("parse", "validate", "execute")  # memorize and guard only restate a step's failure
+
+
+# --- events rebuilt from checkpoints ---------------------------------------------------------
+
+
+def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
+    """What a node's event would have said, read from the state it left behind."""
+    counters = values.get("counters") or {}
+    pending = values.get("pending") or {}
+    if node == "decide":
+        reply = values.get("reply") or {}
+        return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens")}
+    if node in ("parse", "validate", "execute"):
+        actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem") if k in a}
+                   for a in pending.get("actions") or []]
+        error = pending.get("parse_error") if node == "parse" else "; ".join(
+            f"{a.get('tool')}: {a.get('problem') or a.get('observation')}" for a in actions
+            if a.get("problem") or a.get("error")) or None
+        return {"thought": pending.get("thought") or None, "actions": actions, "answer": pending.get("answer"), "error": error}
+    if node == "memorize":
+        step = (values.get("scratchpad") or [{}])[-1]
+        failed = [f"{a.get('tool')}: {a.get('observation')}" for a in step.get("actions") or [] if a.get("error")]
+        return {"step": step.get("index"), "thought": step.get("thought") or None, "actions": step.get("actions") or [],
+                "answer": step.get("answer"), "counters": counters,
+                "error": "; ".join(filter(None, [step.get("parse_error"), *failed])) or None}
+    if node == "guard":
+        return {"step": counters.get("steps"), "decision": values.get("decision"), "reason": values.get("break_reason"),
+                "message": values.get("break_message"), "hints": values.get("hints") or [], "counters": counters}
+    return {}
+
+
+def _branch(graph: Any, config: dict[str, Any]) -> list[Any]:
+    """The checkpoints of the thread's current branch, oldest first."""
+    snapshots = {s.config["configurable"]["checkpoint_id"]: s for s in graph.get_state_history(config)}
+    head = graph.get_state(config)
+    chain = []
+    current = snapshots.get(head.config["configurable"].get("checkpoint_id"))
+    while current is not None:
+        chain.append(current)
+        parent = (current.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        current = snapshots.get(parent)
+    return chain[::-1]
+
+
+def _seconds(snapshot: Any) -> float:
+    return dt.datetime.fromisoformat(snapshot.created_at).timestamp() if snapshot.created_at else 0.0
+
+
+def events_from_history(graph: Any, thread_id: str) -> list[StepEvent]:
+    """The events of a thread, rebuilt from its checkpoints (no ``steps`` table needed)."""
+    config = {"configurable": {"thread_id": thread_id}}
+    chain = _branch(graph, config)
+    events: list[StepEvent] = []
+    for before, after in pairwise(chain):
+        for node in before.next:
+            if node.startswith("__"):
+                continue
+            values = after.values
+            counters = (values.get("counters") or {})
+            event = {"node": node, "summary": f"{node} (rebuilt from checkpoint)", "thread_id": thread_id,
+                     "run": values.get("run", 0), "step": counters.get("steps", 0) + 1,
+                     "superstep": after.metadata.get("step"), "checkpoint_ns": "",
+                     "checkpoint_id": before.config["configurable"]["checkpoint_id"], "started_at": _seconds(before),
+                     "latency_ms": round((_seconds(after) - _seconds(before)) * 1000, 3)}
+            event.update({k: v for k, v in _from_state(node, values).items() if v is not None})
+            events.append(event)  # type: ignore[arg-type]
+    for task in chain[-1].tasks if chain else ():
+        if task.error:  # the node that raised: the run stopped there
+            events.append({"node": task.name, "summary": f"raised {task.error}", "thread_id": thread_id,
+                           "run": chain[-1].values.get("run", 0), "error": str(task.error)})
+    return events
+
+
+# --- the report ------------------------------------------------------------------------------
+
+
+def _route(source: str, event: dict[str, Any] | None, target: str) -> str | None:
+    """Which named route of ``source``'s conditional edge led to ``target``."""
+    if source not in ROUTES:
+        return None
+    names = [r for r, t in ROUTES[source][1].items() if t == target]
+    if len(names) == 1:
+        return names[0]
+    event = event or {}
+    if source == "guard":
+        return event.get("decision")
+    if source == "parse":
+        return "error" if event.get("error") else "answer"
+    return None
+
+
+def traversals(events: list[StepEvent], graph: Any) -> dict[str, Any]:
+    """Visits per node, errors per node, traversals per edge (by route), and the latest run's path."""
+    edges = {(e.source, e.target) for e in graph.edges}
+    visits, errors, counts = Counter(), Counter(), Counter()
+    routes: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
+    path: list[str] = []
+    for _, run_events in groupby(events, key=lambda e: e.get("run", 0)):
+        prev, prev_event, path = "__start__", None, ["__start__"]
+        for event in run_events:
+            node = event["node"]
+            visits[node] += 1
+            errors[node] += bool(event.get("error")) and (node in FAILING_NODES or "raised" in event.get("summary", ""))
+            if (prev, node) in edges:
+                counts[(prev, node)] += 1
+                routes[(prev, node)][_route(prev, prev_event, node)] += 1
+            prev, prev_event = node, event
+            path.append(node)
+        if prev == "guard" and (prev_event or {}).get("decision") in ("finish", "break"):
+            visits["__end__"] += 1
+            counts[(prev, "__end__")] += 1
+            routes[(prev, "__end__")][prev_event["decision"]] += 1  # type: ignore[index]
+            path.append("__end__")
+    return {"visits": visits, "errors": errors, "counts": counts, "routes": routes, "path": path}
+
+
+def edge_label(edge: Any, count: int, routes: Counter[str]) -> str:
+    """``continue ×2 / hint ×1`` for a conditional edge, ``×4`` for a plain one."""
+    if not edge.conditional or not edge.data:
+        return f"×{count}" if count else ""
+    names = str(edge.data).split(" / ")
+    return " / ".join(f"{n} ×{routes[n]}" if routes.get(n) else n for n in names)
+
+
+def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
+    """One entry per step: what the model thought and did, what came back, what it cost, what the guard said."""
+    steps = []
+    for (run, index), group in groupby(events, key=lambda e: (e.get("run", 0), e.get("step", 0))):
+        evs = list(group)
+        by_node = {e["node"]: e for e in evs}
+        step = by_node.get("memorize") or by_node.get("execute") or by_node.get("parse") or {}
+        guard = by_node.get("guard", {})
+        steps.append({
+            "run": run, "step": index,
+            "thought": step.get("thought"), "actions": step.get("actions") or [], "answer": step.get("answer"),
+            "error": step.get("error") or next((e["error"] for e in evs if e.get("error")), None),
+            "parse_error": by_node.get("parse", {}).get("error"),
+            "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
+            "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
+            "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
+            "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
+            "memory": [m for e in evs for m in e.get("memory") or []],
+            "decision": guard.get("decision"), "reason": guard.get("reason"), "message": guard.get("message"),
+            "hints": guard.get("hints") or [], "counters": guard.get("counters"),
+        })
+    return steps
+
+
+def runs_of(events: list[StepEvent]) -> list[dict[str, Any]]:
+    """Each task run on the thread: its task, how it ended, and where it broke."""
+    runs = []
+    for run, group in groupby(events, key=lambda e: e.get("run", 0)):
+        evs = list(group)
+        task = next((e.get("data", {}).get("task") for e in evs if e.get("data", {}).get("task")), None)
+        last = next((e for e in reversed(evs) if e["node"] == "guard"), {})
+        raised = next((e for e in reversed(evs) if "raised" in e.get("summary", "")), None)
+        status = {"finish": "done", "break": "broken"}.get(last.get("decision") or "", "running")
+        if raised is not None and raised is evs[-1]:
+            status = "failed"
+        answer = next((e.get("answer") for e in reversed(evs) if e["node"] == "memorize" and e.get("answer") is not None), None)
+        runs.append({"run": run, "task": task, "status": status, "answer": answer if status == "done" else None,
+                     "break_reason": last.get("reason") if status == "broken" else None,
+                     "break_message": last.get("message") if status == "broken" else None,
+                     "broke_at_step": last.get("step") if status == "broken" else None,
+                     "error": raised.get("error") if status == "failed" and raised else None,
+                     "steps": max((e.get("step", 0) for e in evs), default=0), "counters": last.get("counters")})
+    return runs
+
+
+def _checkpointed(graph: Any) -> bool:
+    return graph is not None and getattr(graph, "checkpointer", None) not in (None, False)
+
+
+def run_report(graph: Any = None, thread_id: str = "", *, db: str | Path | sqlite_utils.Database | None = None) -> dict[str, Any]:
+    """Everything known about thread ``thread_id``, as JSON-able data (see the module docstring)."""
+    events = read_steps(db, thread_id) if db is not None else []
+    source = "steps table" if events else None
+    state: dict[str, Any] = {}
+    if _checkpointed(graph):
+        state = dict(graph.get_state({"configurable": {"thread_id": thread_id}}).values)
+        if not events and state:
+            events, source = events_from_history(graph, thread_id), "checkpoints"
+    if not events:
+        where = f"in the steps table of {str(db)!r}" if db is not None else "(no run database given)"
+        where += " or in the graph's checkpoints" if _checkpointed(graph) else ""
+        raise ThreadNotFoundError(f"no run recorded for thread {thread_id!r} {where}; "
+                                  "record runs with build_graph(..., sinks=[RunLog(db)]) or a checkpointer")
+    drawable = (graph if graph is not None else default_graph()).get_graph()
+    walk = traversals(events, drawable)
+    runs = runs_of(events)
+    if state.get("task") and runs and not runs[-1]["task"]:
+        runs[-1]["task"] = state["task"]
+    edges = [{"source": e.source, "target": e.target, "label": e.data, "conditional": e.conditional,
+              "count": walk["counts"][(e.source, e.target)],
+              "routes": {k: v for k, v in walk["routes"][(e.source, e.target)].items() if k}} for e in drawable.edges]
+    nodes = [{"id": n, "visits": walk["visits"][n], "errors": walk["errors"][n]} for n in drawable.nodes]
+    return {"thread_id": thread_id, "source": source, "latest": runs[-1], "runs": runs,
+            "graph": {"nodes": nodes, "edges": edges}, "path": walk["path"],
+            "steps": timeline(events), "events": events}
+
+
+# --- HTML ------------------------------------------------------------------------------------
+
+REPORT_STYLE = """
+.status{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;color:#fff}
+.status.done{background:#15803d}.status.broken,.status.failed{background:#b91c1c}.status.running{background:#6b7280}
+.why{border-left:4px solid #b91c1c;background:#fef2f2;padding:8px 12px;margin:10px 0}
+.answer{border-left:4px solid #15803d;background:#f0fdf4;padding:8px 12px;margin:10px 0}
+.meta{color:#4b5563}.path{font-family:ui-monospace,monospace;font-size:12px;color:#374151;word-break:break-word}
+table.timeline{border-collapse:collapse;width:100%}
+.timeline th,.timeline td{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
+.timeline th{background:#f9fafb;font-size:12px;text-transform:uppercase;color:#6b7280}
+.timeline tr.error td{background:#fef2f2}.timeline tr.error td:first-child{border-left:4px solid #dc2626}
+.timeline tr.break td{background:#fee2e2}
+.err{color:#b91c1c;font-weight:600}.hint{color:#a16207}.mem{color:#7e22ce}
+code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{white-space:pre-wrap;margin:2px 0}
+.num{text-align:right;white-space:nowrap}
+"""
+
+
+def _e(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return html.escape(text)
+
+
+def _overlay(report: dict[str, Any], graph: Any) -> Overlay:
+    last = report["path"]
+    latest = report["latest"]
+    drawn = {(e.source, e.target): e for e in graph.edges}
+    labels = {key: edge_label(drawn[key], e["count"], Counter(e["routes"]))
+              for e in report["graph"]["edges"] if (key := (e["source"], e["target"])) in drawn}
+    return Overlay(
+        visits={n["id"]: n["visits"] for n in report["graph"]["nodes"]},
+        errors={n["id"]: n["errors"] for n in report["graph"]["nodes"]},
+        edge_counts={(e["source"], e["target"]): e["count"] for e in report["graph"]["edges"]},
+        edge_labels=labels,
+        last_path=set(pairwise(last)),
+        broke_at="guard" if latest["status"] == "broken" else None,
+        broke_why=latest.get("break_reason"),
+    )
+
+
+def _actions_html(actions: Iterable[dict[str, Any]]) -> str:
+    parts = []
+    for a in actions:
+        obs = a.get("observation")
+        cls = ' class="err"' if a.get("error") else ""
+        parts.append(f"<div><code>{_e(a.get('tool'))}</code> <code>{_e(a.get('args') or {})}</code>"
+                     + (f"<pre{cls}>→ {_e(obs)}</pre>" if obs is not None else "") + "</div>")
+    return "".join(parts)
+
+
+def _step_row(s: dict[str, Any]) -> str:
+    cls = "break" if s["decision"] == "break" else "error" if s["error"] else ""
+    guard = _e(s["decision"] or "")
+    if s["decision"] == "break":
+        guard = f'<span class="err">BREAK {_e(s["reason"])}</span><br>{_e(s["message"])}'
+    guard += "".join(f'<div class="hint">hint: {_e(h)}</div>' for h in s["hints"])
+    did = (f"<div><i>{_e(s['thought'])}</i></div>" if s["thought"] else "") + _actions_html(s["actions"])
+    if s["answer"] is not None:
+        did += f"<div><b>answer:</b> {_e(s['answer'])}</div>"
+    if s["parse_error"]:
+        did += f'<div class="err">parse error: {_e(s["parse_error"])}</div>'
+    if s["raised"]:
+        did += f'<div class="err">stopped: {_e(s["raised"])}</div>'
+    memory = "".join(f'<div class="mem">{_e(m.get("kind"))}: {_e(m.get("summary"))}</div>' for m in s["memory"])
+    tokens = "" if s["tokens_in"] is None else f"{s['tokens_in']} / {s['tokens_out']}"
+    return (f'<tr class="{cls}" data-step="{s["step"]}"><td class="num">{s["run"]}.{s["step"]}</td><td>{did}</td>'
+            f'<td class="num">{tokens}</td><td class="num">{s["latency_ms"]:.1f} ms</td><td>{memory}</td><td>{guard}</td></tr>')
+
+
+def _outcome_html(latest: dict[str, Any]) -> str:
+    status = latest["status"]
+    out = (f'<p><span class="status {status}">{status}</span> '
+           f'<span class="meta">run {latest["run"]}, {latest["steps"]} steps</span></p>')
+    if latest.get("task"):
+        out += f"<p><b>task:</b> {_e(latest['task'])}</p>"
+    if status == "broken":
+        out += (f'<div class="why"><b>Broke at step {latest["broke_at_step"]}: {_e(latest["break_reason"])}</b><br>'
+                f"{_e(latest['break_message'])}</div>")
+    elif status == "failed":
+        out += f'<div class="why"><b>Stopped by an error:</b> {_e(latest["error"])}</div>'
+    elif status == "done":
+        out += f'<div class="answer"><b>answer:</b> {_e(latest["answer"])}</div>'
+    return out
+
+
+def render_html(report: dict[str, Any], graph: Any = None) -> str:
+    """A run report as one self-contained HTML page: outcome, the graph with the path drawn, the timeline."""
+    drawable = (graph if graph is not None else default_graph()).get_graph()
+    svg = path_svg(drawable, _overlay(report, drawable), standalone=False)
+    rows = "\n".join(_step_row(s) for s in report["steps"])
+    earlier = "".join(f"<li>run {r['run']}: {_e(r['status'])} — {_e(r.get('task') or '')}</li>" for r in report["runs"][:-1])
+    body = (
+        f"<h1>reinloop run <code>{_e(report['thread_id'])}</code></h1>\n"
+        f'<p class="meta">from the {_e(report["source"])}</p>\n{_outcome_html(report["latest"])}\n'
+        + (f"<h2>Earlier runs on this thread</h2><ul>{earlier}</ul>\n" if earlier else "")
+        + '<h2>Path</h2>\n<p class="meta">Blue edges were taken (thicker: the latest run), with how often; '
+        "grey ones were not. Red marks errors and the break.</p>\n"
+        f'<div class="figure" id="graph">{svg}</div>\n'
+        f'<p class="path">{" → ".join(html.escape(n) for n in report["path"])}</p>\n'
+        '<h2>Timeline</h2>\n<table class="timeline" id="timeline"><thead><tr><th>step</th><th>thought, actions, '
+        "observations</th><th>tokens in/out</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
+        f"<tbody>\n{rows}\n</tbody></table>"
+    )
+    return html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE)
+
+
+def visualize(graph: Any = None, run: str | None = None, path: str | Path | None = None, *,
+              db: str | Path | sqlite_utils.Database | None = None, format: str = "html") -> str:  # noqa: A002
+    """Draw the graph, or thread ``run``'s path on it with its timeline, as self-contained HTML (or JSON).
+
+    The run is read from ``db``'s ``steps`` table, else from the graph's
+    checkpointer. The text is returned, and written to ``path`` if given.
+    """
+    if format not in REPORT_FORMATS:
+        raise ConfigurationError(f"unknown report format {format!r}; choose one of: {', '.join(REPORT_FORMATS)}")
+    if run is None:
+        text = str(draw_graph(graph, "html")) if format == "html" else json.dumps(
+            {"graph": [{"source": e.source, "target": e.target, "label": e.data}
+                       for e in (graph or default_graph()).get_graph().edges]}, ensure_ascii=False, indent=2)
+    else:
+        report = run_report(graph, run, db=db)
+        text = render_html(report, graph) if format == "html" else json.dumps(report, ensure_ascii=False, indent=2, default=str)
+    if path is not None:
+        Path(path).write_text(text, encoding="utf-8")
+    return text

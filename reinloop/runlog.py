@@ -1,0 +1,145 @@
+"""The run log: every node transition of every run, in a ``steps`` table you can query.
+
+:class:`RunLog` is an event sink (``build_graph(..., sinks=[RunLog("reinloop.db")])``)
+that writes each :class:`~reinloop.events.StepEvent` as one row, beside the
+checkpoints of the same run database. Its columns are the event's keys, so a
+run explains itself after the fact with plain SQL::
+
+    sqlite-utils query reinloop.db "select step, node, latency_ms, error, decision
+                                    from steps where thread_id = 'demo-3' order by id"
+
+Lists and dicts (``actions``, ``counters``, ``hints``, ``memory``, ``data``)
+are JSON text, readable with SQLite's ``json_extract`` or ``->>``. A row
+points at its checkpoint by ``(thread_id, checkpoint_ns, checkpoint_id)``: the
+checkpoint the node started from (see :func:`reinloop.events.where`).
+
+The table is created by one function, :func:`create_steps_table`, so the run
+database's numbered migrations can call it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from .errors import StorageError
+from .events import StepEvent
+
+STEPS_COLUMNS: dict[str, type] = {
+    "id": int,
+    "thread_id": str,
+    "run": int,
+    "step": int,
+    "node": str,
+    "superstep": int,
+    "checkpoint_ns": str,
+    "checkpoint_id": str,
+    "task_id": str,
+    "started_at": float,
+    "latency_ms": float,
+    "summary": str,
+    "thought": str,
+    "actions": str,
+    "answer": str,
+    "tokens_in": int,
+    "tokens_out": int,
+    "error": str,
+    "decision": str,
+    "reason": str,
+    "message": str,
+    "hints": str,
+    "counters": str,
+    "memory": str,
+    "data": str,
+}
+"""The ``steps`` table: an autoincrement ``id`` (the order of events), then the event's keys."""
+
+JSON_COLUMNS = ("actions", "hints", "counters", "memory", "data")
+
+
+def create_steps_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
+    """Create the ``steps`` table and its index if they do not exist; return it."""
+    table = db.table("steps")
+    if not table.exists():
+        table.create(STEPS_COLUMNS, pk="id", not_null={"node"})
+        table.create_index(["thread_id", "run", "step"], index_name="steps_by_thread")
+    return table  # type: ignore[return-value]
+
+
+def open_database(db: str | Path | sqlite_utils.Database) -> sqlite_utils.Database:
+    """A ``sqlite_utils.Database`` for a path (created if missing) or the one given."""
+    if isinstance(db, sqlite_utils.Database):
+        return db
+    path = Path(db)
+    if path.is_dir():
+        raise StorageError(f"run database {str(path)!r} is a directory; give a file path such as ./reinloop.db")
+    try:
+        # Sync nodes may run on LangGraph's worker threads (astream): allow them, RunLog serialises writes.
+        conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")  # readers (sqlite-utils, Datasette) do not block a run
+        # A commit survives a killed process; only a power cut may lose the last rows, and halves the cost
+        # of a row (benchmarks/run_log_overhead.py).
+        conn.execute("PRAGMA synchronous=NORMAL")
+    except sqlite3.Error as exc:
+        raise StorageError(f"cannot open run database {str(path)!r}: {exc}; check it is a SQLite file you may write") from None
+    return sqlite_utils.Database(conn)
+
+
+def to_row(event: StepEvent) -> dict[str, Any]:
+    """An event as a ``steps`` row: known columns only, lists and dicts as JSON."""
+    row = {k: v for k, v in event.items() if k in STEPS_COLUMNS and k != "id"}
+    for key in JSON_COLUMNS:
+        if key in row:
+            row[key] = json.dumps(row[key], ensure_ascii=False, default=str)
+    return row
+
+
+def from_row(row: dict[str, Any]) -> StepEvent:
+    """A ``steps`` row as an event: JSON decoded, empty columns dropped."""
+    event = {k: v for k, v in row.items() if v is not None}
+    for key in JSON_COLUMNS:
+        if key in event:
+            event[key] = json.loads(event[key])
+    return event  # type: ignore[return-value]
+
+
+class RunLog:
+    """An event sink that appends every event to the ``steps`` table of a run database."""
+
+    def __init__(self, db: str | Path | sqlite_utils.Database) -> None:
+        self.db = open_database(db)
+        self.path = self.db.execute("pragma database_list").fetchone()[2] or ":memory:"
+        self._lock = threading.Lock()
+        try:
+            self.table = create_steps_table(self.db)
+        except sqlite3.Error as exc:
+            raise StorageError(f"cannot create the steps table in {self.path!r}: {exc}") from None
+
+    def __call__(self, event: StepEvent) -> None:
+        """Append ``event`` as one row."""
+        try:
+            with self._lock:
+                self.table.insert(to_row(event))
+        except sqlite3.Error as exc:
+            raise StorageError(
+                f"cannot write the run log to {self.path!r}: {exc}; the run stopped before this "
+                f"{event.get('node')} step was saved and can be resumed from its last checkpoint"
+            ) from None
+
+    def steps(self, thread_id: str) -> list[StepEvent]:
+        """The events of ``thread_id``, in the order they happened."""
+        return read_steps(self.db, thread_id)
+
+
+def read_steps(db: str | Path | sqlite_utils.Database, thread_id: str) -> list[StepEvent]:
+    """The events stored for ``thread_id``, oldest first (none if the table does not exist)."""
+    database = open_database(db) if isinstance(db, sqlite_utils.Database) or Path(db).exists() else None
+    if database is None or not database.table("steps").exists():
+        return []
+    rows = database.query("select * from steps where thread_id = ? order by id", [thread_id])
+    return [from_row(row) for row in rows]

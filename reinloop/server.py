@@ -1,0 +1,72 @@
+"""The demo graph as a module-level object, for ``langgraph dev`` and LangGraph's API server.
+
+``langgraph.json`` at the repository root points at :data:`graph`, so::
+
+    LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true langgraph dev --no-browser
+
+serves the loop offline on 127.0.0.1:2024, where ``langgraph_sdk`` clients
+create threads, run, interrupt and resume it. The server supplies the
+checkpointer. The model is scripted, so the server needs no key and no
+network; unlike a fixed script it never runs out: :class:`PlanningChatModel`
+plans each reply from the task and the results so far (look up the weather of
+each city named, compute the arithmetic in the task, then answer).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from .graph import build_graph
+from .limits import Limits
+from .testing import ScriptedChatModel, tool_call
+from .tools.catalog import builtins
+from .tools.demo import DEMO_WEATHER
+
+ARITHMETIC = re.compile(r"[\d.]+(?:\s*[-+*/]\s*\(*\s*[\d.]+\s*\)*)+|\([\d.\s+\-*/()]+\)[\d.\s+\-*/()]*")
+
+
+def planned_calls(task: str) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls a task asks for: the weather of each city it names, then its arithmetic."""
+    calls: list[tuple[str, dict[str, Any]]] = [("get_weather", {"city": c}) for c in DEMO_WEATHER if c in task]
+    calls += [("calculator", {"expression": m.group().strip()}) for m in ARITHMETIC.finditer(task)]
+    return calls
+
+
+def plan(messages: list[BaseMessage]) -> Any:
+    """The next reply: the first planned call not made yet, else an answer from the observations."""
+    task = next((str(m.content)[len("Task: "):] for m in reversed(messages)
+                 if isinstance(m, HumanMessage) and str(m.content).startswith("Task: ")), "")
+    made = [(c["name"], c["args"]) for m in messages if isinstance(m, AIMessage) for c in m.tool_calls]
+    for name, args in planned_calls(task):
+        if (name, args) not in made:
+            return [tool_call(name, args)]
+    seen = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+    return "; ".join(seen) if seen else f"(demo model) I have no tool for this task: {task}"
+
+
+class PlanningChatModel(ScriptedChatModel):
+    """A scripted model whose every reply is :func:`plan` of the prompt: it never runs out."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # Prompts are not recorded: a server answers for as long as it runs.
+        return ChatResult(generations=[ChatGeneration(message=self._to_message(plan(messages), messages))])
+
+
+graph = build_graph(
+    PlanningChatModel(),
+    builtins("calculator,db_query,get_weather"),
+    limits=Limits(max_steps=8, max_seconds=60),
+    name="reinloop-demo",
+)
+"""The demo loop with the planning model, as ``langgraph dev`` serves it (``langgraph.json``)."""

@@ -1,0 +1,87 @@
+"""``langgraph dev`` serves the demo graph offline, and the ``langgraph_sdk`` client runs, interrupts and resumes it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from langgraph_sdk import get_client
+
+ROOT = Path(__file__).parent.parent
+OFFLINE = {"LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until_up(url: str, proc: subprocess.Popen, log: Path, seconds: float = 90) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"langgraph dev exited with {proc.returncode}:\n{log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url + "/ok", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"langgraph dev did not answer on {url} within {seconds} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture
+def server(tmp_path):
+    """``langgraph dev`` on 127.0.0.1 (run from a temp dir: it writes .langgraph_api/ there); stopped by its PID."""
+    port, log = free_port(), tmp_path / "server.log"
+    command = [str(Path(sys.executable).parent / "langgraph"), "dev", "--host", "127.0.0.1", "--port", str(port),
+               "--no-browser", "--no-reload", "--config", str(ROOT / "langgraph.json")]
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, **OFFLINE}, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_up(url, proc, log)
+        yield url
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)  # the server's own process group: uvicorn and its workers
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+async def run_interrupt_resume_and_stream(url: str) -> dict:
+    client = get_client(url=url)
+    seen: dict = {}
+    thread = await client.threads.create()
+    seen["done"] = await client.runs.wait(thread["thread_id"], "reinloop", input={"task": "What is (22*1.8)+32?"})
+    thread = await client.threads.create()
+    await client.runs.wait(thread["thread_id"], "reinloop", input={"task": "杭州天气？"}, interrupt_before=["execute"])
+    seen["paused"] = await client.threads.get_state(thread["thread_id"])
+    seen["resumed"] = await client.runs.wait(thread["thread_id"], "reinloop", input=None)
+    thread = await client.threads.create()
+    seen["events"] = [part.data async for part in client.runs.stream(
+        thread["thread_id"], "reinloop", input={"task": "2+2*3"}, stream_mode="custom") if part.event == "custom"]
+    return seen
+
+
+def test_langgraph_dev_runs_interrupts_and_resumes_the_demo_graph(server):
+    seen = asyncio.run(run_interrupt_resume_and_stream(server))
+    assert seen["done"]["status"] == "done" and seen["done"]["answer"] == "71.6"
+    assert seen["paused"]["next"] == ["execute"] and seen["paused"]["values"]["status"] == "running"
+    assert seen["resumed"]["status"] == "done" and seen["resumed"]["answer"] == "杭州: 多云, 22℃"
+    events = seen["events"]
+    assert [e["node"] for e in events][:6] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
+    assert events[3]["actions"][0]["observation"] == "8" and all(e["latency_ms"] >= 0 for e in events)
+    assert events[0]["checkpoint_id"]  # the server's checkpointer is in the events

@@ -1,0 +1,173 @@
+"""Run reports: the path drawn on the graph with traversal counts, where it broke, and a step timeline."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reinloop import RunLog, run_report, visualize
+from reinloop.cli import main
+from reinloop.errors import ThreadNotFoundError
+
+from . import chromium
+
+# A run that hits a parse error, a tool error, a repeat hint and a break (json protocol).
+TROUBLE = [
+    "我认为答案是……",
+    {"thought": "compute", "tool": "calculator", "args": {"expression": "1/0"}},
+    *[{"thought": "look it up", "tool": "get_weather", "args": {"city": "北京"}}] * 3,
+]
+CONFIG = {"configurable": {"thread_id": "trouble"}}
+
+
+@pytest.fixture
+def troubled(make_graph, tmp_path):
+    """A graph with a checkpointer and a RunLog, after running TROUBLE on thread 'trouble'."""
+    log = RunLog(tmp_path / "run.db")
+    graph, _ = make_graph(TROUBLE, protocol="json", checkpointer=InMemorySaver(), sinks=[log])
+    graph.invoke({"task": "北京天气？"}, CONFIG)
+    return graph, log
+
+
+def edges(report):
+    return {(e["source"], e["target"]): (e["count"], e["routes"]) for e in report["graph"]["edges"]}
+
+
+def test_report_counts_every_edge_with_the_routes_taken(troubled):
+    graph, log = troubled
+    report = run_report(graph, "trouble", db=log.db)
+    assert edges(report) == {
+        ("__start__", "decide"): (1, {}),
+        ("decide", "parse"): (5, {}),
+        ("parse", "memorize"): (1, {"error": 1}),
+        ("parse", "validate"): (4, {"actions": 4}),
+        ("validate", "execute"): (4, {"run": 4}),
+        ("validate", "memorize"): (0, {}),
+        ("execute", "memorize"): (4, {}),
+        ("memorize", "guard"): (5, {}),
+        ("guard", "decide"): (4, {"continue": 3, "hint": 1}),
+        ("guard", "__end__"): (1, {"break": 1}),
+    }
+    nodes = {n["id"]: (n["visits"], n["errors"]) for n in report["graph"]["nodes"]}
+    assert nodes["parse"] == (5, 1) and nodes["execute"] == (4, 1) and nodes["validate"] == (4, 0)
+    assert report["path"][:4] == ["__start__", "decide", "parse", "memorize"] and report["path"][-1] == "__end__"
+
+
+def test_report_says_where_and_why_the_run_broke(troubled):
+    graph, log = troubled
+    latest = run_report(graph, "trouble", db=log.db)["latest"]
+    assert latest["status"] == "broken" and latest["broke_at_step"] == 5 and latest["task"] == "北京天气？"
+    assert (latest["break_reason"], latest["break_message"]) == (
+        "repeated_action", "the same action was issued 3 times in a row (limit 3)")
+
+
+def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):
+    graph, log = troubled
+    steps = run_report(graph, "trouble", db=log.db)["steps"]
+    assert [s["step"] for s in steps] == [1, 2, 3, 4, 5]
+    assert steps[0]["parse_error"].startswith("no JSON object found") and steps[0]["actions"] == []
+    (action,) = steps[1]["actions"]
+    assert action["args"] == {"expression": "1/0"} and action["error"] is True
+    assert steps[1]["error"] == "calculator: ERROR: CalculatorError: division by zero"
+    assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃"
+    assert all(s["tokens_in"] == 10 and s["tokens_out"] == 5 and s["latency_ms"] > 0 for s in steps)
+    assert [s["decision"] for s in steps] == ["continue", "continue", "continue", "hint", "break"]
+    assert steps[3]["hints"][0].startswith("You already did this")
+    assert [n["node"] for n in steps[1]["nodes"]] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
+
+
+def test_without_a_steps_table_the_report_is_rebuilt_from_checkpoints(troubled):
+    graph, log = troubled
+    full, rebuilt = run_report(graph, "trouble", db=log.db), run_report(graph, "trouble")
+    assert (full["source"], rebuilt["source"]) == ("steps table", "checkpoints")
+    assert rebuilt["path"] == full["path"] and edges(rebuilt) == edges(full)
+    assert rebuilt["latest"] == full["latest"]
+    keys = ("step", "thought", "answer", "error", "parse_error", "tokens_in", "decision", "reason", "hints")
+    assert [{k: s[k] for k in keys} for s in rebuilt["steps"]] == [{k: s[k] for k in keys} for s in full["steps"]]
+
+
+def test_a_thread_with_two_tasks_reports_both_runs(make_graph, tmp_path):
+    log = RunLog(tmp_path / "r.db")
+    graph, _ = make_graph(["Paris", "Still Paris"], checkpointer=InMemorySaver(), sinks=[log])
+    for task in ("capital of France?", "and now?"):
+        graph.invoke({"task": task}, {"configurable": {"thread_id": "chat"}})
+    report = run_report(graph, "chat", db=log.db)
+    assert [(r["run"], r["task"], r["status"], r["answer"]) for r in report["runs"]] == [
+        (1, "capital of France?", "done", "Paris"), (2, "and now?", "done", "Still Paris")]
+    assert edges(report)[("__start__", "decide")] == (2, {})
+    assert edges(report)[("parse", "memorize")] == (2, {"answer": 2})
+
+
+def test_a_run_stopped_by_an_exception_is_reported_as_failed(make_graph, tmp_path):
+    log = RunLog(tmp_path / "r.db")
+    graph, _ = make_graph([RuntimeError("endpoint exploded")], sinks=[log])
+    with pytest.raises(RuntimeError):
+        graph.invoke({"task": "t"}, {"configurable": {"thread_id": "boom"}})
+    latest = run_report(graph, "boom", db=log.db)["latest"]
+    assert latest["status"] == "failed" and latest["error"] == "RuntimeError: endpoint exploded"
+    assert "Stopped by an error:</b> RuntimeError: endpoint exploded" in visualize(graph, run="boom", db=log.db)
+
+
+def test_an_unknown_thread_says_how_to_record_runs(troubled):
+    graph, log = troubled
+    with pytest.raises(ThreadNotFoundError, match=r"no run recorded for thread 'nope' in the steps table of .* or in "
+                                                  r"the graph's checkpoints; record runs with build_graph\(\.\.\., sinks="):
+        run_report(graph, "nope", db=log.db)
+
+
+def test_visualize_writes_json_with_the_same_data(troubled, tmp_path):
+    graph, log = troubled
+    text = visualize(graph, run="trouble", db=log.db, format="json", path=tmp_path / "run.json")
+    data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
+    assert json.loads(text) == data
+    assert data["latest"]["break_reason"] == "repeated_action" and len(data["events"]) == 28
+
+
+def test_run_html_is_self_contained(troubled, tmp_path):
+    graph, log = troubled
+    page = visualize(graph, run="trouble", path=tmp_path / "run.html", db=log.db)
+    assert (tmp_path / "run.html").read_text(encoding="utf-8") == page
+    assert "<script" not in page and not re.search(r"https?://", page)
+    assert not re.search(r"""\b(src|href)=["'](?!data:|#)""", page)
+    assert "default-src 'none'; style-src 'unsafe-inline'; img-src data:" in page
+    assert "Broke at step 5: repeated_action" in page and "continue ×3 / hint ×1" in page
+
+
+def test_run_html_renders_in_headless_chromium_without_any_request(troubled, tmp_path):
+    graph, log = troubled
+    visualize(graph, run="trouble", path=tmp_path / "run.html", db=log.db)
+    page = chromium.render(tmp_path / "run.html", tmp_path)
+    assert page.page_requests == []
+    dom = page.dom
+    assert dom.count('<g class="node ') == 8 and 'class="node step visited broke"' in dom
+    assert "continue ×3 / hint ×1</text>" in dom  # edge labels are drawn inside the SVG
+    rows = re.findall(r'<tr class="([^"]*)" data-step="(\d+)"', dom)
+    assert rows == [("error", "1"), ("error", "2"), ("", "3"), ("", "4"), ("break", "5")]
+    assert chromium.png_size(page.screenshot) == (1200, 2400)
+    assert page.screenshot.stat().st_size > 50_000  # a blank page of that size is ~13 KB
+
+
+def test_the_chromium_check_sees_a_page_that_fetches(tmp_path):
+    (tmp_path / "leaky.html").write_text('<img src="https://example.com/pixel.png">')
+    assert chromium.render(tmp_path / "leaky.html", tmp_path, size=(200, 200)).page_requests == [
+        "https://example.com/pixel.png"]
+
+
+def test_report_command_explains_a_demo_run(tmp_path, capsys):
+    db = str(tmp_path / "demo.db")
+    assert main(["demo", "-q", "--db", db]) == 0
+    assert main(["report", "demo-3", "--db", db, "-o", str(tmp_path / "run.html")]) == 0
+    assert "Broke at step 3: repeated_action" in (tmp_path / "run.html").read_text(encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", "demo-0", "--db", db, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["latest"]["answer"] == "60" and data["steps"][1]["parse_error"].startswith("no JSON object")
+
+
+def test_report_command_without_a_database_says_how_to_make_one(tmp_path, capsys):
+    assert main(["report", "t1", "--db", str(tmp_path / "none.db")]) == 1
+    assert capsys.readouterr().err.startswith("reinloop: error: no run database at ")
+    assert not (tmp_path / "none.db").exists()

@@ -1,0 +1,134 @@
+"""The steps table: every node transition of a run, queryable after the fact."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+import sqlite_utils
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from reinloop import RunLog
+from reinloop.errors import StorageError
+from reinloop.runlog import STEPS_COLUMNS, create_steps_table, read_steps
+
+# A run that hits a parse error, a tool error, a repeat hint and a break (json protocol).
+TROUBLE = [
+    "我认为答案是……",
+    {"thought": "compute", "tool": "calculator", "args": {"expression": "1/0"}},
+    *[{"thought": "look it up", "tool": "get_weather", "args": {"city": "北京"}}] * 3,
+]
+TROUBLE_DECISIONS = ["continue", "continue", "continue", "hint", "break"]
+
+
+@pytest.fixture
+def troubled_run(tmp_path, make_graph):
+    """Run TROUBLE with a RunLog and a SqliteSaver in the same database file; yield the file's path."""
+    path = tmp_path / "reinloop.db"
+    log = RunLog(path)
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        graph, _ = make_graph(TROUBLE, protocol="json", checkpointer=saver, sinks=[log])
+        out = graph.invoke({"task": "北京天气？"}, {"configurable": {"thread_id": "trouble"}})
+    assert out["break_reason"] == "repeated_action"
+    return path
+
+
+def query(path, sql, params=()):
+    return list(sqlite_utils.Database(path).query(sql, params))
+
+
+def test_the_steps_table_explains_a_troubled_run(troubled_run):
+    rows = query(troubled_run, "select step, node, error, decision, reason, hints from steps "
+                               "where thread_id = 'trouble' order by id")
+    assert [(r["step"], r["node"]) for r in rows if r["node"] in ("decide", "guard")] == [
+        (s, n) for s in range(1, 6) for n in ("decide", "guard")]
+    parse_error, tool_error = (r for r in rows if r["node"] in ("parse", "execute") and r["error"])
+    assert (parse_error["step"], parse_error["error"]) == (1, "no JSON object found in the reply: '我认为答案是……'")
+    assert (tool_error["step"], tool_error["error"]) == (2, "calculator: ERROR: CalculatorError: division by zero")
+    guards = [r for r in rows if r["node"] == "guard"]
+    assert [g["decision"] for g in guards] == TROUBLE_DECISIONS
+    assert json.loads(guards[3]["hints"])[0].startswith("You already did this: get_weather")
+    assert guards[4]["reason"] == "repeated_action"
+
+
+def test_json_columns_can_be_queried_with_sqlite_json_functions(troubled_run):
+    rows = query(troubled_run, "select step, json_extract(counters, '$.consecutive_errors') as errs, "
+                               "json_extract(actions, '$[0].tool') as tool from steps where node = 'memorize' order by id")
+    assert [(r["step"], r["errs"], r["tool"]) for r in rows] == [
+        (1, 1, None), (2, 2, "calculator"), (3, 0, "get_weather"), (4, 0, "get_weather"), (5, 0, "get_weather")]
+
+
+def test_every_step_row_points_at_a_stored_checkpoint(troubled_run):
+    rows = query(troubled_run, "select s.node, s.superstep, c.checkpoint_id from steps s left join checkpoints c "
+                               "on c.thread_id = s.thread_id and c.checkpoint_ns = s.checkpoint_ns "
+                               "and c.checkpoint_id = s.checkpoint_id")
+    assert len(rows) == 28 and all(r["checkpoint_id"] for r in rows)
+    assert [r["superstep"] for r in rows] == list(range(1, 29))
+
+
+def test_sqlite_utils_cli_explains_a_run(troubled_run):
+    sql = "select step, node, error from steps where error is not null and node != 'memorize' order by id"
+    out = subprocess.run([sys.executable, "-m", "sqlite_utils", "query", str(troubled_run), sql],
+                         capture_output=True, text=True, check=True).stdout
+    assert [(r["step"], r["node"]) for r in json.loads(out)] == [(1, "parse"), (2, "execute")]
+
+
+def test_read_steps_decodes_json_columns_and_drops_empty_ones(troubled_run):
+    events = read_steps(troubled_run, "trouble")
+    assert len(events) == 28 and events[-1]["counters"]["repeats"] == 3
+    assert "reason" not in events[0] and events[-1]["reason"] == "repeated_action"
+    assert read_steps(troubled_run, "no-such-thread") == []
+
+
+def test_runlog_accepts_writes_from_langgraph_worker_threads(tmp_path, make_graph):
+    log = RunLog(tmp_path / "async.db")
+    graph, _ = make_graph(["6"], sinks=[log])  # astream runs sync nodes on executor threads
+    asyncio.run(graph.ainvoke({"task": "t"}, {"configurable": {"thread_id": "a1"}}))
+    assert [e["node"] for e in log.steps("a1")] == ["decide", "parse", "memorize", "guard"]
+
+
+def test_runlog_takes_an_existing_sqlite_utils_database(make_graph):
+    db = sqlite_utils.Database(memory=True)
+    graph, _ = make_graph(["6"], sinks=[RunLog(db)])
+    graph.invoke({"task": "t"}, {"configurable": {"thread_id": "m1"}})
+    assert db["steps"].count == 4
+
+
+def test_create_steps_table_is_idempotent_and_has_every_event_column(tmp_path):
+    db = sqlite_utils.Database(tmp_path / "x.db")
+    create_steps_table(db)
+    create_steps_table(db)
+    assert list(db["steps"].columns_dict) == list(STEPS_COLUMNS)
+    assert [i.columns for i in db["steps"].indexes] == [["thread_id", "run", "step"]]
+
+
+def test_a_file_that_is_not_sqlite_is_refused_with_the_path(tmp_path):
+    path = tmp_path / "notes.db"
+    path.write_text("just some notes, not a database\n" * 20)
+    with pytest.raises(StorageError, match=r"cannot open run database '.*notes.db': file is not a database"):
+        RunLog(path)
+    assert path.read_text().startswith("just some notes")  # nothing lost
+
+
+def test_a_failed_write_says_the_run_can_be_resumed(tmp_path):
+    log = RunLog(tmp_path / "x.db")
+    log.db.execute("pragma query_only = on")  # as if the file had become read-only
+    with pytest.raises(StorageError, match=r"cannot write the run log to '.*x.db': attempt to write a readonly "
+                                           r"database; the run stopped before this guard step was saved and can be resumed"):
+        log({"node": "guard", "summary": "finish"})
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(StorageError, match="is a directory; give a file path such as ./reinloop.db"):
+        RunLog(tmp_path)
+
+
+def test_the_run_database_uses_wal_so_readers_do_not_block_a_run(tmp_path):
+    RunLog(tmp_path / "w.db")
+    assert sqlite3.connect(tmp_path / "w.db").execute("pragma journal_mode").fetchone() == ("wal",)
+
+
