@@ -61,6 +61,8 @@ class PlainConsole:
         line = f"  guard:       {event['decision']} ({detail})"
         if event["decision"] == "break":
             line = f"  guard:       BREAK {event['reason']}: {event['message']}"
+        elif event["decision"] == "pause":
+            line = f"  guard:       PAUSED at {event['reason']}: {event['message']}"
         self._print(line)
         for hint in event.get("hints") or []:
             self._print(f"  hint:        {_short(hint)}")

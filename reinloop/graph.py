@@ -4,7 +4,7 @@
                             │                      └─ refused ───────┤
                             ├─ answer ─────────────────────────────→ memorize → guard
                             └─ error ──────────────────────────────→ ┘           │
-    guard: continue / hint → decide;  finish / break → END
+    guard: continue / hint → decide;  finish / break → END;  pause → guard (waits for an operator)
 
 ``build_graph`` returns a :class:`ReinloopGraph`: a plain ``CompiledStateGraph``
 whose runtime context (model, tools, protocol, limits) is bound at build time,
@@ -77,7 +77,7 @@ ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
     "validate": (route_after_validate, {"run": "execute", "refused": "memorize"}),
     "guard": (
         route_after_guard,
-        {"continue": "decide", "hint": "decide", "finish": END, "break": END},
+        {"continue": "decide", "hint": "decide", "finish": END, "break": END, "pause": "guard"},
     ),
 }
 """The conditional edges: source node -> (router, path map of route -> target)."""

@@ -1,6 +1,8 @@
 """decide: assemble the prompt and ask the model what to do next.
 
-The first call of a run also starts it: counters reset, the clock starts.
+The first call of a run also starts it: counters reset, the clock starts. A
+new task on a thread whose last run was cut off (its process died) first
+closes that run as ``interrupted``.
 Hints left by the guard or an operator are shown once and then cleared.
 """
 
@@ -16,13 +18,15 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.prompt import build_prompt
 from ..memory.tokens import count_message_tokens, estimate_tokens, message_text
-from ..state import AgentState, Reply, new_counters, new_extensions
+from ..state import AgentState, Reply, Turn, new_counters, new_extensions
+from .memorize import build_step
 
 
 def begin_run(state: AgentState) -> dict[str, Any]:
     """The state of a fresh run on this thread."""
     now = time.time()
     return {
+        "run_task": state["task"],
         "run": state.get("run", 0) + 1,
         "counters": new_counters(),
         "extensions": new_extensions(),
@@ -36,6 +40,31 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "hints": [],
         "summary": "",
     }
+
+
+def close_cut_off_run(state: AgentState) -> dict[str, Any]:
+    """Close a run whose process died, when a new task arrives on its thread.
+
+    The step it was in (if the model had replied) is recorded with an
+    interrupted result for each call that has none, and the run goes to the
+    thread's history as ``interrupted``.
+    """
+    update: dict[str, Any] = {}
+    if state.get("reply") or state.get("pending"):
+        update["scratchpad"] = [build_step(state)]
+    turn = Turn(task=state.get("run_task") or state["task"], answer=None, status="interrupted")
+    update["history"] = [*(state.get("history") or []), turn]
+    return update
+
+
+def start(state: AgentState) -> dict[str, Any]:
+    """The update that starts a run, or nothing when the current run goes on."""
+    if state.get("status") != "running":
+        return begin_run(state)
+    if state.get("run_task", state.get("task")) == state.get("task"):
+        return {}
+    closed = close_cut_off_run(state)
+    return {**closed, **begin_run({**state, "history": closed["history"]})}  # type: ignore[typeddict-item]
 
 
 def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) -> Reply:
@@ -56,8 +85,8 @@ def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) 
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Call the model once with the prompt built from the state."""
     ctx = runtime.context
-    update = begin_run(state) if state.get("status") != "running" else {}
-    view: AgentState = {**state, **update}  # type: ignore[typeddict-item]
+    update = start(state)
+    view: AgentState = {**state, **{k: v for k, v in update.items() if k != "scratchpad"}}  # type: ignore[typeddict-item]
     prompt = build_prompt(view, ctx)
     message = ctx.llm.invoke(prompt)
     reply = to_reply(message, prompt, view.get("hints") or [])
