@@ -259,6 +259,14 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
         """Threads not updated for ``older_than_days`` days (all threads for None)."""
 
     @abstractmethod
+    def count_checkpoints(self, thread_id: str | None = None) -> int:
+        """How many checkpoints are stored (for one thread, or all)."""
+
+    @abstractmethod
+    def compact(self) -> None:
+        """Give the space of deleted rows back (SQLite: ``VACUUM``)."""
+
+    @abstractmethod
     def close(self) -> None:
         """Release the connection."""
 

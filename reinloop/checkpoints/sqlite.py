@@ -569,6 +569,19 @@ class SqliteCheckpointer(ReinloopSaver):
             params = (f"-{float(older_than_days)} days",)
         return [r["thread_id"] for r in self._query(sql + " ORDER BY c.thread_id", params)]
 
+    def count_checkpoints(self, thread_id: str | None = None) -> int:
+        """How many checkpoints are stored (for one thread, or all)."""
+        where, params = ("WHERE thread_id = ?", (str(thread_id),)) if thread_id is not None else ("", ())
+        return int(self._query(f"SELECT count(*) AS n FROM checkpoints {where}", params)[0]["n"])
+
+    def compact(self) -> None:
+        """``VACUUM`` the file, giving the space of deleted rows back to the file system."""
+        if self.read_only:
+            raise StorageError(f"{self.location} was opened read-only; it cannot be compacted")
+        with self.lock, storage_errors(self.location, self.timeout):
+            self.conn.execute("VACUUM")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # in WAL mode the file shrinks only here
+
     def _query(self, sql: str, params: Sequence[Any] = ()) -> list[dict[str, Any]]:
         with self._read() as conn:
             cursor = conn.execute(sql, params)

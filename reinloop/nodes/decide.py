@@ -59,12 +59,16 @@ def close_cut_off_run(state: AgentState) -> dict[str, Any]:
 
 def start(state: AgentState) -> dict[str, Any]:
     """The update that starts a run, or nothing when the current run goes on."""
-    if state.get("status") != "running":
-        return begin_run(state)
-    if state.get("run_task", state.get("task")) == state.get("task"):
+    status = state.get("status")
+    if status == "running" and state.get("run_task", state.get("task")) == state.get("task"):
         return {}
-    closed = close_cut_off_run(state)
-    return {**closed, **begin_run({**state, "history": closed["history"]})}  # type: ignore[typeddict-item]
+    closed: dict[str, Any] = {}
+    if status == "running":  # the last run's process died
+        closed = close_cut_off_run(state)
+    elif state.get("decision") == "pause":  # a new task instead of an answer to the break
+        turn = Turn(task=state.get("run_task") or state["task"], answer=None, status="broken")
+        closed = {"history": [*(state.get("history") or []), turn]}
+    return {**closed, **begin_run(state)}
 
 
 def to_reply(message: BaseMessage, prompt: list[BaseMessage], hints: list[str]) -> Reply:
