@@ -23,7 +23,7 @@ from langchain_core.runnables.graph import Graph
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Checkpointer
+from langgraph.types import Checkpointer, Command, Interrupt
 
 from .context import AgentContext
 from .limits import Limits
@@ -39,8 +39,9 @@ from .nodes import (
     route_after_validate,
     validate,
 )
+from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
-from .state import AgentState, InputState
+from .state import BREAK_KIND, AgentState, InputState
 from .tools.registry import ToolRegistry
 
 
@@ -61,15 +62,28 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
 
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
+        if isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False):
+            check_answer(input.resume, self.get_state(config).interrupts)
         return super().stream(input, config, **self._run_options(context, durability), **kwargs)
 
-    def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+    async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
-        return super().astream(input, config, **self._run_options(context, durability), **kwargs)
+        if isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False):
+            check_answer(input.resume, (await self.aget_state(config)).interrupts)
+        async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
+            yield chunk
 
     def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
         """LangGraph's drawable graph, with every route name on its edge."""
         return label_edges(super().get_graph(config, xray=xray))
+
+
+def check_answer(resume: Any, pending: Sequence[Interrupt]) -> None:
+    """Refuse a malformed answer to a pending break before LangGraph stores it."""
+    for item in pending:
+        if isinstance(item.value, dict) and item.value.get("kind") == BREAK_KIND:
+            answer = resume.get(item.id, resume) if isinstance(resume, dict) else resume
+            read_resume(answer)
 
 
 ROUTES: dict[str, tuple[Any, dict[str, str]]] = {

@@ -30,7 +30,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from .api import EventHandler, new_thread_id, stream_run
-from .checkpoints import BreakRecord, ReinloopSaver, RunRecord, SqliteCheckpointer
+from .checkpoints import DEFAULT_TIMEOUT, BreakRecord, ReinloopSaver, RunRecord, SqliteCheckpointer
 from .checkpoints.base import break_interrupts
 from .checkpoints.sqlitedb import is_read_only
 from .errors import ConfigurationError, NotResumableError, ThreadNotFoundError
@@ -44,6 +44,7 @@ from .tools.catalog import BUILTINS, DEFAULT_TOOLS, builtins
 DEFAULT_DB = "reinloop.db"
 """The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
 DB_VARIABLE = "REINLOOP_DB"
+TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
 
 
 def db_path(db: str | Path | None = None) -> Path:
@@ -51,11 +52,20 @@ def db_path(db: str | Path | None = None) -> Path:
     return Path(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
 
 
-def open_db(db: str | Path | None = None, *, must_exist: bool = True) -> ReinloopSaver:
-    """Open the run database; a read-only file is opened for reading only."""
+def db_timeout() -> float:
+    """Seconds to wait for another process's write lock: ``$REINLOOP_DB_TIMEOUT``, else 30."""
+    text = os.environ.get(TIMEOUT_VARIABLE)
+    try:
+        return float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {text!r}") from None
+
+
+def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
+    """Open the run database; for reading only, a read-only file is fine."""
     path = db_path(db)
-    read_only = path.exists() and must_exist and is_read_only(path)
-    return SqliteCheckpointer.open(path, create=not must_exist, read_only=read_only)
+    read_only = not write and path.exists() and is_read_only(path)
+    return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
 
 
 def thread_config(thread_id: str) -> dict[str, Any]:
@@ -95,7 +105,7 @@ def run(
     chat_model = resolve_model(model, base_url=base_url)  # a model that cannot be built fails before any file is made
     limits = limits or Limits()
     thread_id = thread_id or new_thread_id()
-    with open_db(db, must_exist=False) as saver:
+    with open_db(db, write=True, create=True) as saver:
         graph = build_graph(chat_model, tool_list, limits=limits, protocol=protocol, system_prompt=system_prompt, checkpointer=saver)
         saver.record_settings(
             thread_id,
@@ -136,7 +146,7 @@ def resume(
     override them (``limits`` as a :class:`Limits`, or a mapping of the limits
     to change).
     """
-    with open_db(db) as saver:
+    with open_db(db, write=True) as saver:
         values = _latest_state(saver, thread_id)
         answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
         graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt)
@@ -299,7 +309,7 @@ def prune_runs(
     """
     if keep_last < 1:
         raise ConfigurationError(f"--keep-last must be at least 1, got {keep_last}; use `reinloop runs delete` to drop a run")
-    with open_db(db) as saver:
+    with open_db(db, write=True) as saver:
         threads = saver.stale_threads(older_than_days)
         before, size = saver.count_checkpoints(), _file_size(saver.location)
         saver.prune(threads, keep_last=keep_last)
@@ -310,7 +320,7 @@ def prune_runs(
 
 def delete_run(thread_id: str, db: str | Path | None = None) -> None:
     """Delete everything stored for one run: checkpoints, steps, settings and breaks."""
-    with open_db(db) as saver:
+    with open_db(db, write=True) as saver:
         if saver.get_run(thread_id) is None:
             _latest_state(saver, thread_id)  # raises ThreadNotFoundError
         saver.delete_thread(thread_id)

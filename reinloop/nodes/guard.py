@@ -197,8 +197,9 @@ def read_resume(answer: Any) -> ResumeValue:
     )
 
 
-RESET_ON_RESUME: dict[str, str] = {"consecutive_errors": "consecutive_errors", "repeated_action": "repeats"}
-"""The counter that restarts when an operator continues a run broken for this reason."""
+RESET_ON_RESUME = ("consecutive_errors", "repeats")
+"""Counters that restart when an operator continues a run: they measure being stuck, and the
+operator has looked (a model repeating a failing call trips both). Budgets only grow by extra_*."""
 
 
 def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -224,9 +225,7 @@ def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict
         seconds=ext["seconds"] + answer["extra_seconds"],
         tokens=ext["tokens"] + answer["extra_tokens"],
     )
-    counters: Counters = dict(state["counters"])  # type: ignore[assignment]
-    if (reset := RESET_ON_RESUME.get(state["break_reason"] or "")) is not None:
-        counters[reset] = 0  # type: ignore[literal-required]
+    counters: Counters = {**state["counters"], **dict.fromkeys(RESET_ON_RESUME, 0)}  # type: ignore[typeddict-item]
     view: AgentState = {**state, "counters": counters, "extensions": ext}  # type: ignore[typeddict-item]
     update = {
         "extensions": ext, "counters": counters, "tick": now, "status": "running",
