@@ -14,8 +14,10 @@ twice:
 - a channel's value is written once per version, only when it changed;
 - a list channel that only grew (the scratchpad, whose reducer is
   ``operator.add``) stores just the items appended since its previous
-  version (``kind='append'``); reading walks that chain back to a whole value
-  in one recursive query, and values already read are reused.
+  version (``kind='append'``); every :data:`JUMP`-th version instead stores
+  the items since the previous such version, so reading walks about
+  ``JUMP + n/JUMP`` rows back to a whole value (one recursive query), and
+  values already read are reused.
 
 Values that are plain data are stored as JSON text, so ``sqlite-utils`` or
 Datasette can read a run without Python; anything else (LangGraph's own
@@ -29,15 +31,15 @@ The helpers here are pure functions over plain data, so a second backend
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import random
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NamedTuple
 
+import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     BaseCheckpointSaver,
@@ -80,7 +82,7 @@ def is_plain(value: Any) -> bool:
 
 def dumps_json(value: Any) -> str:
     """Compact JSON text, non-ASCII kept readable."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return orjson.dumps(value).decode()
 
 
 def encode(serde: SerializerProtocol, value: Any) -> tuple[str, str | bytes]:
@@ -94,7 +96,7 @@ def encode(serde: SerializerProtocol, value: Any) -> tuple[str, str | bytes]:
 def decode(serde: SerializerProtocol, type_: str, data: str | bytes | None) -> Any:
     """The value stored as ``(type, data)`` by :func:`encode`."""
     if type_ == JSON:
-        return json.loads(data) if data is not None else None
+        return orjson.loads(data) if data is not None else None
     return serde.loads_typed(((JSON if type_ == "serde-json" else type_), data))  # type: ignore[arg-type]
 
 
@@ -115,6 +117,32 @@ def appended(previous: list[Any] | None, value: Any) -> list[Any] | None:
     if value[: len(previous)] != previous:  # identical items compare by identity first: cheap
         return None
     return value[len(previous) :]
+
+
+JUMP = 32
+"""Every JUMP-th append of a list spans back to the previous such version, so a read follows at
+most JUMP - 1 single-step links and then jumps: about JUMP + n/JUMP rows for an n-item list, while
+each item is stored at most twice."""
+
+
+class ListHead(NamedTuple):
+    """The last stored version of a list channel, and the anchor its next jump points back to."""
+
+    version: str
+    items: list[Any]
+    anchor: str
+    anchor_length: int
+    since_anchor: int
+
+
+def list_row(head: ListHead | None, base: str | None, version: str, value: list[Any]) -> tuple[str, str | None, list[Any], ListHead]:
+    """``(kind, base_version, payload, new head)`` for storing a list channel at ``version``."""
+    suffix = appended(head.items, value) if head is not None and base is not None and head.version == base else None
+    if head is None or suffix is None:
+        return "value", None, value, ListHead(version, list(value), version, len(value), 0)
+    if head.since_anchor + 1 >= JUMP:
+        return "append", head.anchor, value[head.anchor_length :], ListHead(version, list(value), version, len(value), 0)
+    return "append", head.version, suffix, head._replace(version=version, items=list(value), since_anchor=head.since_anchor + 1)
 
 
 def reachable(live: Iterable[BlobKey], bases: Mapping[BlobKey, str | None]) -> set[BlobKey]:

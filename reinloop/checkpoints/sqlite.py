@@ -43,11 +43,12 @@ from .base import (
     RUN_SETTINGS,
     BlobKey,
     BreakRecord,
+    ListHead,
     ReinloopSaver,
     RunRecord,
-    appended,
     break_interrupts,
     decode,
+    list_row,
     dumps_json,
     encode,
     now_iso,
@@ -106,7 +107,7 @@ class SqliteCheckpointer(ReinloopSaver):
         self.timeout = timeout
         self.lock = threading.RLock()
         # last written/read version of each list channel, for append-only storage
-        self._lists: OrderedDict[tuple[str, str, str], tuple[str, list[Any]]] = OrderedDict()
+        self._lists: OrderedDict[tuple[str, str, str], ListHead] = OrderedDict()
         # channel versions of the last checkpoint of each (thread, ns), to find a parent's versions
         self._heads: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         with self.lock, storage_errors(location, timeout):
@@ -192,10 +193,10 @@ class SqliteCheckpointer(ReinloopSaver):
             parent = self._parent_versions(thread_id, ns, conf.get("checkpoint_id"))
             rows, lists = [], {}
             for channel, version in new_versions.items():
-                row, kept = self._value_row(thread_id, ns, channel, str(version), values, parent.get(channel))
+                row, head = self._value_row(thread_id, ns, channel, str(version), values, parent.get(channel))
                 rows.append(row)
-                if kept is not None:
-                    lists[(thread_id, ns, channel)] = (str(version), kept)
+                if head is not None:
+                    lists[(thread_id, ns, channel)] = head
             with self._write() as conn:
                 conn.executemany(
                     "INSERT OR REPLACE INTO channel_values (thread_id, checkpoint_ns, channel, version, kind, "
@@ -230,22 +231,19 @@ class SqliteCheckpointer(ReinloopSaver):
 
     def _value_row(
         self, thread_id: str, ns: str, channel: str, version: str, values: Mapping[str, Any], base: Any
-    ) -> tuple[tuple[Any, ...], list[Any] | None]:
-        """The ``channel_values`` row for one changed channel, and the list to remember."""
+    ) -> tuple[tuple[Any, ...], ListHead | None]:
+        """The ``channel_values`` row for one changed channel, and the list head to remember."""
         if channel not in values:
             return (thread_id, ns, channel, version, "empty", None, None, "empty", None), None
         value = values[channel]
-        is_list = type(value) is list
-        cached = self._lists.get((thread_id, ns, channel))
-        suffix = None
-        if is_list and base is not None and cached is not None and cached[0] == str(base):
-            suffix = appended(cached[1], value)
-        kind, base_version, payload = ("append", str(base), suffix) if suffix is not None else ("value", None, value)
-        length = len(value) if is_list else None
-        row = (thread_id, ns, channel, version, kind, base_version, length, *encode(self.serde, payload))
-        return row, (list(value) if is_list else None)
+        if type(value) is not list:
+            return (thread_id, ns, channel, version, "value", None, None, *encode(self.serde, value)), None
+        head = self._lists.get((thread_id, ns, channel))
+        kind, base_version, payload, new_head = list_row(head, None if base is None else str(base), version, value)
+        row = (thread_id, ns, channel, version, kind, base_version, len(value), *encode(self.serde, payload))
+        return row, new_head
 
-    def _remember(self, lists: Mapping[tuple[str, str, str], tuple[str, list[Any]]]) -> None:
+    def _remember(self, lists: Mapping[tuple[str, str, str], ListHead]) -> None:
         for key, item in lists.items():
             self._lists[key] = item
             self._lists.move_to_end(key)
@@ -381,10 +379,11 @@ class SqliteCheckpointer(ReinloopSaver):
             return {}
         pairs = [(ch, str(v)) for ch, v in versions.items()]
         placeholders = ", ".join("(?, ?)" for _ in pairs)
-        rows = conn.execute(
-            "SELECT channel, version, kind, type, value FROM channel_values WHERE thread_id = ? AND checkpoint_ns = ? "
-            f"AND (channel, version) IN (VALUES {placeholders})",
-            (thread_id, ns, *[x for pair in pairs for x in pair]),
+        rows = conn.execute(  # one index lookup per channel (a row-value IN would scan the thread)
+            f"WITH k(channel, version) AS (VALUES {placeholders}) SELECT v.channel, v.version, v.kind, v.type, v.value "
+            "FROM k JOIN channel_values v ON v.thread_id = ? AND v.checkpoint_ns = ? AND v.channel = k.channel "
+            "AND v.version = k.version",
+            (*[x for pair in pairs for x in pair], thread_id, ns),
         ).fetchall()
         values: dict[str, Any] = {}
         for channel, version, kind, type_, data in rows:
@@ -400,7 +399,7 @@ class SqliteCheckpointer(ReinloopSaver):
                 value = known[version] = value.items[: value.length]
             if type(value) is list:
                 value = list(value)  # callers may mutate what they get; what we remember must not change
-                self._remember({(thread_id, ns, channel): (version, list(value))})
+                self._remember({(thread_id, ns, channel): ListHead(version, list(value), version, len(value), 0)})
             values[channel] = value
         return values
 
@@ -409,7 +408,7 @@ class SqliteCheckpointer(ReinloopSaver):
         thread_id, ns, channel = key
         cached = self._lists.get(key)
         if cached is not None:
-            known.setdefault(cached[0], cached[1])
+            known.setdefault(cached.version, cached.items)
         stop = max(known, default=None)
         rows = conn.execute(
             CHAIN_SQL, {"thread": thread_id, "ns": ns, "channel": channel, "version": version, "stop": stop}

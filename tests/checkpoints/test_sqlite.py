@@ -11,7 +11,8 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from reinloop import Limits
 from reinloop.checkpoints import MIGRATIONS, SqliteCheckpointer
-from reinloop.checkpoints.base import appended, next_version, reachable
+from reinloop.checkpoints.base import JUMP, appended, next_version, reachable
+from reinloop.checkpoints.sqlite import CHAIN_SQL
 from reinloop.testing import tool_call
 
 CONFIG = {"configurable": {"thread_id": "t1"}}
@@ -40,12 +41,14 @@ def saver(tmp_path):
 def test_every_checkpoint_reads_back_as_the_in_memory_saver_has_it(make_graph, saver):
     memory = InMemorySaver()
     for checkpointer in (saver, memory):
-        graph, _ = make_graph(script(12), limits=NO_LIMITS, checkpointer=checkpointer)
+        graph, _ = make_graph(script(JUMP + 8), limits=NO_LIMITS, checkpointer=checkpointer)
         graph.invoke({"task": "double"}, CONFIG)
     ours = [comparable(t.checkpoint["channel_values"]) for t in saver.list(CONFIG)]
     theirs = [comparable(t.checkpoint["channel_values"]) for t in memory.list(CONFIG)]
-    assert len(ours) == len(theirs) > 70
+    assert len(ours) == len(theirs) > 6 * JUMP
     assert ours == theirs
+    one_by_one = [comparable(saver.get_tuple(t.config).checkpoint["channel_values"]) for t in saver.list(CONFIG)]
+    assert one_by_one == theirs  # without the values list() reuses
 
 
 def test_the_scratchpad_is_stored_as_the_steps_each_version_appends(make_graph, saver):
@@ -56,6 +59,21 @@ def test_the_scratchpad_is_stored_as_the_steps_each_version_appends(make_graph, 
     assert [r["length"] for r in rows] == list(range(1, 22))
     stored = sum(len(r["value"]) for r in rows)
     assert stored < 1.1 * len(json.dumps(out["scratchpad"], ensure_ascii=False))
+
+
+def test_a_long_scratchpad_is_read_through_few_rows_and_stored_at_most_twice(make_graph, saver):
+    steps = 3 * JUMP + 5
+    graph, _ = make_graph(script(steps), limits=NO_LIMITS, checkpointer=saver)
+    out = graph.invoke({"task": "double"}, CONFIG)
+    head = saver.db.execute("select version from channel_values where channel = 'scratchpad' "
+                            "order by length desc limit 1").fetchone()[0]
+    chain = saver.db.execute(CHAIN_SQL, {"thread": "t1", "ns": "", "channel": "scratchpad", "version": head,
+                                         "stop": None}).fetchall()
+    assert len(chain) <= JUMP + steps // JUMP + 1
+    payload = sum(len(r[3]) for r in saver.db.execute("select * from channel_values where channel = 'scratchpad'"))
+    assert payload < 2 * len(json.dumps(out["scratchpad"], ensure_ascii=False))
+    with SqliteCheckpointer.open(saver.location) as fresh:
+        assert fresh.get_tuple(CONFIG).checkpoint["channel_values"]["scratchpad"] == out["scratchpad"]
 
 
 def test_a_new_connection_reads_the_same_latest_state(make_graph, saver, tmp_path):
