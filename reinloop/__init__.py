@@ -5,6 +5,7 @@ guard) whose guards stop runaway loops, whose state is typed and
 checkpointable, and whose runs can be inspected and resumed.
 """
 
+from .checkpoints import SqliteCheckpointer
 from .context import AgentContext
 from .errors import (
     ConfigurationError,
@@ -41,6 +42,7 @@ __all__ = [
     "ReinloopGraph",
     "RunError",
     "ScriptExhaustedError",
+    "SqliteCheckpointer",
     "Step",
     "StorageError",
     "ThreadNotFoundError",
