@@ -30,7 +30,13 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from .api import EventHandler, new_thread_id, stream_run
-from .checkpoints import DEFAULT_TIMEOUT, BreakRecord, ReinloopSaver, RunRecord, SqliteCheckpointer
+from .checkpoints import (
+    DEFAULT_TIMEOUT,
+    BreakRecord,
+    ReinloopSaver,
+    RunRecord,
+    SqliteCheckpointer,
+)
 from .checkpoints.base import break_interrupts
 from .checkpoints.sqlitedb import is_read_only
 from .errors import ConfigurationError, NotResumableError, ThreadNotFoundError

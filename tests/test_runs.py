@@ -9,7 +9,7 @@ import pytest
 from reinloop import Limits
 from reinloop.cli import main
 from reinloop.errors import ConfigurationError, NotResumableError
-from reinloop.runs import delete_run, list_runs, prune_runs, resume, run, show_run
+from reinloop.runs import list_runs, prune_runs, resume, run, show_run
 from reinloop.testing import ScriptedChatModel, tool_call
 
 from .openai_server import completion
