@@ -39,7 +39,7 @@ from .checkpoints import (
 )
 from .checkpoints.base import break_interrupts
 from .checkpoints.sqlitedb import is_read_only
-from .errors import ConfigurationError, NotResumableError, ThreadNotFoundError
+from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, ThreadNotFoundError
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
 from .models import resolve_model
@@ -90,6 +90,20 @@ def _model_name(model: str | BaseChatModel) -> str:
     return model if isinstance(model, str) else f"<{type(model).__name__} object>"
 
 
+def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None) -> Outcome:
+    """Run a stored run to its next stop; a failure says that its progress is saved and how to resume."""
+    try:
+        return stream_run(graph, payload, thread_id, on_event)
+    except ReinloopError:
+        raise
+    except Exception as exc:  # the model endpoint down past its retries, a bug in a tool wrapper ...
+        first = (str(exc).strip().splitlines() or ["(no message)"])[0]
+        raise RunError(
+            f"run {thread_id} stopped: {type(exc).__name__}: {first}; its progress is saved: "
+            f"resume it with `reinloop resume {thread_id}`"
+        ) from exc
+
+
 def run(
     task: str,
     *,
@@ -124,7 +138,7 @@ def run(
                 "system_prompt": system_prompt,
             },
         )
-        return stream_run(graph, {"task": task}, thread_id, on_event)
+        return stream_stored(graph, {"task": task}, thread_id, on_event)
 
 
 def resume(
@@ -158,7 +172,7 @@ def resume(
         graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt)
         if answer is None and not graph.get_state(thread_config(thread_id)).next:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_run(graph, answer, thread_id, on_event)
+        return stream_stored(graph, answer, thread_id, on_event)
 
 
 def _latest_state(saver: ReinloopSaver, thread_id: str) -> dict[str, Any]:

@@ -54,6 +54,22 @@ def test_cli_break_then_resume_with_extra_steps_and_a_hint(openai_server, capsys
     assert "[reinloop] answer now" in json.dumps(openai_server.requests[-1], ensure_ascii=False)
 
 
+def test_a_run_whose_model_endpoint_fails_says_so_and_resumes_from_the_failed_step(openai_server, capsys):
+    from .openai_server import Raw
+
+    down = Raw(500, json.dumps({"error": {"message": "the model server is down"}}))
+    openai_server.responses += [calc("6*7"), down, down, down]  # the client retries twice
+    code = main(["run", "multiply", "--base-url", openai_server.base_url, "--thread", "e1"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1
+    assert err[0].startswith("reinloop: error: run e1 stopped: ")
+    assert err[0].endswith("its progress is saved: resume it with `reinloop resume e1`")
+    openai_server.responses.append(completion("42"))
+    code, out = cli_json(capsys, "resume", "e1", "--json")
+    assert code == 0 and out["answer"] == "42" and out["counters"]["steps"] == 2
+    assert len(openai_server.requests) == 5  # the first step was not asked again
+
+
 def test_resume_abort_ends_the_run_broken(openai_server, capsys):
     openai_server.responses += [calc("1+1")]
     main(["run", "t", "--base-url", openai_server.base_url, "--max-steps", "1", "--thread", "a1"])

@@ -91,6 +91,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
         serde: SerializerProtocol | None = None,
         read_only: bool = False,
         timeout: float = DEFAULT_TIMEOUT,
+        create: bool = True,
     ) -> None:
         super().__init__(serde=serde)
         self.conn = conn
@@ -104,7 +105,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
         # channel versions of the last checkpoint of each (thread, ns), to find a parent's versions
         self._heads: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
         with self.lock, storage_errors(location, timeout):
-            migrate(self.db, location, read_only=read_only)
+            migrate(self.db, location, read_only=read_only, create=create)
 
     @classmethod
     def open(
@@ -123,7 +124,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
         """
         conn = connect(path, timeout=timeout, read_only=read_only, create=create)
         try:
-            return cls(conn, location=str(path), serde=serde, read_only=read_only, timeout=timeout)
+            return cls(conn, location=str(path), serde=serde, read_only=read_only, timeout=timeout, create=create)
         except BaseException:
             conn.close()
             raise

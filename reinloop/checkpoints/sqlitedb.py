@@ -125,9 +125,6 @@ def connect(path: str | Path, *, timeout: float, read_only: bool, create: bool) 
     uri = f"file:{quote(str(p.resolve()))}?mode={mode}"
     with storage_errors(str(p), timeout):
         conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False, isolation_level=None)
-        if not read_only:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fails now on a damaged file
     return conn
 
@@ -155,8 +152,8 @@ def applied_versions(db: sqlite_utils.Database) -> set[int]:
     return {row[0] for row in db.conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
 
 
-def check_schema(db: sqlite_utils.Database, location: str) -> set[int]:
-    """The applied migrations; refuses foreign tables and a newer schema."""
+def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> set[int]:
+    """The applied migrations; refuses another program's database, an empty one to read, a newer schema."""
     applied = applied_versions(db)
     if applied and max(applied) > latest_version():
         raise StorageError(
@@ -164,19 +161,33 @@ def check_schema(db: sqlite_utils.Database, location: str) -> set[int]:
             f"({latest_version()}); upgrade reinloop to use it"
         )
     if not applied:
-        ours = {t.name for m in MIGRATIONS for t in m.tables}
-        clash = sorted(ours & set(db.table_names()))
-        if clash:
+        tables = sorted(db.table_names())
+        if tables:
             raise StorageError(
-                f"{location} already has tables reinloop did not create ({', '.join(clash)}; "
-                "a LangGraph SqliteSaver database?); use another file for --db"
+                f"{location} is not a reinloop run database (it has other tables: {', '.join(tables)}); "
+                "use a new file for --db"
+            )
+        if not create:
+            raise StorageError(
+                f"{location} holds no runs yet; run a task first (reinloop run ...), "
+                "or point --db (or REINLOOP_DB) at an existing database"
             )
     return applied
 
 
-def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False) -> int:
-    """Apply the missing migrations, each in its own transaction; returns the schema version."""
-    applied = check_schema(db, location)
+def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False, create: bool = True) -> int:
+    """Check the schema, then (writable) switch to WAL and apply the missing migrations; returns the version.
+
+    Nothing is written before the checks pass, not even the journal mode.
+    """
+    db.conn.execute("BEGIN")  # one snapshot: another process may be creating the tables right now
+    try:
+        applied = check_schema(db, location, create=create and not read_only)
+    finally:
+        db.conn.execute("COMMIT")
+    if not read_only:
+        db.conn.execute("PRAGMA journal_mode=WAL")
+        db.conn.execute("PRAGMA synchronous=NORMAL")
     missing = [m for m in MIGRATIONS if m.version not in applied]
     if missing and read_only:
         raise StorageError(

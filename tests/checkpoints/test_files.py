@@ -131,17 +131,36 @@ def test_a_locked_database_during_a_run_raises_a_storage_error(tmp_path, make_gr
         assert graph.invoke({"task": "t"}, {"configurable": {"thread_id": "t2"}})["answer"] == "42"
 
 
-def test_another_programs_tables_are_not_touched(tmp_path, capsys):
+def test_another_programs_database_is_refused_untouched(tmp_path, capsys, openai_server):
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    path = tmp_path / "langgraph.db"
-    conn = sqlite3.connect(path, check_same_thread=False)
+    saver_db = tmp_path / "langgraph.db"
+    conn = sqlite3.connect(saver_db, check_same_thread=False)
     SqliteSaver(conn).setup()
     conn.close()
-    before = digest(path)
-    line = cli_error(capsys, "runs", "list", "--db", str(path))
-    assert "already has tables reinloop did not create (checkpoints; a LangGraph SqliteSaver database?)" in line
-    assert digest(path) == before
+    app_db = tmp_path / "app.db"
+    conn = sqlite3.connect(app_db)  # rollback-journal mode: switching it to WAL would rewrite its header
+    conn.execute("create table notes (body text)")
+    conn.commit()
+    conn.close()
+    for path, tables in ((saver_db, "checkpoints, writes"), (app_db, "notes")):
+        before = digest(path)
+        for argv in (["runs", "list"], ["run", "hi", "--base-url", openai_server.base_url]):
+            line = cli_error(capsys, *argv, "--db", str(path))
+            assert line == (f"reinloop: error: {path} is not a reinloop run database (it has other tables: {tables}); "
+                            "use a new file for --db")
+        assert digest(path) == before
+    assert openai_server.requests == []
+
+
+def test_an_empty_file_is_not_a_database_to_read_but_can_be_started(tmp_path, capsys):
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    line = cli_error(capsys, "runs", "list", "--db", str(empty))
+    assert line.endswith(f"{empty} holds no runs yet; run a task first (reinloop run ...), or point --db (or REINLOOP_DB) at an existing database")
+    assert empty.stat().st_size == 0
+    SqliteCheckpointer.open(empty).close()
+    assert main(["runs", "list", "--db", str(empty)]) == 0
 
 
 def test_a_database_from_a_newer_reinloop_is_refused(good_db):
