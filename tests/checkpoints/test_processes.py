@@ -129,8 +129,11 @@ def test_two_processes_write_different_threads_into_one_file_at_once(tmp_path):
     db = tmp_path / "shared.db"
     steps = 60
     procs = [worker("many", str(db), name, str(steps), str(tmp_path)) for name in ("left", "right")]
-    time.sleep(1.5)  # both have imported everything and opened the file
-    (tmp_path / "go").write_text("1")
+    deadline = time.time() + 60
+    while not all((tmp_path / f"ready-{name}").exists() for name in ("left", "right")):
+        assert time.time() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.02)
+    (tmp_path / "go").write_text("1")  # both have opened the file: start writing together
     results = [p.communicate(timeout=120) for p in procs]
     for proc, (out, err) in zip(procs, results):
         assert proc.returncode == 0, err

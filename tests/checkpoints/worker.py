@@ -56,6 +56,7 @@ def many(db: str, thread: str, steps: int, workdir: Path) -> None:
 
     saver = SqliteCheckpointer.open(db)
     graph = build_graph(model, builtins("calculator"), limits=limits, checkpointer=saver)
+    (workdir / f"ready-{thread}").write_text("1")
     while not (workdir / "go").exists():
         time.sleep(0.01)
     outcome = stream_run(graph, {"task": f"count for {thread}"}, thread)
