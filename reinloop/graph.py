@@ -60,15 +60,20 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
             durability = "sync"  # a hard kill under "async" loses progress
         return {"context": ctx, "durability": durability}
 
+    def _answers_a_break(self, input: Any, config: Any) -> bool:  # noqa: A002
+        """True for a resume command on a checkpointed thread (its answer is checked before it is stored)."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        return isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False) and bool(thread)
+
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
-        if isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False):
+        if self._answers_a_break(input, config):
             check_answer(input.resume, self.get_state(config).interrupts)
         return super().stream(input, config, **self._run_options(context, durability), **kwargs)
 
     async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
-        if isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False):
+        if self._answers_a_break(input, config):
             check_answer(input.resume, (await self.aget_state(config)).interrupts)
         async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
             yield chunk

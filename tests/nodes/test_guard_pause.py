@@ -166,3 +166,19 @@ def test_a_malformed_answer_to_a_break_is_refused_and_the_break_stays_pending(ma
         graph.invoke(Command(resume=answer), CONFIG)
     out = graph.invoke(Command(resume={"action": "continue", "extra_steps": 1}), CONFIG)
     assert out["answer"] == "2"
+
+
+def test_the_async_api_pauses_and_resumes_through_the_saver_async_methods(make_graph, saver):
+    import asyncio
+
+    graph, _ = make_graph([calc("1+1"), "2"], limits=Limits(max_steps=1), checkpointer=saver)
+
+    async def scenario():
+        first = await graph.ainvoke({"task": "t"}, CONFIG)
+        with pytest.raises(ConfigurationError, match="cannot resume a broken run with 'yes'"):
+            await graph.ainvoke(Command(resume="yes"), CONFIG)
+        return first, await graph.ainvoke(Command(resume={"action": "continue", "extra_steps": 1}), CONFIG)
+
+    first, done = asyncio.run(scenario())
+    assert first["break_reason"] == "max_steps" and done["answer"] == "2"
+    assert saver.list_breaks("t1")[0].resolution == {"action": "continue", "extra_steps": 1}
