@@ -81,7 +81,12 @@ class Prefix(NamedTuple):
 
 
 class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
-    """A LangGraph checkpointer on SQLite that stores each change once and records runs and breaks."""
+    """A LangGraph checkpointer on SQLite that stores each change once and records runs and breaks.
+
+    Create it with :meth:`open`; the constructor takes an open ``sqlite3``
+    connection (made with ``check_same_thread=False`` if LangGraph will use it
+    from its worker threads).
+    """
 
     def __init__(
         self,
@@ -94,6 +99,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
         create: bool = True,
     ) -> None:
         super().__init__(serde=serde)
+        conn.isolation_level = None  # transactions are explicit: BEGIN for reads, BEGIN IMMEDIATE for writes
         self.conn = conn
         self.db = sqlite_utils.Database(conn, execute_plugins=False)
         self.location = location
