@@ -165,6 +165,11 @@ MIGRATIONS_TABLE = "migrations"
 """Where a database records the migrations it has applied (version, name, applied_at)."""
 
 
+def thread_tables() -> list[str]:
+    """Every table with a ``thread_id`` column: what deleting or copying a thread touches."""
+    return [t.name for m in MIGRATIONS for t in m.tables if any(c.name == "thread_id" for c in t.columns)]
+
+
 def latest_version() -> int:
     """The schema version this reinloop writes."""
     return max(m.version for m in MIGRATIONS)

@@ -48,6 +48,7 @@ from .base import (
     list_row,
     reachable,
 )
+from .schema import thread_tables
 from .sqlite_runs import SqliteRunTables
 from .sqlitedb import DEFAULT_TIMEOUT, connect, migrate, storage_errors
 
@@ -412,7 +413,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
     def delete_thread(self, thread_id: str) -> None:
         """Delete everything stored for a thread: checkpoints, values, writes, its run and breaks."""
         with self._write() as conn:
-            for table in ("checkpoints", "channel_values", "checkpoint_writes", "runs", "breaks"):
+            for table in thread_tables():
                 conn.execute(f"DELETE FROM {table} WHERE thread_id = ?", (str(thread_id),))
             self._forget(str(thread_id))
 
@@ -437,7 +438,7 @@ class SqliteCheckpointer(SqliteRunTables, ReinloopSaver):
         """Copy a thread's checkpoints, values, writes, run row and breaks to another thread id."""
         src, dst = str(source_thread_id), str(target_thread_id)
         with self._write() as conn:
-            for table in ("checkpoints", "channel_values", "checkpoint_writes", "runs", "breaks"):
+            for table in thread_tables():
                 columns = [c for c in self.db[table].columns_dict if c not in ("thread_id", "id")]  # type: ignore[union-attr]
                 names = ", ".join(columns)
                 conn.execute(
