@@ -5,6 +5,7 @@ guard) whose guards stop runaway loops, whose state is typed and
 checkpointable, and whose runs can be inspected and resumed.
 """
 
+from .checkpoints import SqliteCheckpointer
 from .context import AgentContext
 from .errors import (
     ConfigurationError,
@@ -49,6 +50,7 @@ __all__ = [
     "RunError",
     "RunLog",
     "ScriptExhaustedError",
+    "SqliteCheckpointer",
     "Step",
     "StepEvent",
     "StorageError",

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .api import new_thread_id, run
+from .api import new_thread_id
 from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
 from .drawing import FORMATS, draw_graph
@@ -26,10 +26,12 @@ from .memory import HashEmbeddings, Memory, active_counter
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
-from .report import REPORT_FORMATS, visualize
+from .nodes.guard import HOW_TO_RESUME
+from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
-from .tools.catalog import BUILTINS, DEFAULT_TOOLS, builtins
+from .runs import DB_VARIABLE, DEFAULT_DB, db_path, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
+from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -110,15 +112,13 @@ def memory_from(args: argparse.Namespace) -> Memory:
 
 
 def add_output_flags(parser: argparse.ArgumentParser) -> None:
-    """``--json``, ``--quiet``, ``--no-color`` and ``--db``: how a run is shown and logged."""
+    """``--json``, ``--quiet`` and ``--no-color``: how a run is shown."""
     parser.add_argument("--json", action="store_true",
                         help='one JSON object per line: each event ("type": "event"), then the outcome '
                              '("type": "outcome"); with --quiet, the outcome only')
     parser.add_argument("-q", "--quiet", action="store_true", help="print the outcome only, not the steps")
     parser.add_argument("--no-color", action="store_true",
                         help="plain text: no colours, no live progress line (also when stdout is not a terminal)")
-    parser.add_argument("--db", default=os.environ.get("REINLOOP_DB"), metavar="FILE",
-                        help="log every step to the 'steps' table of this SQLite file [$REINLOOP_DB, else no log]")
 
 
 def make_console(args: argparse.Namespace, limits: Limits) -> RunConsole | JsonConsole | None:
@@ -131,8 +131,12 @@ def make_console(args: argparse.Namespace, limits: Limits) -> RunConsole | JsonC
 
 
 def run_log(args: argparse.Namespace) -> list[RunLog]:
-    """The event sinks for ``--db``: a :class:`RunLog`, or none."""
-    return [RunLog(args.db)] if args.db else []
+    """The event sinks for ``demo --db``: a :class:`RunLog` on a run database (created if missing), or none."""
+    if not args.db:
+        return []
+    with open_db(args.db, write=True, create=True):  # a run database: reinloop's tables, migrated
+        pass
+    return [RunLog(args.db)]
 
 
 def print_outcome(outcome: Outcome, as_json: bool) -> None:
@@ -150,6 +154,9 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, "
         f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
+    if outcome.paused:
+        how = HOW_TO_RESUME.get(outcome.break_reason or "", "continue or abort").replace("THREAD", outcome.thread_id)
+        print(f"paused at the break: {how}; or end it: reinloop resume {outcome.thread_id} --abort")
 
 
 def print_index_progress(done: int, total: int, path: str) -> None:
@@ -161,17 +168,10 @@ def print_index_progress(done: int, total: int, path: str) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
-    model = resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)
+    resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
-    tools = builtins(
-        args.tools,
-        sandbox=args.sandbox,
-        db=args.db_tool,
-        docs=args.docs,
-        db_tables=args.db_tables,
-        progress=None if args.json or args.quiet else print_index_progress,
-    )
+    settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
     console = make_console(args, limits)
     if isinstance(console, RunConsole):
         console.print(f"thread {thread_id}")
@@ -179,16 +179,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     with console or contextlib.nullcontext():
         outcome = run(
             args.task,
-            model=model,
-            tools=tools,
+            db=args.db,
+            model=args.model,
+            tools=args.tools,
+            tool_settings=settings,
             protocol=args.protocol,
             limits=limits,
             thread_id=thread_id,
+            base_url=args.base_url,
             system_prompt=args.system_prompt,
             retry=retry,
-            on_event=console.handle if console else None,
             memory=memory,
-            sinks=run_log(args),
+            on_event=console.handle if console else None,
+            progress=None if args.json or args.quiet else print_index_progress,
         )
     print_outcome(outcome, args.json)
     return outcome.exit_code
@@ -241,11 +244,102 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    if not Path(args.db).is_file():
-        raise StorageError(f"no run database at {args.db!r}; record runs with --db FILE (or $REINLOOP_DB) "
-                           "on 'reinloop run' or 'reinloop demo'")
-    write_output(visualize(run=args.thread, db=args.db, format=args.format), args.output)
+def cmd_resume(args: argparse.Namespace) -> int:
+    changes = {name: getattr(args, name) for name, _, _ in LIMIT_FLAGS if hasattr(args, name)}
+    shown = run_limits(args.thread, args.db).replace(**changes)
+    if shown.max_steps is not None:
+        shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
+    console = make_console(args, shown)
+    with console or contextlib.nullcontext():
+        outcome = resume(
+            args.thread,
+            db=args.db,
+            extra_steps=args.extra_steps,
+            extra_seconds=args.extra_seconds,
+            extra_tokens=args.extra_tokens,
+            hint=args.hint,
+            abort=args.abort,
+            model=args.model,
+            base_url=args.base_url,
+            protocol=args.protocol,
+            limits=changes,
+            on_event=console.handle if console else None,
+        )
+    print_outcome(outcome, args.json)
+    return outcome.exit_code
+
+
+def _short(text: Any, width: int) -> str:
+    flat = " ".join(str(text if text is not None else "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    records = list_runs(args.db, status=args.status)
+    if args.json:
+        print(json.dumps([r.as_dict() for r in records], ensure_ascii=False))
+        return EXIT_DONE
+    if not records:
+        print("no runs" + (f" with status {args.status}" if args.status else ""))
+    for r in records:
+        status = "paused" if r.paused else (r.status or "?")
+        outcome = r.answer if r.status == "done" else r.break_reason or ""
+        print(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {(r.updated_at or '')[:19]}  "
+              f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
+    return EXIT_DONE
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    fmt = "json" if args.json else args.format
+    with open_db(args.db):  # a missing, damaged or foreign file is refused with its own message
+        pass
+    if fmt == "html":
+        write_output(visualize(run=args.thread, db=str(db_path(args.db)), format="html"), args.output)
+        return EXIT_DONE
+    detail = show_run(args.thread, args.db)
+    if fmt == "json":
+        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=str(db_path(args.db)))}
+        write_output(json.dumps(data, ensure_ascii=False, default=str), args.output)
+        return EXIT_DONE
+    state, record = detail.state, detail.run
+    print(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
+          + (" (paused at a break)" if state.get("decision") == "pause" else ""))
+    print(f"task: {state.get('task', record.task if record else '')}")
+    if record is not None:
+        print(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])}")
+    if state.get("answer") is not None:
+        print(f"answer: {state['answer']}")
+    if state.get("break_reason"):
+        print(f"break: {state['break_reason']}: {state.get('break_message')}")
+    print("counters: " + json.dumps(state.get("counters") or {}, ensure_ascii=False))
+    for step in detail.steps:
+        print(f"[run {step.get('run', 1)} step {step.get('index')}] {_short(step.get('thought'), 100)}")
+        for action in step.get("actions") or []:
+            print(f"  {action.get('tool')} {json.dumps(action.get('args') or {}, ensure_ascii=False)}"
+                  f" -> {_short(action.get('observation'), 100)}")
+        if step.get("answer") is not None:
+            print(f"  answer: {_short(step['answer'], 100)}")
+        if step.get("parse_error"):
+            print(f"  parse error: {_short(step['parse_error'], 100)}")
+    for b in detail.breaks:
+        resolved = json.dumps(b.resolution, ensure_ascii=False) if b.resolution else "pending"
+        print(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
+    return EXIT_DONE
+
+
+def cmd_runs_prune(args: argparse.Namespace) -> int:
+    report = prune_runs(args.db, keep_last=args.keep_last, older_than_days=args.older_than, vacuum=args.vacuum)
+    if args.json:
+        print(json.dumps(report.as_dict()))
+        return EXIT_DONE
+    print(f"pruned {report.threads} runs: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
+          + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
+    return EXIT_DONE
+
+
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    delete_run(args.thread, args.db)
+    print(f"deleted run {args.thread}")
     return EXIT_DONE
 
 
@@ -253,8 +347,70 @@ EXAMPLES = {
     "run": 'example: reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5',
     "demo": "example: reinloop demo",
     "graph": "example: reinloop graph --format png -o graph.png",
-    "report": "example: reinloop demo --db demo.db && reinloop report demo-3 --db demo.db --format html -o run.html",
+    "resume": "example: reinloop resume 3f2a9c1b7d04 --extra-steps 5 --hint 'answer with what you have'",
+    "runs": "example: reinloop runs list --status broken",
+    "runs list": "example: reinloop runs list --status broken --json",
+    "runs show": "example: reinloop runs show 3f2a9c1b7d04 --format html -o run.html",
+    "runs prune": "example: reinloop runs prune --keep-last 1 --older-than 7",
+    "runs delete": "example: reinloop runs delete 3f2a9c1b7d04",
 }
+
+
+def add_db_flag(parser: argparse.ArgumentParser) -> None:
+    """``--db PATH``: the run database."""
+    parser.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help=f"the run database [${DB_VARIABLE}, or ./{DEFAULT_DB}]",
+    )
+
+
+def add_runs_parsers(sub: Any) -> None:
+    """``reinloop resume`` and ``reinloop runs list|show|prune|delete``."""
+    p = sub.add_parser("resume", help="continue a run paused at a break, or cut off by a crash", epilog=EXAMPLES["resume"])
+    p.add_argument("thread", help="the run's thread id")
+    p.add_argument("--extra-steps", type=int, default=0, metavar="N", help="raise the step limit by N")
+    p.add_argument("--extra-seconds", type=float, default=0.0, metavar="S", help="raise the time limit by S seconds")
+    p.add_argument("--extra-tokens", type=int, default=0, metavar="N", help="raise the token budget by N")
+    p.add_argument("--hint", help="a hint shown to the model on its next call")
+    p.add_argument("--abort", action="store_true", help="end the paused run as broken")
+    p.add_argument("--model", help="override the stored model string")
+    p.add_argument("--base-url", help="override the stored OpenAI-compatible endpoint")
+    p.add_argument("--protocol", choices=list(PROTOCOLS), help="override the stored protocol")
+    add_output_flags(p)
+    add_db_flag(p)
+    add_limit_flags(p)
+    p.set_defaults(func=cmd_resume)
+
+    runs = sub.add_parser("runs", help="list, show, prune or delete stored runs", epilog=EXAMPLES["runs"])
+    runs_sub = runs.add_subparsers(dest="runs_command", required=True, metavar="COMMAND")
+    p = runs_sub.add_parser("list", help="the stored runs, newest first", epilog=EXAMPLES["runs list"])
+    p.add_argument("--status", choices=["running", "done", "broken"], help="only runs with this status")
+    p.add_argument("--json", action="store_true", help="print a JSON list")
+    add_db_flag(p)
+    p.set_defaults(func=cmd_runs_list)
+    p = runs_sub.add_parser("show", help="a run's steps, counters and breaks; its path drawn on the graph",
+                            epilog=EXAMPLES["runs show"])
+    p.add_argument("thread", help="the run's thread id")
+    p.add_argument("--format", choices=("text", *REPORT_FORMATS), default="text",
+                   help="text; json (everything stored, with the report data); html (one self-contained page: "
+                        "the graph with the run's path and traversal counts, where it broke, the step timeline) [text]")
+    p.add_argument("-o", "--output", metavar="FILE", help="write json or html to FILE [stdout]")
+    p.add_argument("--json", action="store_true", help="the same as --format json")
+    add_db_flag(p)
+    p.set_defaults(func=cmd_runs_show)
+    p = runs_sub.add_parser("prune", help="drop old checkpoints, keeping every run's steps", epilog=EXAMPLES["runs prune"])
+    p.add_argument("--keep-last", type=int, required=True, metavar="N", help="checkpoints kept per run")
+    p.add_argument("--older-than", type=float, metavar="DAYS", help="only runs not updated for DAYS days")
+    p.add_argument("--vacuum", action="store_true", help="then shrink the file (VACUUM)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    add_db_flag(p)
+    p.set_defaults(func=cmd_runs_prune)
+    p = runs_sub.add_parser("delete", help="delete a run and everything stored for it", epilog=EXAMPLES["runs delete"])
+    p.add_argument("thread", help="the run's thread id")
+    add_db_flag(p)
+    p.set_defaults(func=cmd_runs_delete)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -293,12 +449,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--thread", help="thread id [a new id, printed]")
     p.add_argument("--system-prompt", help="replace the default system prompt")
     add_output_flags(p)
+    add_db_flag(p)
     add_limit_flags(p)
     add_memory_flags(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("demo", help="run the seeds' examples offline with a scripted model", epilog=EXAMPLES["demo"])
     add_output_flags(p)
+    p.add_argument("--db", metavar="FILE", help="log every step to the 'steps' table of this SQLite file [no log]")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("graph", help="draw the loop's graph, every conditional edge labelled", epilog=EXAMPLES["graph"])
@@ -307,15 +465,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
     p.set_defaults(func=cmd_graph)
 
-    p = sub.add_parser("report", help="explain a recorded run: its path on the graph and a step timeline",
-                       epilog=EXAMPLES["report"])
-    p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--db", default=os.environ.get("REINLOOP_DB", "reinloop.db"), metavar="FILE",
-                   help="the run database holding the steps table [$REINLOOP_DB, else ./reinloop.db]")
-    p.add_argument("--format", choices=REPORT_FORMATS, default="html",
-                   help="one self-contained HTML page, or the same data as JSON [html]")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
-    p.set_defaults(func=cmd_report)
+    add_runs_parsers(sub)
     return parser
 
 

@@ -152,6 +152,8 @@ class RunConsole:
         decision = event.get("decision") or "?"
         if decision == "break":
             self._line("guard", f"BREAK {event.get('reason')}: {event.get('message')}", "bold red")
+        elif decision == "pause":
+            self._line("guard", f"PAUSED at {event.get('reason')}: {event.get('message')}", "bold red")
         else:
             self._line("guard", decision, {"finish": "green", "hint": "yellow"}.get(decision, ""))
         for hint in event.get("hints") or []:

@@ -43,10 +43,15 @@ def edge_legend(graph: Graph) -> str:
     return "conditional edges (route names):\n" + "\n".join(lines)
 
 
+def without_self_loops(graph: Graph) -> Graph:
+    """The graph without edges from a node to itself (grandalf cannot lay them out)."""
+    return Graph(nodes=dict(graph.nodes), edges=[e for e in graph.edges if e.source != e.target])
+
+
 def draw_ascii(graph: Graph) -> str:
-    """ASCII art of the graph, with the routes of its conditional edges listed below."""
+    """ASCII art of the graph, with the routes of its conditional edges (self-loops too) listed below."""
     try:
-        art = graph.draw_ascii()
+        art = without_self_loops(graph).draw_ascii()
     except ImportError:
         raise ConfigurationError("drawing ascii needs grandalf: pip install grandalf") from None
     return art.rstrip() + "\n\n" + edge_legend(graph) + "\n"
@@ -122,7 +127,8 @@ def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tu
     from grandalf.routing import route_with_lines
 
     vertices = {name: Vertex(name) for name in graph.nodes}
-    edges = [GEdge(vertices[e.source], vertices[e.target], data=(e.source, e.target)) for e in graph.edges]
+    edges = [GEdge(vertices[e.source], vertices[e.target], data=(e.source, e.target))
+             for e in graph.edges if e.source != e.target]
     for v in vertices.values():
         v.view = _Box(max(90.0, len(node_label(v.data)) * CHAR_W + 36), NODE_H)
     for e in edges:
@@ -140,6 +146,11 @@ def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tu
         if pts and math.dist(pts[0], src) > math.dist(pts[-1], src):
             pts = pts[::-1]  # grandalf routes reversed (cycle-breaking) edges backwards
         routes[e.data] = pts
+    for e in graph.edges:
+        if e.source == e.target:  # a loop out of the node's right side and back
+            box = vertices[e.source].view
+            x, y = box.xy[0] + box.w / 2, box.xy[1]
+            routes[(e.source, e.target)] = [(x, y - 8), (x + 44, y - 14), (x + 44, y + 14), (x, y + 8)]
     return {name: v.view for name, v in vertices.items()}, routes
 
 
@@ -231,7 +242,7 @@ def _edge_class(edge: Any, overlay: Overlay | None) -> tuple[str, str]:
     label = overlay.edge_labels.get(key, label)
     if not count:
         return "untaken" + (" conditional" if edge.conditional else ""), label
-    if overlay.broke_at == edge.source and edge.target == "__end__":
+    if overlay.broke_at == edge.source and edge.target in ("__end__", edge.source):  # a break, or a pause
         return "breaking taken", label
     return ("last taken" if key in overlay.last_path else "taken"), label
 

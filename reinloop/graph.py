@@ -4,7 +4,7 @@
                             │                      └─ refused ───────┤
                             ├─ answer ─────────────────────────────→ memorize → guard
                             └─ error ──────────────────────────────→ ┘           │
-    guard: continue / hint → decide;  finish / break → END
+    guard: continue / hint → decide;  finish / break → END;  pause → guard (waits for an operator)
 
 ``build_graph`` returns a :class:`ReinloopGraph`: a plain ``CompiledStateGraph``
 whose runtime context (model, tools, protocol, limits) is bound at build time,
@@ -24,7 +24,7 @@ from langchain_core.runnables.graph import Graph
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Checkpointer
+from langgraph.types import Checkpointer, Command, Interrupt
 
 from .context import AgentContext
 from .events import EventSink, observed
@@ -44,9 +44,10 @@ from .nodes import (
     route_after_validate,
     validate,
 )
+from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
 from .retry import RetryPolicy
-from .state import AgentState, InputState
+from .state import BREAK_KIND, AgentState, InputState
 from .tools.journal import ToolJournal
 from .tools.registry import ToolRegistry
 
@@ -71,17 +72,35 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
             durability = "sync"  # a hard kill under "async" loses progress
         return {"context": ctx, "durability": durability}
 
+    def _answers_a_break(self, input: Any, config: Any) -> bool:  # noqa: A002
+        """True for a resume command on a checkpointed thread (its answer is checked before it is stored)."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        return isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False) and bool(thread)
+
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
+        if self._answers_a_break(input, config):
+            check_answer(input.resume, self.get_state(config).interrupts)
         return super().stream(input, config, **self._run_options(context, durability), **kwargs)
 
-    def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
+    async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
-        return super().astream(input, config, **self._run_options(context, durability), **kwargs)
+        if self._answers_a_break(input, config):
+            check_answer(input.resume, (await self.aget_state(config)).interrupts)
+        async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
+            yield chunk
 
     def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
         """LangGraph's drawable graph, with every route name on its edge."""
         return label_edges(super().get_graph(config, xray=xray))
+
+
+def check_answer(resume: Any, pending: Sequence[Interrupt]) -> None:
+    """Refuse a malformed answer to a pending break before LangGraph stores it."""
+    for item in pending:
+        if isinstance(item.value, dict) and item.value.get("kind") == BREAK_KIND:
+            answer = resume.get(item.id, resume) if isinstance(resume, dict) else resume
+            read_resume(answer)
 
 
 ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
@@ -89,7 +108,7 @@ ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
     "validate": (route_after_validate, {"run": "execute", "refused": "memorize"}),
     "guard": (
         route_after_guard,
-        {"continue": "decide", "hint": "decide", "finish": END, "break": END},
+        {"continue": "decide", "hint": "decide", "finish": END, "break": END, "pause": "guard"},
     ),
 }
 """The conditional edges: source node -> (router, path map of route -> target)."""

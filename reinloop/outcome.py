@@ -21,6 +21,8 @@ class Outcome:
     break_reason: str | None
     break_message: str | None
     counters: dict[str, Any]
+    paused: bool = False
+    """True when a break paused the run and it waits for ``reinloop resume``."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
@@ -32,6 +34,7 @@ class Outcome:
             break_reason=state.get("break_reason"),
             break_message=state.get("break_message"),
             counters=dict(state.get("counters") or {}),
+            paused=state.get("decision") == "pause",
         )
 
     @property

@@ -147,11 +147,15 @@ def traversals(events: list[StepEvent], graph: Any) -> dict[str, Any]:
                 routes[(prev, node)][_route(prev, prev_event, node)] += 1
             prev, prev_event = node, event
             path.append(node)
-        if prev == "guard" and (prev_event or {}).get("decision") in ("finish", "break"):
+        decision = (prev_event or {}).get("decision")
+        if prev == "guard" and decision in ("finish", "break"):
             visits["__end__"] += 1
             counts[(prev, "__end__")] += 1
-            routes[(prev, "__end__")][prev_event["decision"]] += 1  # type: ignore[index]
+            routes[(prev, "__end__")][decision] += 1
             path.append("__end__")
+        elif prev == "guard" and decision == "pause":  # paused at a break: the pause edge, waiting for an operator
+            counts[(prev, prev)] += 1
+            routes[(prev, prev)]["pause"] += 1
     return {"visits": visits, "errors": errors, "counts": counts, "routes": routes, "path": path}
 
 
@@ -195,11 +199,12 @@ def runs_of(events: list[StepEvent]) -> list[dict[str, Any]]:
         task = next((e.get("data", {}).get("task") for e in evs if e.get("data", {}).get("task")), None)
         last = next((e for e in reversed(evs) if e["node"] == "guard"), {})
         raised = next((e for e in reversed(evs) if "raised" in e.get("summary", "")), None)
-        status = {"finish": "done", "break": "broken"}.get(last.get("decision") or "", "running")
+        status = {"finish": "done", "break": "broken", "pause": "broken"}.get(last.get("decision") or "", "running")
         if raised is not None and raised is evs[-1]:
             status = "failed"
         answer = next((e.get("answer") for e in reversed(evs) if e["node"] == "memorize" and e.get("answer") is not None), None)
-        runs.append({"run": run, "task": task, "status": status, "answer": answer if status == "done" else None,
+        runs.append({"run": run, "task": task, "status": status, "paused": last.get("decision") == "pause",
+                     "answer": answer if status == "done" else None,
                      "break_reason": last.get("reason") if status == "broken" else None,
                      "break_message": last.get("message") if status == "broken" else None,
                      "broke_at_step": last.get("step") if status == "broken" else None,
@@ -292,10 +297,12 @@ def _actions_html(actions: Iterable[dict[str, Any]]) -> str:
 
 
 def _step_row(s: dict[str, Any]) -> str:
-    cls = "break" if s["decision"] == "break" else "error" if s["error"] else ""
+    stopped = s["decision"] in ("break", "pause")
+    cls = "break" if stopped else "error" if s["error"] else ""
     guard = _e(s["decision"] or "")
-    if s["decision"] == "break":
-        guard = f'<span class="err">BREAK {_e(s["reason"])}</span><br>{_e(s["message"])}'
+    if stopped:
+        word = "PAUSED at" if s["decision"] == "pause" else "BREAK"
+        guard = f'<span class="err">{word} {_e(s["reason"])}</span><br>{_e(s["message"])}'
     guard += "".join(f'<div class="hint">hint: {_e(h)}</div>' for h in s["hints"])
     did = (f"<div><i>{_e(s['thought'])}</i></div>" if s["thought"] else "") + _actions_html(s["actions"])
     if s["answer"] is not None:
@@ -317,8 +324,9 @@ def _outcome_html(latest: dict[str, Any]) -> str:
     if latest.get("task"):
         out += f"<p><b>task:</b> {_e(latest['task'])}</p>"
     if status == "broken":
-        out += (f'<div class="why"><b>Broke at step {latest["broke_at_step"]}: {_e(latest["break_reason"])}</b><br>'
-                f"{_e(latest['break_message'])}</div>")
+        paused = " (paused: waiting for an operator to resume or abort it)" if latest.get("paused") else ""
+        out += (f'<div class="why"><b>Broke at step {latest["broke_at_step"]}: {_e(latest["break_reason"])}</b>'
+                f"{paused}<br>{_e(latest['break_message'])}</div>")
     elif status == "failed":
         out += f'<div class="why"><b>Stopped by an error:</b> {_e(latest["error"])}</div>'
     elif status == "done":

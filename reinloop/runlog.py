@@ -27,48 +27,22 @@ from typing import Any
 
 import sqlite_utils
 
+from .checkpoints.schema import STEPS
+from .checkpoints.sqlitedb import create_table
 from .errors import StorageError
 from .events import StepEvent
 
-STEPS_COLUMNS: dict[str, type] = {
-    "id": int,
-    "thread_id": str,
-    "run": int,
-    "step": int,
-    "node": str,
-    "superstep": int,
-    "checkpoint_ns": str,
-    "checkpoint_id": str,
-    "task_id": str,
-    "started_at": float,
-    "latency_ms": float,
-    "summary": str,
-    "thought": str,
-    "actions": str,
-    "answer": str,
-    "tokens_in": int,
-    "tokens_out": int,
-    "error": str,
-    "decision": str,
-    "reason": str,
-    "message": str,
-    "hints": str,
-    "counters": str,
-    "memory": str,
-    "data": str,
-}
+STEPS_COLUMNS: tuple[str, ...] = tuple(c.name for c in STEPS.columns)
+"""The columns of the ``steps`` table, in order."""
 """The ``steps`` table: an autoincrement ``id`` (the order of events), then the event's keys."""
 
 JSON_COLUMNS = ("actions", "hints", "counters", "memory", "data")
 
 
 def create_steps_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
-    """Create the ``steps`` table and its index if they do not exist; return it."""
-    table = db.table("steps")
-    if not table.exists():
-        table.create(STEPS_COLUMNS, pk="id", not_null={"node"})
-        table.create_index(["thread_id", "run", "step"], index_name="steps_by_thread")
-    return table  # type: ignore[return-value]
+    """Create the ``steps`` table (spec: :data:`reinloop.checkpoints.schema.STEPS`) if missing; return it."""
+    create_table(db, STEPS)
+    return db.table("steps")  # type: ignore[return-value]
 
 
 def open_database(db: str | Path | sqlite_utils.Database) -> sqlite_utils.Database:
@@ -112,6 +86,7 @@ class RunLog:
     """An event sink that appends every event to the ``steps`` table of a run database."""
 
     def __init__(self, db: str | Path | sqlite_utils.Database) -> None:
+        self._owns = not isinstance(db, sqlite_utils.Database)
         self.db = open_database(db)
         self.path = self.db.execute("pragma database_list").fetchone()[2] or ":memory:"
         self._lock = threading.Lock()
@@ -134,6 +109,17 @@ class RunLog:
     def steps(self, thread_id: str) -> list[StepEvent]:
         """The events of ``thread_id``, in the order they happened."""
         return read_steps(self.db, thread_id)
+
+    def close(self) -> None:
+        """Close the connection this log opened (one it was given stays open)."""
+        if self._owns:
+            self.db.conn.close()
+
+    def __enter__(self) -> RunLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def read_steps(db: str | Path | sqlite_utils.Database, thread_id: str) -> list[StepEvent]:

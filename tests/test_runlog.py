@@ -10,10 +10,10 @@ import sys
 
 import pytest
 import sqlite_utils
-from langgraph.checkpoint.sqlite import SqliteSaver
 
 from reinloop import RunLog
 from reinloop.errors import StorageError
+from reinloop import SqliteCheckpointer
 from reinloop.runlog import STEPS_COLUMNS, create_steps_table, read_steps
 
 # A run that hits a parse error, a tool error, a repeat hint and a break (json protocol).
@@ -22,15 +22,15 @@ TROUBLE = [
     {"thought": "compute", "tool": "calculator", "args": {"expression": "1/0"}},
     *[{"thought": "look it up", "tool": "get_weather", "args": {"city": "北京"}}] * 3,
 ]
-TROUBLE_DECISIONS = ["continue", "continue", "continue", "hint", "break"]
+TROUBLE_DECISIONS = ["continue", "continue", "continue", "hint", "pause"]  # with a checkpointer, a break pauses
 
 
 @pytest.fixture
 def troubled_run(tmp_path, make_graph):
-    """Run TROUBLE with a RunLog and a SqliteSaver in the same database file; yield the file's path."""
+    """Run TROUBLE with a RunLog and reinloop's checkpointer in the same database file; yield the file's path."""
     path = tmp_path / "reinloop.db"
-    log = RunLog(path)
-    with SqliteSaver.from_conn_string(str(path)) as saver:
+    with SqliteCheckpointer.open(path) as saver:
+        log = RunLog(path)
         graph, _ = make_graph(TROUBLE, protocol="json", checkpointer=saver, sinks=[log])
         out = graph.invoke({"task": "北京天气？"}, {"configurable": {"thread_id": "trouble"}})
     assert out["break_reason"] == "repeated_action"

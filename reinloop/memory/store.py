@@ -22,6 +22,8 @@ from typing import Any
 
 import sqlite_utils
 
+from ..checkpoints.schema import MEMORIES
+from ..checkpoints.sqlitedb import create_table
 from ..errors import ConfigurationError, StorageError
 
 TABLE = "memories"
@@ -40,30 +42,9 @@ class Recalled:
 
 
 def create_memories_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
-    """Create the ``memories`` table and its indexes if they do not exist."""
-    table = db.table(TABLE)
-    if not table.exists():
-        table.create(
-            {
-                "id": int,
-                "scope": str,
-                "thread_id": str,
-                "run": int,
-                "first_step": int,
-                "last_step": int,
-                "task": str,
-                "text": str,
-                "model": str,
-                "dim": int,
-                "embedding": bytes,
-                "created_at": float,
-            },
-            pk="id",
-            not_null={"scope", "text", "model", "dim", "embedding"},
-        )
-        table.create_index(["scope", "model"], if_not_exists=True)
-        table.create_index(["scope", "thread_id", "run", "first_step", "last_step"], if_not_exists=True)
-    return table
+    """Create the ``memories`` table (spec: :data:`reinloop.checkpoints.schema.MEMORIES`) if missing."""
+    create_table(db, MEMORIES)
+    return db.table(TABLE)  # type: ignore[return-value]
 
 
 def open_database(target: str | Path | sqlite_utils.Database | None) -> sqlite_utils.Database:

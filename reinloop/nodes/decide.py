@@ -1,6 +1,8 @@
 """decide: assemble the prompt and ask the model what to do next.
 
-The first call of a run also starts it: counters reset, the clock starts.
+The first call of a run also starts it: counters reset, the clock starts. A
+new task on a thread whose last run was cut off (its process died) first
+closes that run as ``interrupted``.
 Hints left by the guard or an operator are shown once and then cleared.
 The memory work (dedup, folding old steps into the summary, recall, the
 token budget) happens in :func:`reinloop.memory.prepare_prompt`; its
@@ -25,12 +27,14 @@ from ..memory.manager import Prepared, new_cursor, prepare_prompt
 from ..memory.tokens import estimate_tokens, message_text
 from ..models import invoke_model
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
+from .memorize import build_step
 
 
 def begin_run(state: AgentState) -> dict[str, Any]:
     """The state of a fresh run on this thread."""
     now = time.time()
     return {
+        "run_task": state["task"],
         "run": state.get("run", 0) + 1,
         "counters": new_counters(),
         "extensions": new_extensions(),
@@ -46,6 +50,35 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "memory_cursor": new_cursor(),
         "history": history_with_summary(state),
     }
+
+
+def close_cut_off_run(state: AgentState) -> dict[str, Any]:
+    """Close a run whose process died, when a new task arrives on its thread.
+
+    The step it was in (if the model had replied) is recorded with an
+    interrupted result for each call that has none, and the run goes to the
+    thread's history as ``interrupted``.
+    """
+    update: dict[str, Any] = {}
+    if state.get("reply") or state.get("pending"):
+        update["scratchpad"] = [build_step(state)]
+    turn = Turn(task=state.get("run_task") or state["task"], answer=None, status="interrupted")
+    update["history"] = [*(state.get("history") or []), turn]
+    return update
+
+
+def start(state: AgentState) -> dict[str, Any]:
+    """The update that starts a run, or nothing when the current run goes on."""
+    status = state.get("status")
+    if status == "running" and state.get("run_task", state.get("task")) == state.get("task"):
+        return {}
+    closed: dict[str, Any] = {}
+    if status == "running":  # the last run's process died
+        closed = close_cut_off_run(state)
+    elif state.get("decision") == "pause":  # a new task instead of an answer to the break
+        turn = Turn(task=state.get("run_task") or state["task"], answer=None, status="broken")
+        closed = {"history": [*(state.get("history") or []), turn]}
+    return {**closed, **begin_run({**state, **closed})}  # type: ignore[typeddict-item]
 
 
 def history_with_summary(state: AgentState) -> list[Turn]:
@@ -114,8 +147,8 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Call the model once with the prompt built from the state."""
     ctx = runtime.context
-    update = begin_run(state) if state.get("status") != "running" else {}
-    view: AgentState = {**state, **update}  # type: ignore[typeddict-item]
+    update = start(state)
+    view: AgentState = {**state, **{k: v for k, v in update.items() if k != "scratchpad"}}  # type: ignore[typeddict-item]
     message, prepared, switched = ask(ctx, view)
     update.update(switched)
     for event in prepared.events:

@@ -4,6 +4,20 @@ All circuit breakers live here and read one :class:`~reinloop.limits.Limits`.
 A breaker that trips sets ``status="broken"`` with a machine-readable
 ``break_reason`` and a human ``break_message``; nothing else in reinloop
 stops a run.
+
+With a checkpointer, a break pauses the run instead of ending it. The guard
+records the break in the state (durably saved: reinloop runs use
+``durability="sync"``) and routes ``pause`` back to itself; on that second
+pass it calls LangGraph's ``interrupt()`` with the break (reason, message,
+counters, limits), so ``graph.get_state(config)`` shows it pending. The
+operator answers with ``Command(resume={"action": "continue",
+"extra_steps": ..., "extra_seconds": ..., "extra_tokens": ..., "hint":
+...})``: the limits are raised through ``state["extensions"]``, the counter
+that tripped (consecutive errors, repeats) restarts, the hint is shown to the
+model on its next call, and the guard judges again, so a resume that raises
+nothing pauses again at once. ``{"action": "abort"}`` ends the run as broken
+with ``break_reason="aborted"`` (the ``breaks`` table keeps the original
+reason). Without a checkpointer a break ends the run, as before.
 """
 
 from __future__ import annotations
@@ -11,12 +25,27 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from ..context import AgentContext
+from ..errors import ConfigurationError
 from ..events import emit
 from ..limits import Limits
-from ..state import AgentState, BreakReason, Counters, Decision, Extensions, Turn
+from ..state import (
+    BREAK_KIND,
+    AgentState,
+    BreakPayload,
+    BreakReason,
+    Counters,
+    Decision,
+    Extensions,
+    ResumeValue,
+    Turn,
+    new_extensions,
+)
 
 ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with what you know."
 
@@ -60,31 +89,54 @@ def close_turn(state: AgentState, status: str, answer: str | None) -> list[Turn]
     return [*(state.get("history") or []), Turn(task=state["task"], answer=answer, status=status)]
 
 
+def can_pause() -> bool:
+    """True inside a graph run that has a checkpointer (so a break can wait for an operator)."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a graph run
+        return False
+    return configurable.get(CONFIG_KEY_CHECKPOINTER) not in (None, False)
+
+
+def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions, *, pause: bool) -> dict[str, Any]:
+    """The guard's decision after a step, as a state update."""
+    if state.get("answer") is not None:
+        return {"decision": "finish", "status": "done", "history": close_turn(state, "done", state["answer"])}
+    if trip := tripped(limits, counters, ext):
+        reason, message = trip
+        update = {"status": "broken", "break_reason": reason, "break_message": message}
+        if pause:  # the operator decides; the turn stays open
+            return {**update, "decision": "pause"}
+        return {**update, "decision": "break", "history": close_turn(state, "broken", None)}
+    hints = hints_for(state, limits, counters, ext)
+    return {"decision": "hint" if hints else "continue", "hints": hints}
+
+
 def guard(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Judge the run after a step."""
+    """Judge the run after a step; a run paused at a break waits here for the operator."""
+    if state.get("decision") == "pause":
+        return wait_for_operator(state, runtime)
     ctx = runtime.context
     now = time.time()
     counters: Counters = {**state["counters"], "elapsed_seconds": ctx.elapsed(state, now)}
-    ext = state.get("extensions") or {"steps": 0, "seconds": 0.0, "tokens": 0}
-    update: dict[str, Any] = {"counters": counters, "tick": now}
-    decision: Decision
-    if state.get("answer") is not None:
-        decision = "finish"
-        update.update(status="done", history=close_turn(state, "done", state["answer"]))
-    elif trip := tripped(ctx.limits, counters, ext):
-        decision = "break"
-        reason, message = trip
-        update.update(status="broken", break_reason=reason, break_message=message)
-        update["history"] = close_turn(state, "broken", None)
-    else:
-        hints = hints_for(state, ctx.limits, counters, ext)
-        decision = "hint" if hints else "continue"
-        update["hints"] = hints
-    update["decision"] = decision
+    ext = state.get("extensions") or new_extensions()
+    update = {"counters": counters, "tick": now, **judge(state, ctx.limits, counters, ext, pause=can_pause())}
+    report(runtime, update, counters)
+    return update
+
+
+def report(runtime: Runtime[AgentContext], update: dict[str, Any], counters: Counters, resumed: str = "") -> None:
+    """Emit the guard's event."""
+    decision = update["decision"]
+    summary = resumed + decision
+    if decision in ("break", "pause"):
+        summary += f" ({update['break_reason']}: {update['break_message']})"
+    if decision == "pause":
+        summary += "; waiting for an operator"
     emit(
         runtime,
         "guard",
-        decision + (f" ({update['break_reason']}: {update['break_message']})" if decision == "break" else ""),
+        summary,
         step=counters["steps"],
         decision=decision,
         reason=update.get("break_reason"),
@@ -92,6 +144,91 @@ def guard(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         hints=update.get("hints", []),
         counters=counters,
     )
+
+
+HOW_TO_RESUME: dict[str, str] = {
+    "max_steps": "raise the step limit: resume with extra_steps (reinloop resume THREAD --extra-steps N)",
+    "timeout": "raise the time limit: resume with extra_seconds (reinloop resume THREAD --extra-seconds S)",
+    "token_budget": "raise the token budget: resume with extra_tokens (reinloop resume THREAD --extra-tokens N)",
+    "repeated_action": "continue (the repeat count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
+    "consecutive_errors": "continue (the error count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
+}
+"""What an operator can do about each break, shown with the pending break."""
+
+
+def break_payload(state: AgentState, limits: Limits) -> BreakPayload:
+    """What a paused run shows through ``interrupt()``: the break, its counters and the limits."""
+    reason = state["break_reason"] or "max_steps"
+    ext = state.get("extensions") or new_extensions()
+    return BreakPayload(
+        kind=BREAK_KIND,
+        reason=reason,
+        message=state["break_message"] or "",
+        counters=state["counters"],
+        limits={**limits.as_dict(), "extensions": dict(ext)},
+        how_to_resume=HOW_TO_RESUME.get(reason, "continue or abort"),
+    )
+
+
+def read_resume(answer: Any) -> ResumeValue:
+    """The operator's answer, checked: ``{"action": "continue" | "abort", "extra_steps": N, ...}``."""
+    numbers = {"extra_steps": int, "extra_seconds": float, "extra_tokens": int}
+    expected = (
+        'Command(resume={"action": "continue", "extra_steps": 5, "extra_seconds": 60, '
+        '"extra_tokens": 0, "hint": "..."}) or Command(resume={"action": "abort"})'
+    )
+    if not isinstance(answer, dict) or answer.get("action") not in ("continue", "abort"):
+        raise ConfigurationError(f"cannot resume a broken run with {answer!r}; expected {expected}")
+    unknown = sorted(set(answer) - {"action", "hint", *numbers})
+    if unknown:
+        raise ConfigurationError(f"unknown resume key(s) {', '.join(unknown)}; expected {expected}")
+    for key, kind in numbers.items():
+        value = answer.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise ConfigurationError(f"resume {key} must be a number >= 0, got {value!r}")
+    return ResumeValue(
+        action=answer["action"], hint=str(answer.get("hint") or ""),
+        **{key: kind(answer.get(key, 0)) for key, kind in numbers.items()},  # type: ignore[typeddict-item]
+    )
+
+
+RESET_ON_RESUME = ("consecutive_errors", "repeats")
+"""Counters that restart when an operator continues a run: they measure being stuck, and the
+operator has looked (a model repeating a failing call trips both). Budgets only grow by extra_*."""
+
+
+def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Pause at a break until the operator answers; then continue with raised limits, or abort.
+
+    LangGraph re-runs this node from its first line on resume: nothing before
+    ``interrupt()`` has side effects.
+    """
+    ctx = runtime.context
+    answer = read_resume(interrupt(break_payload(state, ctx.limits)))
+    now = time.time()
+    if answer["action"] == "abort":
+        update: dict[str, Any] = {
+            "decision": "break", "tick": now, "status": "broken", "break_reason": "aborted",
+            "break_message": f"aborted by the operator at the {state['break_reason']} break: {state['break_message']}",
+            "history": close_turn(state, "broken", None),
+        }
+        report(runtime, update, state["counters"], resumed="operator: abort -> ")
+        return update
+    ext = state.get("extensions") or new_extensions()
+    ext = Extensions(
+        steps=ext["steps"] + answer["extra_steps"],
+        seconds=ext["seconds"] + answer["extra_seconds"],
+        tokens=ext["tokens"] + answer["extra_tokens"],
+    )
+    counters: Counters = {**state["counters"], **dict.fromkeys(RESET_ON_RESUME, 0)}  # type: ignore[typeddict-item]
+    view: AgentState = {**state, "counters": counters, "extensions": ext}  # type: ignore[typeddict-item]
+    update = {
+        "extensions": ext, "counters": counters, "tick": now, "status": "running",
+        "break_reason": None, "break_message": None, **judge(view, ctx.limits, counters, ext, pause=True),
+    }
+    if answer["hint"] and update["decision"] in ("continue", "hint"):
+        update.update(decision="hint", hints=[answer["hint"], *update.get("hints", [])])
+    report(runtime, update, counters, resumed="operator: continue -> ")
     return update
 
 

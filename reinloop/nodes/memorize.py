@@ -16,13 +16,21 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
+from ..protocols.tool_calling import INTERRUPTED
 from ..state import Action, AgentState, Counters, Step
 
 
 def finalize(action: Action) -> Action:
-    """An action with its observation set: refused calls observe their problem."""
+    """An action with its observation set: refused calls observe their problem.
+
+    A call with no recorded result (its run was cut off while it ran) observes
+    :data:`INTERRUPTED`, so the history sent to a provider has a result for
+    every call it holds.
+    """
     if action.get("problem"):
         return {**action, "observation": f"ERROR: {action['problem']}", "error": True}
+    if action.get("observation") is None:
+        return {**action, "observation": INTERRUPTED, "error": True}
     return {**action, "error": bool(action.get("error"))}
 
 
@@ -51,13 +59,13 @@ def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
     }
 
 
-def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Append the step, update the counters, clear the per-step scratch values."""
+def build_step(state: AgentState) -> Step:
+    """The step made of the current reply and its parsed, executed actions."""
     pending = state.get("pending") or {}
     reply = state.get("reply") or {}
     counters = state["counters"]
     actions = [finalize(a) for a in pending.get("actions") or []]
-    step = Step(
+    return Step(
         index=counters["steps"] + 1,
         run=state.get("run", 0),
         thought=pending.get("thought") or "",
@@ -72,8 +80,15 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         prompt_parts=reply.get("prompt_parts") or {},
         memory=reply.get("memory") or [],
     )
+
+
+def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+    """Append the step, update the counters, clear the per-step scratch values."""
+    step = build_step(state)
+    counters = state["counters"]
     steps = current_steps(state)
     new_counters = count(counters, step, steps[-1] if steps else None)
+    actions = step["actions"]
     failed = [f"{a.get('tool')}: {a['observation']}" for a in actions if a["error"]]
     emit(
         runtime,

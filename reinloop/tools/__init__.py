@@ -7,7 +7,7 @@ name through :func:`builtin` and :func:`builtins`.
 """
 
 from .calculator import calculator, evaluate
-from .catalog import BUILTINS, DEFAULT_TOOLS, builtin, builtins
+from .catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtin, builtins
 from .demo import (
     GLOSSARY,
     db_query,
@@ -42,6 +42,7 @@ __all__ = [
     "ToolResult",
     "WorkerPool",
     "builtin",
+    "ToolSettings",
     "builtins",
     "calculator",
     "configure",

@@ -14,6 +14,8 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -77,6 +79,25 @@ def builtin(name: str, **options: Any) -> BaseTool:
     except TypeError as exc:
         raise ConfigurationError(f"bad option for built-in tool {name!r}: {exc}") from None
     return factory(**options)
+
+
+@dataclass(frozen=True)
+class ToolSettings:
+    """Where the built-in tools that need a location find it (``--sandbox``, ``--db-tool``, ``--docs``, ``--db-tables``)."""
+
+    sandbox: str | None = None
+    db: str | None = None
+    docs: str | None = None
+    db_tables: str | None = None
+
+    def resolved(self) -> ToolSettings:
+        """The same settings with absolute paths, so a run resumed from another directory finds them."""
+        absolute = {k: str(Path(v).resolve()) if v else v for k, v in (("sandbox", self.sandbox), ("db", self.db), ("docs", self.docs))}
+        return replace(self, **absolute)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The settings as a JSON-able dict."""
+        return asdict(self)
 
 
 def builtins(

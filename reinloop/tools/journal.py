@@ -33,23 +33,16 @@ from typing import Any
 
 import sqlite_utils
 
+from ..checkpoints.schema import TOOL_JOURNAL
+from ..checkpoints.sqlitedb import create_table
+
 TABLE = "tool_journal"
 KEY_COLUMNS = ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")
 
 
 def create_journal_table(db: sqlite_utils.Database) -> None:
-    """Create the ``tool_journal`` table and its index if they do not exist."""
-    db.table(TABLE).create(
-        {
-            "thread_id": str, "run": int, "step": int, "position": int, "call_id": str, "tool": str,
-            "args_hash": str, "args": str, "started_at": float, "finished_at": float,
-            "observation": str, "error": int,
-        },
-        pk=KEY_COLUMNS,
-        not_null={"thread_id", "run", "step", "position", "call_id", "tool", "args_hash", "started_at"},
-        if_not_exists=True,
-    )
-    db.table(TABLE).create_index(["thread_id", "started_at"], if_not_exists=True)
+    """Create the ``tool_journal`` table (spec: :data:`reinloop.checkpoints.schema.TOOL_JOURNAL`) if missing."""
+    create_table(db, TOOL_JOURNAL)
 
 
 def args_hash(args: dict[str, Any]) -> str:

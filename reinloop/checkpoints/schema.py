@@ -1,0 +1,265 @@
+"""reinloop's tables, defined once as data, applied as numbered migrations.
+
+Each :class:`Migration` lists the tables (and indexes) it adds. A backend
+turns these specs into its own DDL: :mod:`reinloop.checkpoints.sqlite` with
+sqlite-utils, a PostgreSQL backend with its own types. A database records the
+migrations it has applied (table ``migrations``); opening it applies the
+missing ones, in order, in one transaction each.
+
+To add a table (per-step records, a tool journal, memories ...), append a
+``Migration`` with the next number to :data:`MIGRATIONS`; never edit an
+applied one.
+
+Column types are logical: ``text``, ``integer``, ``float``, ``json`` (JSON
+text, readable with ``json_extract``) and ``value`` (a serialised value whose
+format is named in a sibling ``type`` column: JSON text when the value is
+plain data, LangGraph's serde bytes otherwise) and ``blob`` (raw bytes, e.g.
+an embedding).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ColumnType = Literal["text", "integer", "float", "json", "value", "blob"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: name, logical type, and whether it may be NULL."""
+
+    name: str
+    type: ColumnType = "text"
+    not_null: bool = False
+    default: str | int | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table: columns, primary key, secondary indexes, and what a row is."""
+
+    name: str
+    doc: str
+    columns: tuple[Column, ...]
+    pk: tuple[str, ...]
+    indexes: tuple[tuple[str, ...], ...] = ()
+    unique: tuple[tuple[str, ...], ...] = ()
+
+
+@dataclass(frozen=True)
+class Migration:
+    """A numbered schema change: the tables it creates."""
+
+    version: int
+    name: str
+    tables: tuple[Table, ...] = field(default_factory=tuple)
+
+
+def _key(*names: str) -> tuple[Column, ...]:
+    return tuple(Column(n, "text", not_null=True, default="" if n == "checkpoint_ns" else None) for n in names)
+
+
+CHECKPOINTS = Table(
+    "checkpoints",
+    "One row per LangGraph checkpoint: ids, metadata as JSON, channel versions; no channel values.",
+    columns=(
+        *_key("thread_id", "checkpoint_ns", "checkpoint_id"),
+        Column("parent_checkpoint_id"),
+        Column("created_at"),
+        Column("source"),
+        Column("step", "integer"),
+        Column("run_id"),
+        Column("type", "text", not_null=True),
+        Column("checkpoint", "value"),
+        Column("metadata", "json"),
+    ),
+    pk=("thread_id", "checkpoint_ns", "checkpoint_id"),
+    indexes=(("run_id",),),
+)
+
+CHANNEL_VALUES = Table(
+    "channel_values",
+    "A channel's value at one version, stored once when it changes. kind 'value' is the whole "
+    "value; kind 'append' holds only the items appended to the list at base_version; kind "
+    "'empty' marks a channel without a value.",
+    columns=(
+        *_key("thread_id", "checkpoint_ns", "channel", "version"),
+        Column("kind", "text", not_null=True),
+        Column("base_version"),
+        Column("length", "integer"),
+        Column("type", "text", not_null=True),
+        Column("value", "value"),
+    ),
+    pk=("thread_id", "checkpoint_ns", "channel", "version"),
+)
+
+CHECKPOINT_WRITES = Table(
+    "checkpoint_writes",
+    "What each task wrote on top of a checkpoint (LangGraph's pending writes).",
+    columns=(
+        *_key("thread_id", "checkpoint_ns", "checkpoint_id", "task_id"),
+        Column("task_path", "text", not_null=True, default=""),
+        Column("idx", "integer", not_null=True),
+        Column("channel", "text", not_null=True),
+        Column("type", "text", not_null=True),
+        Column("value", "value"),
+    ),
+    pk=("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx"),
+)
+
+RUNS = Table(
+    "runs",
+    "One row per thread: how the run was started (model, protocol, tools, limits; never an API "
+    "key) and where it stands, kept current from its latest checkpoint.",
+    columns=(
+        Column("thread_id", "text", not_null=True),
+        Column("task"),
+        Column("status"),
+        Column("paused", "integer", default=0),
+        Column("answer"),
+        Column("break_reason"),
+        Column("break_message"),
+        Column("steps", "integer"),
+        Column("counters", "json"),
+        Column("checkpoint_id"),
+        Column("model"),
+        Column("base_url"),
+        Column("protocol"),
+        Column("tools", "json"),
+        Column("limits", "json"),
+        Column("system_prompt"),
+        Column("options", "json"),
+        Column("created_at"),
+        Column("updated_at"),
+    ),
+    pk=("thread_id",),
+    indexes=(("status",), ("updated_at",)),
+)
+
+BREAKS = Table(
+    "breaks",
+    "One row per circuit break that paused a run: reason, message, counters at the break, and "
+    "how the operator resolved it.",
+    columns=(
+        Column("id", "integer", not_null=True),
+        *_key("thread_id", "checkpoint_ns", "checkpoint_id", "interrupt_id"),
+        Column("reason"),
+        Column("message"),
+        Column("counters", "json"),
+        Column("limits", "json"),
+        Column("created_at"),
+        Column("resolution", "json"),
+        Column("resolved_at"),
+    ),
+    pk=("id",),
+    indexes=(("thread_id",),),
+    unique=(("thread_id", "checkpoint_ns", "checkpoint_id", "interrupt_id"),),
+)
+
+STEPS = Table(
+    "steps",
+    "One row per node transition (reinloop.events.StepEvent): where it happened, what it did, "
+    "tokens, latency, errors, guard decisions and memory events, as JSON columns.",
+    columns=(
+        Column("id", "integer", not_null=True),
+        Column("thread_id"),
+        Column("run", "integer"),
+        Column("step", "integer"),
+        Column("node", "text", not_null=True),
+        Column("superstep", "integer"),
+        Column("checkpoint_ns"),
+        Column("checkpoint_id"),
+        Column("task_id"),
+        Column("started_at", "float"),
+        Column("latency_ms", "float"),
+        Column("summary"),
+        Column("thought"),
+        Column("actions", "json"),
+        Column("answer"),
+        Column("tokens_in", "integer"),
+        Column("tokens_out", "integer"),
+        Column("error"),
+        Column("decision"),
+        Column("reason"),
+        Column("message"),
+        Column("hints", "json"),
+        Column("counters", "json"),
+        Column("memory", "json"),
+        Column("data", "json"),
+    ),
+    pk=("id",),
+    indexes=(("thread_id", "run", "step"),),
+)
+
+TOOL_JOURNAL = Table(
+    "tool_journal",
+    "Side-effecting tool calls: the intent is written before the call, the result after, so a "
+    "resumed run never runs a call twice (at most once across crashes).",
+    columns=(
+        Column("thread_id", "text", not_null=True),
+        Column("run", "integer", not_null=True),
+        Column("step", "integer", not_null=True),
+        Column("position", "integer", not_null=True),
+        Column("call_id", "text", not_null=True),
+        Column("tool", "text", not_null=True),
+        Column("args_hash", "text", not_null=True),
+        Column("args", "json"),
+        Column("started_at", "float", not_null=True),
+        Column("finished_at", "float"),
+        Column("observation"),
+        Column("error", "integer"),
+    ),
+    pk=("thread_id", "run", "step", "position", "call_id", "tool", "args_hash"),
+    indexes=(("thread_id", "started_at"),),
+)
+
+MEMORIES = Table(
+    "memories",
+    "Long-term memories: folded steps with their embedding, per thread or shared by a user key.",
+    columns=(
+        Column("id", "integer", not_null=True),
+        Column("scope", "text", not_null=True),
+        Column("thread_id"),
+        Column("run", "integer"),
+        Column("first_step", "integer"),
+        Column("last_step", "integer"),
+        Column("task"),
+        Column("text", "text", not_null=True),
+        Column("model", "text", not_null=True),
+        Column("dim", "integer", not_null=True),
+        Column("embedding", "blob", not_null=True),
+        Column("created_at", "float"),
+    ),
+    pk=("id",),
+    indexes=(("scope", "model"), ("scope", "thread_id", "run", "first_step", "last_step")),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "checkpoints, channel values and writes", (CHECKPOINTS, CHANNEL_VALUES, CHECKPOINT_WRITES)),
+    Migration(2, "runs and breaks", (RUNS, BREAKS)),
+    Migration(3, "step records, tool journal and memories", (STEPS, TOOL_JOURNAL, MEMORIES)),
+)
+"""Every schema change, in order. Append only."""
+
+MIGRATIONS_TABLE = "migrations"
+"""Where a database records the migrations it has applied (version, name, applied_at)."""
+
+
+def thread_tables() -> list[str]:
+    """Every table with a ``thread_id`` column: what deleting or copying a thread touches."""
+    return [t.name for m in MIGRATIONS for t in m.tables if any(c.name == "thread_id" for c in t.columns)]
+
+
+def latest_version() -> int:
+    """The schema version this reinloop writes."""
+    return max(m.version for m in MIGRATIONS)
+
+
+def table(name: str) -> Table:
+    """The spec of one of reinloop's tables."""
+    for migration in MIGRATIONS:
+        for t in migration.tables:
+            if t.name == name:
+                return t
+    raise KeyError(name)

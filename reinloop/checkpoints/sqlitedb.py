@@ -1,0 +1,212 @@
+"""Opening a SQLite run database safely: checks first, then WAL, a busy timeout and migrations.
+
+Nothing is written to a file before it is known to be a SQLite database that
+reinloop may use: a file that does not start with SQLite's header, is
+shorter than its header says, belongs to another program (LangGraph's
+``SqliteSaver`` tables), or was written by a newer reinloop is refused with a
+one-line :class:`~reinloop.errors.StorageError` that names the file and says
+what to do, and its bytes stay as they were.
+
+Concurrency: WAL mode lets readers run beside one writer; every write
+transaction starts with ``BEGIN IMMEDIATE`` so it takes the write lock before
+reading anything (a deferred transaction that upgrades can fail at once with
+"database is locked", whatever the timeout); the busy timeout makes a second
+process wait for the lock instead of failing. ``synchronous=NORMAL`` keeps
+every committed checkpoint across a killed process (not across a power cut).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import sqlite_utils
+
+from ..errors import StorageError
+from .base import now_iso
+from .schema import MIGRATIONS, MIGRATIONS_TABLE, Column, Table, latest_version
+
+HEADER = b"SQLite format 3\x00"
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a writer waits for another process's write lock before giving up."""
+
+SQL_TYPES = {"text": str, "integer": int, "float": float, "json": str, "value": bytes, "blob": bytes}
+
+
+def describe(exc: sqlite3.Error, location: str, timeout: float) -> str:
+    """A one-line explanation of a SQLite error, naming the file and the fix."""
+    text = str(exc)
+    lowered = text.lower()
+    if "locked" in lowered or "busy" in lowered:
+        return (
+            f"{location} is locked by another process (waited {timeout:g} s for it); "
+            "wait for that process to finish, or use another database with --db"
+        )
+    if "readonly" in lowered or "read-only" in lowered:
+        return f"{location} is read-only ({text}); make it writable, or use another database with --db"
+    if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+        return (
+            f"{location} is damaged or not a SQLite database ({text}); restore it from a backup, "
+            "or use another database with --db"
+        )
+    if "unable to open" in lowered:
+        return f"cannot open {location} ({text}); check the path and its directory's permissions"
+    return f"{location}: SQLite error: {text}"
+
+
+@contextmanager
+def storage_errors(location: str, timeout: float) -> Iterator[None]:
+    """Turn SQLite's exceptions into :class:`StorageError` with a message that says what to do."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise StorageError(describe(exc, location, timeout)) from exc
+
+
+def check_file(path: Path) -> None:
+    """Refuse a file that is not a whole SQLite database, without writing to it."""
+    size = path.stat().st_size
+    if size == 0:
+        return
+    with path.open("rb") as f:
+        head = f.read(100)
+    if not head.startswith(HEADER):
+        raise StorageError(
+            f"{path} is not a SQLite database (it starts with {head[:16]!r}); "
+            "point --db (or REINLOOP_DB) at a reinloop run database or a new file"
+        )
+    if len(head) < 100:
+        raise StorageError(f"{path} is truncated ({size} bytes, shorter than a SQLite header); restore it from a backup")
+    page_size = int.from_bytes(head[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], "big")
+    wal = path.with_name(path.name + "-wal")
+    has_wal = wal.exists() and wal.stat().st_size > 0
+    if pages and pages * page_size > size and not has_wal:
+        raise StorageError(
+            f"{path} is truncated: its header says {pages * page_size} bytes but the file has {size}; "
+            "restore it from a backup"
+        )
+
+
+def is_read_only(path: Path) -> bool:
+    """True when the file is not writable, or marked read-only (mode bits) even for root."""
+    return not os.access(path, os.W_OK) or not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+
+
+def connect(path: str | Path, *, timeout: float, read_only: bool, create: bool) -> sqlite3.Connection:
+    """A checked connection to ``path`` in autocommit mode (transactions are explicit)."""
+    if str(path) == ":memory:":
+        return sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    p = Path(path)
+    if not p.exists():
+        if not create or read_only:
+            raise StorageError(
+                f"no run database at {p}; run a task first (reinloop run ...), "
+                "or point --db (or REINLOOP_DB) at an existing database"
+            )
+        if not p.parent.is_dir():
+            raise StorageError(f"cannot create {p}: the directory {p.parent} does not exist")
+    else:
+        if p.is_dir():
+            raise StorageError(f"{p} is a directory; --db needs a database file")
+        check_file(p)
+        if not read_only and is_read_only(p):
+            raise StorageError(
+                f"{p} is read-only (mode {stat.filemode(p.stat().st_mode)}); make it writable "
+                f"(chmod u+w {p}), or use another database with --db"
+            )
+    mode = "ro" if read_only else "rwc"
+    uri = f"file:{quote(str(p.resolve()))}?mode={mode}"
+    with storage_errors(str(p), timeout):
+        conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False, isolation_level=None)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fails now on a damaged file
+    return conn
+
+
+def create_table(db: sqlite_utils.Database, spec: Table) -> None:
+    """Create one table from its spec, with its indexes."""
+    columns = {c.name: SQL_TYPES[c.type] for c in spec.columns}
+    db[spec.name].create(  # type: ignore[union-attr]
+        columns,
+        pk=spec.pk[0] if len(spec.pk) == 1 else spec.pk,
+        not_null={c.name for c in spec.columns if c.not_null},
+        defaults={c.name: c.default for c in spec.columns if c.default is not None},
+        if_not_exists=True,
+    )
+    for cols in spec.indexes:
+        db[spec.name].create_index(cols, if_not_exists=True)  # type: ignore[union-attr]
+    for cols in spec.unique:
+        db[spec.name].create_index(cols, unique=True, if_not_exists=True)  # type: ignore[union-attr]
+
+
+def applied_versions(db: sqlite_utils.Database) -> set[int]:
+    """The migrations this database has applied."""
+    if MIGRATIONS_TABLE not in db.table_names():
+        return set()
+    return {row[0] for row in db.conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
+
+
+def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> set[int]:
+    """The applied migrations; refuses another program's database, an empty one to read, a newer schema."""
+    applied = applied_versions(db)
+    if applied and max(applied) > latest_version():
+        raise StorageError(
+            f"{location} has schema version {max(applied)}, newer than this reinloop knows "
+            f"({latest_version()}); upgrade reinloop to use it"
+        )
+    if not applied:
+        tables = sorted(db.table_names())
+        if tables:
+            raise StorageError(
+                f"{location} is not a reinloop run database (it has other tables: {', '.join(tables)}); "
+                "use a new file for --db"
+            )
+        if not create:
+            raise StorageError(
+                f"{location} holds no runs yet; run a task first (reinloop run ...), "
+                "or point --db (or REINLOOP_DB) at an existing database"
+            )
+    return applied
+
+
+def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False, create: bool = True) -> int:
+    """Check the schema, then (writable) switch to WAL and apply the missing migrations; returns the version.
+
+    Nothing is written before the checks pass, not even the journal mode.
+    """
+    db.conn.execute("BEGIN")  # one snapshot: another process may be creating the tables right now
+    try:
+        applied = check_schema(db, location, create=create and not read_only)
+    finally:
+        db.conn.execute("COMMIT")
+    if not read_only:
+        db.conn.execute("PRAGMA journal_mode=WAL")
+        db.conn.execute("PRAGMA synchronous=NORMAL")
+    missing = [m for m in MIGRATIONS if m.version not in applied]
+    if missing and read_only:
+        raise StorageError(
+            f"{location} is opened read-only but needs schema migrations "
+            f"{', '.join(str(m.version) for m in missing)}; open it writable once (e.g. reinloop runs list)"
+        )
+    for migration in missing:
+        db.conn.execute("BEGIN IMMEDIATE")
+        try:
+            if migration.version not in applied_versions(db):  # another process may have been first
+                create_table(db, Table(MIGRATIONS_TABLE, "", (Column("version", "integer"), Column("name"), Column("applied_at")), ("version",)))
+                for spec in migration.tables:
+                    create_table(db, spec)
+                db.conn.execute(
+                    f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, now_iso()),
+                )
+            db.conn.execute("COMMIT")
+        except BaseException:
+            db.conn.execute("ROLLBACK")
+            raise
+    return latest_version()

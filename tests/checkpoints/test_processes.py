@@ -1,0 +1,144 @@
+"""Across processes: resume a broken run in a new process, survive SIGKILL mid-tool, share one file.
+
+Every resume here happens in a fresh Python process (the CLI or a worker
+script), through the real OpenAI client against the local scripted server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import sqlite_utils
+
+from reinloop.cli import main
+
+from ..openai_server import Raw, completion
+
+WORKER = Path(__file__).with_name("worker.py")
+ROOT = Path(__file__).parents[2]
+
+
+def reinloop(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    """``reinloop ARGS`` in a new process."""
+    env = {**os.environ, "REINLOOP_DB": str(db)}
+    return subprocess.run([sys.executable, "-m", "reinloop", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=60)
+
+
+def worker(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, str(WORKER), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=ROOT)
+
+
+def calc(expression: str) -> dict:
+    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+
+
+def slow(reply: dict, seconds: float) -> Raw:
+    return Raw(200, json.dumps(reply), delay=seconds)
+
+
+# (breaker, run flags, replies until the break, resume flags, replies after)
+BREAKERS = [
+    ("max_steps", ["--max-steps", "2"], [calc("1+1"), calc("2+2")], ["--extra-steps", "2"], [completion("4")]),
+    ("timeout", ["--max-seconds", "0.3"], [slow(calc("1+1"), 0.4)], ["--extra-seconds", "60"], [completion("4")]),
+    ("token_budget", ["--token-budget", "30"], [calc("1+1"), calc("2+2")], ["--extra-tokens", "100"], [completion("4")]),
+    ("repeated_action", [], [calc("2+2")] * 3, ["--hint", "use what you have"], [completion("4")]),
+    (
+        "consecutive_errors",
+        [],
+        [completion(tool_calls=[{"name": "web", "args": {"q": f"2+2 try {i}"}}]) for i in range(3)],
+        ["--hint", "there is no web tool; use the calculator"],
+        # at step 5 steps 1-3 leave the memory window: the summarizer is called first
+        [calc("2+2"), completion("steps 1-3 called a missing web tool"), completion("4")],
+    ),
+]
+
+
+@pytest.mark.parametrize("breaker", BREAKERS, ids=[b[0] for b in BREAKERS])
+def test_each_breaker_pauses_and_a_new_process_resumes_to_the_answer(breaker, openai_server, run_db, capsys):
+    reason, run_flags, before, resume_flags, after = breaker
+    openai_server.responses += before
+    code = main(["run", "what is 2+2?", "--base-url", openai_server.base_url, "--tools", "calculator",
+                 "--thread", "t1", "--json", "--quiet", *run_flags])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 3 and out["status"] == "broken" and out["break_reason"] == reason and out["paused"]
+
+    openai_server.responses += after
+    proc = reinloop("resume", "t1", "--json", "--quiet", *resume_flags, db=run_db)
+    assert proc.returncode == 0, proc.stderr
+    done = json.loads(proc.stdout)
+    assert done["status"] == "done" and done["answer"] == "4"
+
+    (row,) = sqlite_utils.Database(run_db).query("select reason, resolution from breaks where thread_id = 't1'")
+    assert row["reason"] == reason
+    assert json.loads(row["resolution"])["action"] == "continue"
+    if "--hint" in resume_flags:
+        hint = resume_flags[resume_flags.index("--hint") + 1]
+        assert hint in json.dumps(openai_server.requests[len(before)], ensure_ascii=False)
+
+
+def read_log(workdir: Path) -> list[str]:
+    return (workdir / "calls.log").read_text().split("\n")[:-1]
+
+
+def scripted_replies() -> list[dict]:
+    calls = [completion(tool_calls=[{"name": "record", "args": {"item": x}, "id": f"call_{x}"}]) for x in "abc"]
+    return [*calls, completion("recorded a, b and c")]
+
+
+def test_sigkill_in_a_tool_step_resumes_in_a_new_process_without_redoing_finished_steps(openai_server, tmp_path):
+    # the reference: the same run, uninterrupted
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    openai_server.responses += scripted_replies()
+    proc = worker("run", str(tmp_path / "ref.db"), "r1", openai_server.base_url, str(reference))
+    expected = json.loads(proc.communicate(timeout=60)[0])
+    assert expected["status"] == "done"
+
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / "hang_on").write_text("b")
+    openai_server.responses += scripted_replies()
+    proc = worker("run", str(tmp_path / "runs.db"), "k1", openai_server.base_url, str(killed))
+    deadline = time.time() + 60
+    while not (killed / "ready").exists():
+        assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert read_log(killed) == ["start a", "end a", "start b"]
+
+    proc = worker("resume", str(tmp_path / "runs.db"), "k1", openai_server.base_url, str(killed))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    outcome = json.loads(out)
+    assert outcome["answer"] == expected["answer"] == "recorded a, b and c"
+    assert outcome["counters"]["steps"] == expected["counters"]["steps"] == 4
+    # a ran once; only the cut-off step b ran again; c ran once
+    assert read_log(killed) == ["start a", "end a", "start b", "start b", "end b", "start c", "end c"]
+    assert len(openai_server.requests) == 8  # no model call was repeated either
+
+
+def test_two_processes_write_different_threads_into_one_file_at_once(tmp_path):
+    db = tmp_path / "shared.db"
+    steps = 60
+    procs = [worker("many", str(db), name, str(steps), str(tmp_path)) for name in ("left", "right")]
+    deadline = time.time() + 60
+    while not all((tmp_path / f"ready-{name}").exists() for name in ("left", "right")):
+        assert time.time() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.02)
+    (tmp_path / "go").write_text("1")  # both have opened the file: start writing together
+    results = [p.communicate(timeout=120) for p in procs]
+    for proc, (out, err) in zip(procs, results):
+        assert proc.returncode == 0, err
+        assert "locked" not in err
+        assert json.loads(out)["status"] == "done"
+    rows = sqlite_utils.Database(db).query("select thread_id, status, steps from runs order by thread_id")
+    assert [(r["thread_id"], r["status"], r["steps"]) for r in rows] == [("left", "done", steps + 1), ("right", "done", steps + 1)]
