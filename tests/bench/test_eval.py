@@ -26,3 +26,17 @@ def test_json_report_has_every_contestant_and_field(capsys):
                                 "framework_ms_per_step", "endings"}
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
+
+
+def test_the_same_suite_runs_against_a_real_endpoint(openai_server, capsys):
+    from tests.openai_server import completion
+
+    openai_server.responses += [completion("I do not know")] * 2  # one answer per contestant that uses tools natively
+    openai_server.responses += [completion('{"final_answer": "I do not know"}')]  # the bare loop's JSON reply
+    assert main(["--limit", "1", "--model", "openai:test-model", "--base-url", openai_server.base_url,
+                 "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(openai_server.requests) == 3  # every contestant really called the endpoint
+    assert {name: r["endings"]["answer"] for name, r in report.items()} == {
+        "reinloop": 1, "create_agent": 1, "bare_loop": 1}
+    assert all(r["success_rate"] == 0.0 for r in report.values())  # a wrong answer is a failure
