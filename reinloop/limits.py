@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigurationError
+from .settings import replace_known
 from .state import Counters, Extensions
 
 
@@ -54,13 +55,7 @@ class Limits:
 
     def replace(self, **changes: Any) -> Limits:
         """A copy with some limits changed (unknown names are refused)."""
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown limit(s) {', '.join(unknown)}; valid limits: {', '.join(sorted(names))}"
-            )
-        return dataclasses.replace(self, **changes)
+        return replace_known(self, changes, unknown="limit(s)", valid="limits")
 
     def as_dict(self) -> dict[str, Any]:
         """The limits as a JSON-able dict."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..settings import replace_known
 
 POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "recall_k")
 
@@ -67,13 +68,7 @@ class Memory:
 
     def replace(self, **changes: Any) -> Memory:
         """A copy with some settings changed (unknown names are refused)."""
-        names = {f.name for f in dataclasses.fields(self)}
-        unknown = sorted(set(changes) - names)
-        if unknown:
-            raise ConfigurationError(
-                f"unknown memory setting(s) {', '.join(unknown)}; valid settings: {', '.join(sorted(names))}"
-            )
-        return dataclasses.replace(self, **changes)
+        return replace_known(self, changes, unknown="memory setting(s)", valid="settings")
 
     def as_dict(self) -> dict[str, Any]:
         """The settings as a JSON-able dict; dependencies (models, embeddings, store) by type name."""
