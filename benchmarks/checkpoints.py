@@ -15,32 +15,31 @@ run up to ``--sqlitesaver-max`` steps (200 by default); larger counts are
 extrapolated from a fit ``size = a*n^2 + b*n`` (time per step: ``c*n + d``) over
 its measured runs and labelled "extrapolated".
 
-The prompt is limited to the last three steps here (see ``windowed``): the
-full-history prompt rebuilt at every step costs O(n^2) message objects, the
-same for both savers, and would only blur what is measured.
+The prompt holds the last three steps (``Memory(window_steps=3,
+summarize=False)``, the same for both savers): a full-history prompt rebuilt
+at every step costs O(n^2) message objects and would only blur what is measured.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from reinloop import Limits, build_graph
+from reinloop import Limits, Memory, build_graph
 from reinloop.checkpoints import SqliteCheckpointer
 from reinloop.testing import ScriptedChatModel, tool_call
 
 NO_LIMITS = Limits(max_steps=None, max_seconds=None, max_repeats=None, repeat_hint_after=None)
 OUTPUT_CHARS = 2000
+WINDOW = Memory(window_steps=3, summarize=False, max_prompt_tokens=None)
 
 
 @tool
@@ -48,15 +47,6 @@ def fetch(page: int) -> str:
     """Fetch one page of a long document."""
     line = f"page {page}: " + "lorem ipsum dolor sit amet " * 3
     return (line * (OUTPUT_CHARS // len(line) + 1))[:OUTPUT_CHARS]
-
-
-def windowed(build: Callable[..., Any], keep: int = 3) -> Callable[..., Any]:
-    """``build_prompt`` showing the model only the last ``keep`` steps."""
-
-    def build_prompt(state: Any, ctx: Any) -> Any:
-        return build({**state, "scratchpad": (state.get("scratchpad") or [])[-keep:]}, ctx)
-
-    return build_prompt
 
 
 def files_size(path: Path) -> int:
@@ -83,7 +73,7 @@ def run_once(kind: str, steps: int, workdir: Path) -> dict[str, float]:
     replies = [[tool_call("fetch", {"page": i}, id=f"call_{i}")] for i in range(steps)]
     model = ScriptedChatModel(replies=[*replies, "read them all"])
     saver = open_saver(kind, path)
-    graph = build_graph(model, [fetch], limits=NO_LIMITS, checkpointer=saver)
+    graph = build_graph(model, [fetch], limits=NO_LIMITS, checkpointer=saver, memory=WINDOW)
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 10 * steps + 100}
     start = time.perf_counter()
     out = graph.invoke({"task": "read every page"}, config)
@@ -136,8 +126,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, nargs="+", default=[200, 2000])
     parser.add_argument("--sqlitesaver-max", type=int, default=200, help="largest run given to SqliteSaver")
     args = parser.parse_args(argv)
-    decide_module = importlib.import_module("reinloop.nodes.decide")  # the module, not the node it exports
-    decide_module.build_prompt = windowed(decide_module.build_prompt)
     ours: dict[int, dict[str, float]] = {}
     theirs: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
