@@ -30,7 +30,7 @@ from .nodes.guard import HOW_TO_RESUME
 from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
-from .runs import DB_VARIABLE, DEFAULT_DB, db_path, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
+from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -294,11 +294,11 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     with open_db(args.db):  # a missing, damaged or foreign file is refused with its own message
         pass
     if fmt == "html":
-        write_output(visualize(run=args.thread, db=str(db_path(args.db)), format="html"), args.output)
+        write_output(visualize(run=args.thread, db=db_location(args.db), format="html"), args.output)
         return EXIT_DONE
     detail = show_run(args.thread, args.db)
     if fmt == "json":
-        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=str(db_path(args.db)))}
+        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
         write_output(json.dumps(data, ensure_ascii=False, default=str), args.output)
         return EXIT_DONE
     state, record = detail.state, detail.run
@@ -357,12 +357,12 @@ EXAMPLES = {
 
 
 def add_db_flag(parser: argparse.ArgumentParser) -> None:
-    """``--db PATH``: the run database."""
+    """``--db PATH|URL``: the run database, a SQLite file or PostgreSQL."""
     parser.add_argument(
         "--db",
         default=None,
-        metavar="PATH",
-        help=f"the run database [${DB_VARIABLE}, or ./{DEFAULT_DB}]",
+        metavar="PATH|URL",
+        help=f"the run database: a SQLite file, or postgresql://user:password@host/dbname [${DB_VARIABLE}, or ./{DEFAULT_DB}]",
     )
 
 

@@ -58,6 +58,21 @@ def run_db(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
+def cli_error(capsys) -> Callable[..., str]:
+    """Run the CLI, expect exit 1 and exactly one stderr line; return that line."""
+    from reinloop.cli import main
+
+    def run(*argv: str) -> str:
+        assert main(list(argv)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert err[0].startswith("reinloop: error: ")
+        return err[0]
+
+    return run
+
+
+@pytest.fixture
 def openai_server() -> Iterator[OpenAIServer]:
     """A scripted OpenAI-compatible server on 127.0.0.1; queue replies on ``.responses``."""
     with OpenAIServer() as server:

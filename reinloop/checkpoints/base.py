@@ -300,6 +300,10 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
         """Give the space of deleted rows back (SQLite: ``VACUUM``)."""
 
     @abstractmethod
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """The rows of one read-only SQL statement, as dicts."""
+
+    @abstractmethod
     def storage_bytes(self) -> int | None:
         """The space the run database takes (SQLite: the file and its WAL), if known."""
 

@@ -57,9 +57,13 @@ POSTGRES = Dialect(
 
 
 def clean(value: Any) -> Any:
-    """A parameter PostgreSQL accepts: text cannot hold NUL characters (stored values are bytes and keep them)."""
-    if type(value) is str and "\x00" in value:
-        return value.replace("\x00", "\ufffd")
+    """A parameter PostgreSQL accepts: TEXT and JSONB cannot hold NUL, so it becomes U+FFFD.
+
+    Only the readable columns change (a run's state is stored as bytes and
+    keeps every character): a NUL character, and the JSON escape ``\\u0000``.
+    """
+    if type(value) is str and ("\x00" in value or "\\u0000" in value):
+        return value.replace("\x00", "\ufffd").replace("\\u0000", "\\ufffd")
     return value
 
 

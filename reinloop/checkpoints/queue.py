@@ -41,7 +41,7 @@ class TaskQueue:
     location: str
     _read: Any
     _write: Any
-    _query: Any
+    query: Any
 
     def enqueue(self, batch: str, tasks: Sequence[Mapping[str, Any]]) -> int:
         """Add a batch's tasks (``thread_id``, ``line``, ``task``, ``spec``) once; how many were new.
@@ -126,12 +126,12 @@ class TaskQueue:
 
     def batch_counts(self, batch: str) -> dict[str, int]:
         """How many tasks of ``batch`` are queued, running, done, broken or error."""
-        rows = self._query("SELECT status, count(*) AS n FROM tasks WHERE batch = ? GROUP BY status", (batch,))
+        rows = self.query("SELECT status, count(*) AS n FROM tasks WHERE batch = ? GROUP BY status", (batch,))
         return {r["status"]: int(r["n"]) for r in rows}
 
     def batch_tasks(self, batch: str) -> list[dict[str, Any]]:
         """Every task row of ``batch``, in file order."""
-        rows = self._query("SELECT * FROM tasks WHERE batch = ? ORDER BY line", (batch,))
+        rows = self.query("SELECT * FROM tasks WHERE batch = ? ORDER BY line", (batch,))
         for r in rows:
             r["spec"] = json_value(r["spec"], {})
         return rows

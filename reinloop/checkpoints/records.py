@@ -102,17 +102,17 @@ class RecordTables:
 
     def get_run(self, thread_id: str) -> RunRecord | None:
         """The ``runs`` row of a thread, or None."""
-        rows = self._query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
+        rows = self.query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
         return run_record(rows[0]) if rows else None
 
     def list_runs(self, *, status: str | None = None) -> list[RunRecord]:
         """Every run, most recently updated first, optionally only those with ``status``."""
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())
-        return [run_record(r) for r in self._query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)]
+        return [run_record(r) for r in self.query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)]
 
     def list_breaks(self, thread_id: str) -> list[BreakRecord]:
         """The circuit breaks of a thread, oldest first."""
-        rows = self._query("SELECT * FROM breaks WHERE thread_id = ? ORDER BY id", (str(thread_id),))
+        rows = self.query("SELECT * FROM breaks WHERE thread_id = ? ORDER BY id", (str(thread_id),))
         return [break_record(r) for r in rows]
 
     def stale_threads(self, older_than_days: float | None) -> list[str]:
@@ -123,14 +123,15 @@ class RecordTables:
             cutoff = datetime.now(timezone.utc) - timedelta(days=float(older_than_days))
             sql += " WHERE r.updated_at IS NULL OR r.updated_at < ?"
             params = (cutoff.isoformat(timespec="milliseconds"),)
-        return [r["thread_id"] for r in self._query(sql + " ORDER BY c.thread_id", params)]
+        return [r["thread_id"] for r in self.query(sql + " ORDER BY c.thread_id", params)]
 
     def count_checkpoints(self, thread_id: str | None = None) -> int:
         """How many checkpoints are stored (for one thread, or all)."""
         where, params = ("WHERE thread_id = ?", (str(thread_id),)) if thread_id is not None else ("", ())
-        return int(self._query(f"SELECT count(*) AS n FROM checkpoints {where}", params)[0]["n"])
+        return int(self.query(f"SELECT count(*) AS n FROM checkpoints {where}", params)[0]["n"])
 
-    def _query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """The rows of one read-only statement (``?`` or ``:name`` parameters on both backends), as dicts."""
         with self._read() as tx:
             cursor = tx.execute(sql, params)
             names = [d[0] for d in cursor.description]
@@ -145,7 +146,7 @@ class RecordTables:
 
     def read_steps(self, thread_id: str) -> list[dict[str, Any]]:
         """The ``steps`` rows of a thread, oldest first."""
-        return self._query("SELECT * FROM steps WHERE thread_id = ? ORDER BY id", (str(thread_id),))
+        return self.query("SELECT * FROM steps WHERE thread_id = ? ORDER BY id", (str(thread_id),))
 
     # -- tool_journal: the side-effect journal's seam -----------------------------------------
 
@@ -168,13 +169,13 @@ class RecordTables:
 
     def journal_get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
         """The journal row with this key, or None."""
-        rows = self._query(f"SELECT * FROM tool_journal WHERE {_match(JOURNAL_KEY)}", tuple(key[c] for c in JOURNAL_KEY))
+        rows = self.query(f"SELECT * FROM tool_journal WHERE {_match(JOURNAL_KEY)}", tuple(key[c] for c in JOURNAL_KEY))
         return rows[0] if rows else None
 
     def journal_rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
         """Every journal row (of one thread), oldest first."""
         where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
-        return self._query(f"SELECT * FROM tool_journal {where} ORDER BY started_at", params)
+        return self.query(f"SELECT * FROM tool_journal {where} ORDER BY started_at", params)
 
     # -- memories: the memory store's seam -----------------------------------------------------
 
@@ -195,14 +196,14 @@ class RecordTables:
     def memory_count(self, scope: str | None = None) -> int:
         """Memories in ``scope`` (all when None)."""
         where, params = ("WHERE scope = ?", (scope,)) if scope is not None else ("", ())
-        return int(self._query(f"SELECT count(*) AS n FROM memories {where}", params)[0]["n"])
+        return int(self.query(f"SELECT count(*) AS n FROM memories {where}", params)[0]["n"])
 
     def memory_rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
         """Memory rows, oldest first, of one scope (and embedding model); without embeddings unless ``vectors``."""
         conditions = [(c, v) for c, v in (("scope", scope), ("model", model)) if v is not None]
         where = ("WHERE " + " AND ".join(f"{c} = ?" for c, _ in conditions)) if conditions else ""
         columns = "*" if vectors else ", ".join(c.name for c in table("memories").columns if c.name != "embedding")
-        rows = self._query(f"SELECT {columns} FROM memories {where} ORDER BY id", tuple(v for _, v in conditions))
+        rows = self.query(f"SELECT {columns} FROM memories {where} ORDER BY id", tuple(v for _, v in conditions))
         for r in rows:
             if "embedding" in r:
                 r["embedding"] = bytes(r["embedding"])
