@@ -277,7 +277,10 @@ def resume_with(
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
     graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt)
-    if answer is None and not graph.get_state(thread_config(thread_id)).next:
+    # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
+    # the step still has its task, and invoking resumes after it
+    state = graph.get_state(thread_config(thread_id))
+    if answer is None and not state.next and not state.tasks:
         raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
     return stream_stored(graph, answer, thread_id, on_event)
 

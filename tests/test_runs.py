@@ -184,3 +184,26 @@ def test_every_new_command_help_has_an_example(command, capsys):
     with pytest.raises(SystemExit):
         main([*command, "--help"])
     assert "example: reinloop " + " ".join(command) in capsys.readouterr().out
+
+
+class Crash(BaseException):
+    """The process dying (not an Exception: nothing may catch it as a run error)."""
+
+
+def test_a_run_killed_between_a_nodes_writes_and_the_next_checkpoint_resumes(run_db, monkeypatch):
+    from reinloop.checkpoints.sql import SqlCheckpointer
+
+    put = SqlCheckpointer.put
+
+    def dying_put(self, config, checkpoint, metadata, new_versions):
+        if metadata.get("step") == 2:  # parse's writes are stored; the checkpoint after it never is
+            raise Crash
+        return put(self, config, checkpoint, metadata, new_versions)
+
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "6*7"})], "42"])
+    monkeypatch.setattr(SqlCheckpointer, "put", dying_put)
+    with pytest.raises(Crash):
+        run("multiply", model=model, tools="calculator", thread_id="k1")
+    monkeypatch.setattr(SqlCheckpointer, "put", put)
+    outcome = resume("k1", model=model)
+    assert outcome.status == "done" and outcome.answer == "42" and model.calls == 2
