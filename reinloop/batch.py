@@ -36,7 +36,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,14 +44,14 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from .checkpoints import ReinloopSaver
+from .checkpoints import ReinloopSaver, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
 from .limits import Limits
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .retry import RetryPolicy
-from .runs import open_db, resume_with, run_with, thread_config
+from .runs import db_location, open_db, resume_with, run_with, thread_config
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
 
 logger = logging.getLogger(__name__)
@@ -61,6 +61,14 @@ TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "system_prompt"
 STATUSES = ("done", "broken", "error")
 DEFAULT_LEASE = 60.0
 """Seconds a claimed task stays with its worker without a heartbeat."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A second Ctrl-C: the worker left ``running`` tasks mid-run (their leases let other workers take them over)."""
+
+    def __init__(self, running: int) -> None:
+        super().__init__(running)
+        self.running = running
 
 
 @dataclass(frozen=True)
@@ -305,11 +313,24 @@ class Worker:
         self.outcomes: list[TaskOutcome] = []
         self.lock = threading.Lock()
         self.finished = threading.Condition(self.lock)  # an idle slot wakes when another slot ends a task
-        self.stop = threading.Event()
+        self.stop = threading.Event()  # claim no more tasks
+        self.done = threading.Event()  # no task of this worker runs any more: the heartbeat ends
+        # SQLite: the slots share one connection (its lock queues them; separate connections would contend
+        # for the file's write lock with sleeps). PostgreSQL: a connection per slot, so they run side by side.
+        self.shared = None if is_postgres_url(db_location(db)) else open_db(db, write=True)
+
+    def connection(self) -> AbstractContextManager[ReinloopSaver]:
+        """The saver a slot or the heartbeat uses."""
+        return nullcontext(self.shared) if self.shared is not None else open_db(self.db, write=True)
+
+    def close(self) -> None:
+        """Close the shared connection, if any."""
+        if self.shared is not None:
+            self.shared.close()
 
     def slot(self) -> None:
         """Claim, run and record tasks until none of the batch is queued or running."""
-        with open_db(self.db, write=True) as saver:
+        with self.connection() as saver:
             while not self.stop.is_set():
                 claimed = saver.claim(self.name, self.id, self.settings.lease)
                 if claimed is None:
@@ -317,7 +338,8 @@ class Worker:
                     if not counts.get("queued") and not counts.get("running"):
                         return
                     with self.finished:  # running elsewhere: take it over if its worker dies
-                        self.finished.wait(self.settings.poll)
+                        if not self.stop.is_set():
+                            self.finished.wait(self.settings.poll)
                     continue
                 with self.lock:
                     self.held.add(claimed["thread_id"])
@@ -341,10 +363,55 @@ class Worker:
         if self.on_outcome is not None:
             self.on_outcome(outcome, saver.batch_counts(self.name))
 
+    def run(self, concurrency: int) -> None:
+        """Run ``concurrency`` slots until the batch is finished.
+
+        Ctrl-C stops claiming and waits for the running tasks; a second Ctrl-C leaves them (the slots
+        are daemon threads) to the other workers, which take them over when their leases run out.
+        """
+        errors: list[BaseException] = []
+        left = [concurrency]
+        ended = threading.Event()
+
+        def slot() -> None:
+            try:
+                self.slot()
+            except BaseException as exc:  # noqa: BLE001 - raised again in the calling thread
+                errors.append(exc)
+                self.stop.set()
+            finally:
+                with self.lock:
+                    left[0] -= 1
+                    if not left[0]:
+                        ended.set()
+
+        for i in range(concurrency):
+            threading.Thread(target=slot, name=f"reinloop-batch-{i}", daemon=True).start()
+        # wait on an event, not Thread.join: a join cut short by Ctrl-C can mark a live thread as ended (Python 3.11)
+        try:
+            while not ended.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            self.stop.set()
+            with self.finished:
+                self.finished.notify_all()
+                running = len(self.held)
+            logger.warning("interrupted: claiming no more tasks; waiting for the %d running one(s) to finish "
+                           "(Ctrl-C again leaves them to other workers once their lease runs out)", running)
+            try:
+                while not ended.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                with self.lock:
+                    raise BatchInterrupted(len(self.held)) from None
+            raise
+        if errors:
+            raise errors[0]
+
     def heartbeat(self) -> None:
         """Renew the leases of the tasks this worker runs, three times per lease."""
-        with open_db(self.db, write=True) as saver:
-            while not self.stop.wait(self.settings.lease / 3):
+        with self.connection() as saver:
+            while not self.done.wait(self.settings.lease / 3):
                 with self.lock:
                     held = list(self.held)
                 try:
@@ -401,11 +468,12 @@ def batch(
     beat = threading.Thread(target=worker.heartbeat, name="reinloop-heartbeat", daemon=True)
     beat.start()
     try:
-        with ThreadPoolExecutor(concurrency, thread_name_prefix="reinloop-batch") as pool:
-            for future in [pool.submit(worker.slot) for _ in range(concurrency)]:
-                future.result()
+        worker.run(concurrency)
     finally:
         worker.stop.set()
+        worker.done.set()
+        beat.join(timeout=5)
+        worker.close()
     with open_db(db) as saver:
         rows = saver.batch_tasks(name)
     return BatchReport(name, worker.id, worker.outcomes, rows, time.monotonic() - began, added)

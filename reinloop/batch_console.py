@@ -99,6 +99,6 @@ def task_line(outcome: TaskOutcome) -> str:
         head += f" (resumed, attempt {outcome.attempt})"
     if outcome.status == "error":
         return f"{head}  {outcome.seconds:.1f} s  {short(outcome.error, 200)}"
-    stats = f"{outcome.steps} steps  {outcome.tokens} tokens  {outcome.seconds:.1f} s"
+    stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {outcome.seconds:.1f} s"
     what = f"answer: {short(outcome.answer, 100)}" if outcome.status == "done" else f"break: {outcome.break_reason}"
     return f"{head}  {stats}  {what}"

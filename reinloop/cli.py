@@ -344,16 +344,24 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .batch import batch
+    from .batch import BatchInterrupted, batch
     from .batch_console import BatchConsole
 
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
     settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
-    with BatchConsole(color=not args.no_color, as_json=args.json) as view:
-        report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model, base_url=args.base_url,
-                       tools=args.tools, tool_settings=settings, protocol=args.protocol, limits=limits_from(args),
-                       retry=retry, lease=args.lease, on_outcome=view.outcome, on_start=view.start)
+    try:
+        with BatchConsole(color=not args.no_color, as_json=args.json) as view:
+            report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
+                           base_url=args.base_url, tools=args.tools, tool_settings=settings, protocol=args.protocol,
+                           limits=limits_from(args), retry=retry, lease=args.lease, on_outcome=view.outcome,
+                           on_start=view.start)
+    except BatchInterrupted as exc:
+        # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
+        print(f"reinloop: interrupted: {exc.running} running task(s) left to the other workers (their lease "
+              f"ends in {args.lease:g} s at most)", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(EXIT_ERROR)
     view.summary(report)
     return report.exit_code
 

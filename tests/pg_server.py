@@ -59,8 +59,11 @@ def _as_postgres(argv: list[str], *, check: bool = True) -> subprocess.Completed
     return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
 
 
-def start() -> Server:
-    """Start a fresh server on a free port of 127.0.0.1; raises RuntimeError if that is impossible."""
+def start(*, durable: bool = False) -> Server:
+    """Start a fresh server on a free port of 127.0.0.1; raises RuntimeError if that is impossible.
+
+    Tests run it with ``fsync=off`` (nothing to keep); ``durable=True`` keeps PostgreSQL's defaults, for benchmarks.
+    """
     binaries = bindir()
     if binaries is None:
         raise RuntimeError("PostgreSQL is not installed (no initdb): apt-get install postgresql")
@@ -72,7 +75,8 @@ def start() -> Server:
     try:
         _as_postgres([str(binaries / "initdb"), "-D", str(directory / "data"), "-U", "postgres", "--auth-local=trust",
                       "--auth-host=scram-sha-256", f"--pwfile={directory / 'pw'}", "-E", "UTF8", "--no-sync"])
-        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c fsync=off -c max_connections=200"
+        options = f"-c listen_addresses=127.0.0.1 -p {port} -k {directory} -c max_connections=200"
+        options += "" if durable else " -c fsync=off"
         _as_postgres([str(binaries / "pg_ctl"), "-D", str(directory / "data"), "-o", options,
                       "-l", str(directory / "log"), "-w", "start"])
     except subprocess.CalledProcessError as exc:

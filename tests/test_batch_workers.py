@@ -94,3 +94,64 @@ def test_a_batch_survives_a_killed_worker_and_runs_every_task_exactly_once(pg_ur
     assert set(calls) == set(item.values())
     repeated = {item for item, n in calls.items() if n > 2}
     assert all(n <= 3 for n in calls.values()) and len(repeated) <= len(orphans)  # only a killed step's call again
+
+
+def reply_after(seconds: float):
+    """The calculator for the task's product, then its result; each reply takes ``seconds``."""
+
+    def reply(body: dict) -> Raw:
+        messages = body["messages"]
+        tool = [m for m in messages if m.get("role") == "tool"]
+        expression = json.dumps(messages).split("What is ")[1].split("?")[0]
+        result = completion(tool[-1]["content"]) if tool else completion(
+            tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+        return Raw(200, json.dumps(result), delay=seconds)
+
+    return reply
+
+
+def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"What is {i}*3?"}) + "\n" for i in range(1, 21)))
+    db = tmp_path / "runs.db"
+    with OpenAIServer(reply=reply_after(0.3)) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
+                                 "--tools", "calculator", "--db", str(db), "-n", "2", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        first = proc.stdout.readline()  # one task finished: others are running
+        assert json.loads(first)["status"] == "done", proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "interrupted: claiming no more tasks; waiting for the" in err
+    assert err.strip().endswith("reinloop: interrupted")
+    with open_saver(str(db)) as saver:
+        rows = saver.query("SELECT status, attempts FROM tasks")
+    statuses = Counter(r["status"] for r in rows)
+    assert "running" not in statuses and statuses["queued"] > 0, err  # the running ones finished, no new one began
+    assert all(r["status"] == "done" for r in rows if r["attempts"])
+    assert statuses["done"] == 1 + len(out.splitlines())
+
+
+def test_a_second_ctrl_c_leaves_the_running_tasks_to_other_workers_at_once(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"What is {i}*3?"}) + "\n" for i in range(1, 5)))
+    db = tmp_path / "runs.db"
+    with OpenAIServer(reply=reply_after(30)) as server:  # the model never answers in time
+        proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
+                                 "--tools", "calculator", "--db", str(db), "-n", "2", "--lease", "30"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        deadline = time.time() + 60
+        while len(server.requests) < 2:  # both slots wait for the model
+            assert time.time() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        stopped = time.time()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert time.time() - stopped < 10 and proc.returncode == 1
+    assert err.strip().endswith("reinloop: interrupted: 2 running task(s) left to the other workers (their lease ends "
+                                "in 30 s at most)")
+    with open_saver(str(db)) as saver:
+        rows = saver.query("SELECT status, worker, lease_until FROM tasks ORDER BY line")
+    assert [r["status"] for r in rows] == ["running", "running", "queued", "queued"]  # theirs once the lease runs out

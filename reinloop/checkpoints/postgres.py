@@ -67,17 +67,37 @@ def clean(value: Any) -> Any:
     return value
 
 
+class PgCursor:
+    """A cursor of a pipelined statement: reading ``rowcount`` waits for the statement's result."""
+
+    def __init__(self, cursor: Any, pipeline: Any) -> None:
+        self.cursor = cursor
+        self.pipeline = pipeline
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
+        self.pipeline.sync()
+        return int(self.cursor.rowcount)
+
+    def __getattr__(self, name: str) -> Any:  # fetchone, fetchall and description wait by themselves
+        return getattr(self.cursor, name)
+
+
 class PgTx:
     """A transaction's connection with SQLite-style parameters (what :class:`~reinloop.checkpoints.sql.Tx` needs)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, pipeline: Any) -> None:
         self.conn = conn
+        self.pipeline = pipeline
 
-    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> Any:
+    def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> PgCursor:
         """Run one statement; returns its cursor."""
         if isinstance(params, Mapping):
-            return self.conn.execute(pg_sql(sql), {k: clean(v) for k, v in params.items()})
-        return self.conn.execute(pg_sql(sql), [clean(v) for v in params])
+            cursor = self.conn.execute(pg_sql(sql), {k: clean(v) for k, v in params.items()})
+        else:
+            cursor = self.conn.execute(pg_sql(sql), [clean(v) for v in params])
+        return PgCursor(cursor, self.pipeline)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         """Run one statement for each row (pipelined by psycopg)."""
@@ -107,6 +127,7 @@ class PostgresCheckpointer(SqlCheckpointer):
         self.conn = conn
         self.url = url
         self.timeout = timeout
+        self._idle = psycopg_module().pq.TransactionStatus.IDLE
         with self.lock, storage_errors(url):
             conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
             migrate(conn, self.location, read_only=read_only, create=create)
@@ -146,15 +167,18 @@ class PostgresCheckpointer(SqlCheckpointer):
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PgTx]:
+        # Pipeline mode sends BEGIN, the statements and COMMIT without waiting for each answer: a write
+        # whose results nobody reads costs one round trip to the server instead of one per statement.
         with self.lock, storage_errors(self.url):
-            self.conn.execute(begin)
             try:
-                yield PgTx(self.conn)
+                with self.conn.pipeline() as pipeline:
+                    self.conn.execute(begin)
+                    yield PgTx(self.conn, pipeline)
+                    self.conn.execute("COMMIT")
             except BaseException:
-                if not self.conn.closed:
+                if not self.conn.closed and self.conn.info.transaction_status != self._idle:
                     self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
 
     def _read(self) -> Any:
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")

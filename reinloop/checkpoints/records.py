@@ -134,8 +134,9 @@ class RecordTables:
         """The rows of one read-only statement (``?`` or ``:name`` parameters on both backends), as dicts."""
         with self._read() as tx:
             cursor = tx.execute(sql, params)
+            rows = cursor.fetchall()  # first: in PostgreSQL's pipeline mode the description comes with the rows
             names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in cursor.fetchall()]
+            return [dict(zip(names, row)) for row in rows]
 
     # -- steps: the run log's seam ------------------------------------------------------------
 
