@@ -11,8 +11,8 @@ fields), ``protocol``, ``system_prompt``). :func:`batch` puts its tasks into
 the run database's ``tasks`` table once (the batch is named after the file
 and a hash of its content, so starting the same file again, or on another
 machine, adds nothing), then runs ``concurrency`` tasks at a time, each in
-its own thread with its own connection, until no task of the batch is left
-queued or running.
+its own thread (with its own connection on PostgreSQL; sharing one on SQLite),
+until no task of the batch is left queued or running.
 
 Every worker process is equal; the database decides who runs what
 (:mod:`reinloop.checkpoints.queue`): a task is claimed by exactly one worker
@@ -169,12 +169,13 @@ def read_tasks(path: str | os.PathLike[str], *, tools: Sequence[BaseTool] = ()) 
         spec = parse_line(file, number, text, {t.name for t in tools})
         thread_id = str(spec.pop("thread_id", None) or f"{name}-{number}")
         if thread_id in seen:
-            raise ConfigurationError(f"{file}:{number}: thread_id {thread_id!r} is also the thread of line {seen[thread_id]}; "
-                                     "give each task its own")
+            raise ConfigurationError(f"{file}:{number}: thread_id {thread_id!r} is also the thread of line "
+                                     f"{seen[thread_id]}; give each task its own")
         seen[thread_id] = number
         tasks.append({"thread_id": thread_id, "line": number, "task": spec["task"], "spec": spec})
     if not tasks:
-        raise ConfigurationError(f"{file} has no tasks; write one JSON object per line, e.g. {{\"task\": \"What is 6*7?\"}}")
+        raise ConfigurationError(f"{file} has no tasks; write one JSON object per line, "
+                                 "e.g. {\"task\": \"What is 6*7?\"}")
     return name, tasks
 
 
@@ -205,7 +206,8 @@ def parse_line(file: Path, number: int, text: str, custom_tools: set[str]) -> di
         except (ConfigurationError, TypeError) as exc:
             raise ConfigurationError(f"{where}: {exc}") from None
     if spec.get("protocol") is not None and spec["protocol"] not in PROTOCOLS:
-        raise ConfigurationError(f"{where}: unknown protocol {spec['protocol']!r}; choose one of: {', '.join(PROTOCOLS)}")
+        raise ConfigurationError(f"{where}: unknown protocol {spec['protocol']!r}; "
+                                 f"choose one of: {', '.join(PROTOCOLS)}")
     return spec
 
 
@@ -267,38 +269,49 @@ class Settings:
         return [by_name[n] if n in by_name else builtins([n], **self.tool_settings.as_dict())[0] for n in names]
 
 
+def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, Any]:
+    """The state a dead worker left for this task: its thread's latest, if it holds this task ({} otherwise)."""
+    if claimed["attempts"] < 2:
+        return {}
+    latest = saver.get_tuple(thread_config(claimed["thread_id"]))
+    values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
+    return values if values.get("task") == claimed["task"] else {}
+
+
+def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any]) -> Outcome:
+    """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
+    thread_id, spec = claimed["thread_id"], claimed["spec"]
+    limits = settings.limits.replace(**(spec.get("limits") or {}))
+    protocol = spec.get("protocol") or settings.protocol
+    if state.get("status") in ("done", "broken") or state.get("decision") == "pause":
+        return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
+    if state:
+        return resume_with(saver, thread_id, model=settings.model, base_url=settings.base_url, protocol=protocol,
+                           tools=settings.tools_for(spec), limits=limits)
+    return run_with(
+        saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
+        protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
+        system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
+    )
+
+
 def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings) -> TaskOutcome:
     """Run a claimed task to its next stop: start it, or resume the checkpoint a dead worker left."""
-    thread_id, spec, attempt = claimed["thread_id"], claimed["spec"], claimed["attempts"]
-    limits = settings.limits.replace(**(spec.get("limits") or {}))
-    tools = settings.tools_for(spec)
     began = time.monotonic()
-    resumed = False
+    base = {"thread_id": claimed["thread_id"], "line": claimed["line"], "task": claimed["task"],
+            "attempt": claimed["attempts"]}
+    state: Mapping[str, Any] = {}
     try:
-        latest = saver.get_tuple(thread_config(thread_id)) if attempt > 1 else None
-        values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
-        if values.get("task") == claimed["task"] and (values.get("status") in ("done", "broken") or values.get("decision") == "pause"):
-            outcome = Outcome.from_state(thread_id, values)  # it ended before its worker could record that
-        elif values.get("task") == claimed["task"]:
-            resumed = True
-            outcome = resume_with(saver, thread_id, model=settings.model, base_url=settings.base_url,
-                                  protocol=spec.get("protocol") or settings.protocol, tools=tools, limits=limits)
-        else:
-            outcome = run_with(
-                saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=tools,
-                protocol=spec.get("protocol") or settings.protocol, limits=limits, thread_id=thread_id,
-                base_url=settings.base_url, system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings,
-                retry=settings.retry,
-            )
+        state = left_behind(saver, claimed)
+        outcome = advance(saver, claimed, settings, state)
     except ReinloopError as exc:
-        return TaskOutcome(thread_id, claimed["line"], claimed["task"], "error", error=str(exc),
-                           seconds=time.monotonic() - began, attempt=attempt, resumed=resumed)
+        return TaskOutcome(**base, status="error", error=str(exc), seconds=time.monotonic() - began, resumed=bool(state))
     c = outcome.counters
     return TaskOutcome(
-        thread_id, claimed["line"], claimed["task"], "done" if outcome.status == "done" else "broken",
-        answer=outcome.answer, break_reason=outcome.break_reason, steps=int(c.get("steps", 0)),
+        **base, status="done" if outcome.status == "done" else "broken", answer=outcome.answer,
+        break_reason=outcome.break_reason, steps=int(c.get("steps", 0)),
         tokens=int(c.get("prompt_tokens", 0)) + int(c.get("completion_tokens", 0)),
-        seconds=time.monotonic() - began, attempt=attempt, resumed=resumed,
+        seconds=time.monotonic() - began, resumed=bool(state),
     )
 
 

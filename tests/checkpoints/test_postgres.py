@@ -61,6 +61,14 @@ def test_the_location_never_holds_the_password(pg_url):
         assert saver.location == safe_location(pg_url) and saver.location.startswith("postgresql://postgres@")
 
 
+def test_a_memory_store_on_a_url_keeps_its_records_in_that_database(pg_url):
+    from reinloop.memory import MemoryStore
+
+    MemoryStore(pg_url).add(scope="user:ann", text="likes tea", embedding=[1.0, 0.0], model="m")
+    with open_saver(pg_url) as saver:
+        assert [r["text"] for r in saver.memory_rows("user:ann", vectors=False)] == ["likes tea"]
+
+
 def test_a_read_only_saver_refuses_to_write(pg_url):
     open_saver(pg_url).close()
     with PostgresCheckpointer.open(pg_url, read_only=True) as saver:
