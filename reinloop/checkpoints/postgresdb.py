@@ -65,7 +65,7 @@ def describe(exc: Exception, url: str) -> str:
     text = " ".join(str(exc).split()) or type(exc).__name__
     lowered = text.lower()
     host, user, database = _target(url)
-    where = f"--db (or REINLOOP_DB)"
+    where = "--db (or REINLOOP_DB)"
     if "password authentication failed" in lowered or ("role" in lowered and "does not exist" in lowered) or "no password supplied" in lowered:
         return f"PostgreSQL at {host} refused user {user!r} ({text}); check the user name and password in {where}"
     if "database" in lowered and "does not exist" in lowered:
