@@ -5,7 +5,7 @@ guard) whose guards stop runaway loops, whose state is typed and
 checkpointable, and whose runs can be inspected and resumed.
 """
 
-from .checkpoints import SqliteCheckpointer
+from .checkpoints import PostgresCheckpointer, SqliteCheckpointer, open_saver
 from .context import AgentContext
 from .errors import (
     ConfigurationError,
@@ -45,6 +45,7 @@ __all__ = [
     "ModelCallError",
     "ModelSetupError",
     "NotResumableError",
+    "PostgresCheckpointer",
     "ReinloopError",
     "ReinloopGraph",
     "RunError",
@@ -59,6 +60,7 @@ __all__ = [
     "UnknownToolError",
     "build_graph",
     "draw_graph",
+    "open_saver",
     "run_report",
     "visualize",
 ]

@@ -30,7 +30,7 @@ from .nodes.guard import HOW_TO_RESUME
 from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
-from .runs import DB_VARIABLE, DEFAULT_DB, db_path, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
+from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -294,11 +294,11 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     with open_db(args.db):  # a missing, damaged or foreign file is refused with its own message
         pass
     if fmt == "html":
-        write_output(visualize(run=args.thread, db=str(db_path(args.db)), format="html"), args.output)
+        write_output(visualize(run=args.thread, db=db_location(args.db), format="html"), args.output)
         return EXIT_DONE
     detail = show_run(args.thread, args.db)
     if fmt == "json":
-        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=str(db_path(args.db)))}
+        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
         write_output(json.dumps(data, ensure_ascii=False, default=str), args.output)
         return EXIT_DONE
     state, record = detail.state, detail.run
@@ -343,6 +343,29 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
+def cmd_batch(args: argparse.Namespace) -> int:
+    from .batch import BatchInterrupted, batch
+    from .batch_console import BatchConsole
+
+    retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
+    resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
+    settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
+    try:
+        with BatchConsole(color=not args.no_color, as_json=args.json) as view:
+            report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
+                           base_url=args.base_url, tools=args.tools, tool_settings=settings, protocol=args.protocol,
+                           limits=limits_from(args), retry=retry, lease=args.lease, on_outcome=view.outcome,
+                           on_start=view.start)
+    except BatchInterrupted as exc:
+        # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
+        print(f"reinloop: interrupted: {exc.running} running task(s) left to the other workers (their lease "
+              f"ends in {args.lease:g} s at most)", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        os._exit(EXIT_ERROR)
+    view.summary(report)
+    return report.exit_code
+
+
 EXAMPLES = {
     "run": 'example: reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5',
     "demo": "example: reinloop demo",
@@ -353,16 +376,17 @@ EXAMPLES = {
     "runs show": "example: reinloop runs show 3f2a9c1b7d04 --format html -o run.html",
     "runs prune": "example: reinloop runs prune --keep-last 1 --older-than 7",
     "runs delete": "example: reinloop runs delete 3f2a9c1b7d04",
+    "batch": "example: reinloop batch tasks.jsonl --concurrency 8 --db postgresql://reinloop@db.internal/runs",
 }
 
 
 def add_db_flag(parser: argparse.ArgumentParser) -> None:
-    """``--db PATH``: the run database."""
+    """``--db PATH|URL``: the run database, a SQLite file or PostgreSQL."""
     parser.add_argument(
         "--db",
         default=None,
-        metavar="PATH",
-        help=f"the run database [${DB_VARIABLE}, or ./{DEFAULT_DB}]",
+        metavar="PATH|URL",
+        help=f"the run database: a SQLite file, or postgresql://user:password@host/dbname [${DB_VARIABLE}, or ./{DEFAULT_DB}]",
     )
 
 
@@ -411,6 +435,45 @@ def add_runs_parsers(sub: Any) -> None:
     p.add_argument("thread", help="the run's thread id")
     add_db_flag(p)
     p.set_defaults(func=cmd_runs_delete)
+
+
+def add_model_flags(parser: argparse.ArgumentParser) -> None:
+    """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout`` and ``--model-retries``."""
+    parser.add_argument("--model", default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
+                        help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
+    parser.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling",
+                        help="how the model states its actions; auto falls back to json [tool_calling]")
+    parser.add_argument("--model-timeout", type=_limit(float), default=RetryPolicy().timeout, metavar="S",
+                        help=f"seconds per model request [{RetryPolicy().timeout}]")
+    parser.add_argument("--model-retries", type=int, default=RetryPolicy().attempts - 1, metavar="N",
+                        help=f"retries of a failed model request (429, 5xx, timeouts) [{RetryPolicy().attempts - 1}]")
+
+
+def add_batch_parser(sub: Any) -> None:
+    """``reinloop batch TASKS.jsonl``."""
+    from .batch import DEFAULT_LEASE
+
+    p = sub.add_parser("batch", help="run the tasks of a JSONL file, N at a time; start it on several machines to share them",
+                       epilog=EXAMPLES["batch"])
+    p.add_argument("tasks", help='a file with one JSON object per line: {"task": "...", "thread_id": "...", '
+                                 '"tools": "calculator", "limits": {"max_steps": 5}, "protocol": "json"}')
+    p.add_argument("--concurrency", "-n", type=int, default=4, metavar="N", help="tasks run at once by this worker [4]")
+    p.add_argument("--lease", type=float, default=DEFAULT_LEASE, metavar="S",
+                   help=f"seconds before another worker takes over a task whose worker stopped [{DEFAULT_LEASE:g}]")
+    add_model_flags(p)
+    p.add_argument("--tools", default=",".join(DEFAULT_TOOLS),
+                   help=f"built-in tools of tasks that name none [{','.join(DEFAULT_TOOLS)}]")
+    p.add_argument("--sandbox", metavar="DIR", help="the directory read_file and write_file are confined to")
+    p.add_argument("--db-tool", metavar="PATH", help="the SQLite file of sql_query (read-only) and db_insert")
+    p.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write [every existing table]")
+    p.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
+    p.add_argument("--json", action="store_true",
+                   help='one JSON object per finished task ("type": "task"), then the summary ("type": "summary")')
+    p.add_argument("--no-color", action="store_true", help="plain text, no progress bar (also when stdout is not a terminal)")
+    add_db_flag(p)
+    add_limit_flags(p)
+    p.set_defaults(func=cmd_batch)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -466,6 +529,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_graph)
 
     add_runs_parsers(sub)
+    add_batch_parser(sub)
     return parser
 
 

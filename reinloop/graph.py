@@ -26,6 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Interrupt
 
+from .checkpoints import ReinloopSaver
 from .context import AgentContext
 from .events import EventSink, observed
 from .limits import Limits
@@ -136,11 +137,11 @@ def label_edges(graph: Graph) -> Graph:
     return graph
 
 
-def open_journal(journal: ToolJournal | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
-    """The side-effects journal: the one given, one at a path, or in memory when runs can resume."""
+def open_journal(journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
+    """The side-effects journal: the one given, a saver's, one at a path, or in memory when runs can resume."""
     if isinstance(journal, ToolJournal):
         return journal
-    if journal is not None:
+    if journal is not None:  # a saver: its run database's tool_journal table
         return ToolJournal(journal)
     return ToolJournal(":memory:") if checkpointer not in (None, False) else None
 
@@ -156,7 +157,7 @@ def build_graph(
     base_url: str | None = None,
     retry: RetryPolicy | None = None,
     name: str = "reinloop",
-    journal: ToolJournal | str | os.PathLike[str] | None = None,
+    journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
     memory: Memory | None = None,
     sinks: Sequence[EventSink] = (),
 ) -> ReinloopGraph:
@@ -172,8 +173,8 @@ def build_graph(
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
 
-    ``journal`` (a :class:`~reinloop.tools.ToolJournal` or a SQLite path,
-    typically the run database) records side-effecting tool calls so a resumed
+    ``journal`` (a :class:`~reinloop.tools.ToolJournal`, a SQLite path or a
+    saver, typically the run database) records side-effecting tool calls so a resumed
     run never repeats one; by default, with a checkpointer, they are journaled
     in memory, which guards resumes within this process only.
     """

@@ -15,6 +15,10 @@ checkpoint the node started from (see :func:`reinloop.events.where`).
 
 The table is created by one function, :func:`create_steps_table`, so the run
 database's numbered migrations can call it.
+
+Given a saver instead of a path (``RunLog(saver)``, as ``reinloop run`` does),
+the log writes through the saver's ``append_step``: the rows land in the run
+database whatever it is, a SQLite file or PostgreSQL.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 
 import sqlite_utils
 
+from .checkpoints import ReinloopSaver, is_postgres_url, open_saver
 from .checkpoints.schema import STEPS
 from .checkpoints.sqlitedb import create_table
 from .errors import StorageError
@@ -74,10 +79,10 @@ def to_row(event: StepEvent) -> dict[str, Any]:
 
 
 def from_row(row: dict[str, Any]) -> StepEvent:
-    """A ``steps`` row as an event: JSON decoded, empty columns dropped."""
+    """A ``steps`` row as an event: JSON decoded (PostgreSQL's come decoded), empty columns dropped."""
     event = {k: v for k, v in row.items() if v is not None}
     for key in JSON_COLUMNS:
-        if key in event:
+        if isinstance(event.get(key), str):
             event[key] = json.loads(event[key])
     return event  # type: ignore[return-value]
 
@@ -85,11 +90,16 @@ def from_row(row: dict[str, Any]) -> StepEvent:
 class RunLog:
     """An event sink that appends every event to the ``steps`` table of a run database."""
 
-    def __init__(self, db: str | Path | sqlite_utils.Database) -> None:
+    def __init__(self, db: str | Path | sqlite_utils.Database | ReinloopSaver) -> None:
+        self.saver = db if isinstance(db, ReinloopSaver) else None
+        self._owns = False
+        self._lock = threading.Lock()
+        if self.saver is not None:  # the saver's own connection and transactions: SQLite or PostgreSQL
+            self.path = self.saver.location
+            return
         self._owns = not isinstance(db, sqlite_utils.Database)
         self.db = open_database(db)
         self.path = self.db.execute("pragma database_list").fetchone()[2] or ":memory:"
-        self._lock = threading.Lock()
         try:
             self.table = create_steps_table(self.db)
         except sqlite3.Error as exc:
@@ -97,6 +107,15 @@ class RunLog:
 
     def __call__(self, event: StepEvent) -> None:
         """Append ``event`` as one row."""
+        if self.saver is not None:
+            try:
+                self.saver.append_step(to_row(event))
+            except StorageError as exc:
+                raise StorageError(
+                    f"cannot write the run log: {exc}; the run stopped before this {event.get('node')} step was saved "
+                    "and can be resumed from its last checkpoint"
+                ) from None
+            return
         try:
             with self._lock:
                 self.table.insert(to_row(event))
@@ -108,7 +127,7 @@ class RunLog:
 
     def steps(self, thread_id: str) -> list[StepEvent]:
         """The events of ``thread_id``, in the order they happened."""
-        return read_steps(self.db, thread_id)
+        return read_steps(self.saver if self.saver is not None else self.db, thread_id)
 
     def close(self) -> None:
         """Close the connection this log opened (one it was given stays open)."""
@@ -122,8 +141,16 @@ class RunLog:
         self.close()
 
 
-def read_steps(db: str | Path | sqlite_utils.Database, thread_id: str) -> list[StepEvent]:
-    """The events stored for ``thread_id``, oldest first (none if the table does not exist)."""
+def read_steps(db: str | Path | sqlite_utils.Database | ReinloopSaver, thread_id: str) -> list[StepEvent]:
+    """The events stored for ``thread_id``, oldest first (none if the table does not exist).
+
+    ``db`` is a SQLite path or database, a ``postgresql://`` URL, or a saver.
+    """
+    if isinstance(db, ReinloopSaver):
+        return [from_row(row) for row in db.read_steps(thread_id)]
+    if is_postgres_url(db):
+        with open_saver(str(db), create=False) as saver:
+            return [from_row(row) for row in saver.read_steps(thread_id)]
     database = open_database(db) if isinstance(db, sqlite_utils.Database) or Path(db).exists() else None
     if database is None or not database.table("steps").exists():
         return []

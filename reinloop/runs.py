@@ -10,7 +10,9 @@ Python as it is::
     reinloop runs prune        prune_runs(keep_last=..., older_than_days=...)
     reinloop runs delete       delete_run(thread_id)
 
-The database is ``db`` if given, else ``$REINLOOP_DB``, else ``./reinloop.db``.
+The database is ``db`` if given, else ``$REINLOOP_DB``, else ``./reinloop.db``:
+a SQLite file path, or a ``postgresql://`` URL (the same tables and behaviour
+on PostgreSQL, for many workers on many machines; see :mod:`reinloop.batch`).
 ``run`` stores the run's settings (model string, base URL, protocol, tool
 names, limits, system prompt; never an API key) beside its checkpoints, so
 ``resume`` can rebuild the same graph in a new process; anything passed to
@@ -36,6 +38,8 @@ from .checkpoints import (
     ReinloopSaver,
     RunRecord,
     SqliteCheckpointer,
+    is_postgres_url,
+    open_saver,
 )
 from .checkpoints.base import break_interrupts
 from .checkpoints.sqlitedb import is_read_only
@@ -58,9 +62,14 @@ DB_VARIABLE = "REINLOOP_DB"
 TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
 
 
+def db_location(db: str | Path | None = None) -> str:
+    """The run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db`` (a path or a URL)."""
+    return str(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
+
+
 def db_path(db: str | Path | None = None) -> Path:
-    """The run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db``."""
-    return Path(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
+    """The SQLite run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db``."""
+    return Path(db_location(db))
 
 
 def db_timeout() -> float:
@@ -73,8 +82,11 @@ def db_timeout() -> float:
 
 
 def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
-    """Open the run database; for reading only, a read-only file is fine."""
-    path = db_path(db)
+    """Open the run database (a SQLite file or a ``postgresql://`` URL); for reading only, a read-only file is fine."""
+    location = db_location(db)
+    if is_postgres_url(location):
+        return open_saver(location, create=create, timeout=db_timeout())
+    path = Path(location)
     read_only = not write and path.exists() and is_read_only(path)
     return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
 
@@ -95,15 +107,15 @@ def _tool_list(
 
 
 def _graph(
-    saver: ReinloopSaver, log: RunLog, model: BaseChatModel, tools: list[BaseTool], *, limits: Limits,
+    saver: ReinloopSaver, model: BaseChatModel, tools: list[BaseTool], *, limits: Limits,
     protocol: Any, system_prompt: str | None, retry: RetryPolicy, memory: Memory,
 ) -> ReinloopGraph:
-    """A run's graph on the run database: checkpoints, tool journal, step records and memories in one file."""
+    """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
     if memory.recall and memory.store is None:
-        memory = memory.replace(store=saver.location)
+        memory = memory.replace(store=saver)
     return build_graph(
         model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt, checkpointer=saver,
-        retry=retry, memory=memory, journal=saver.location, sinks=[log],
+        retry=retry, memory=memory, journal=saver, sinks=[RunLog(saver)],
     )
 
 
@@ -163,27 +175,54 @@ def run(
     settings = (tool_settings or ToolSettings()).resolved()
     tool_list = _tool_list(tools, settings, progress)
     retry = retry or RetryPolicy()
-    memory = memory or Memory()
     # a model that cannot be built fails before any file is made
     chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
+    with open_db(db, write=True, create=True) as saver:
+        return run_with(
+            saver, task, model=model, chat_model=chat_model, tools=tool_list, protocol=protocol, limits=limits,
+            thread_id=thread_id, base_url=base_url, system_prompt=system_prompt, tool_settings=settings, retry=retry,
+            memory=memory, on_event=on_event,
+        )
+
+
+def run_with(
+    saver: ReinloopSaver,
+    task: str,
+    *,
+    model: str | BaseChatModel,
+    chat_model: BaseChatModel,
+    tools: list[BaseTool],
+    protocol: str | OutputProtocol = "tool_calling",
+    limits: Limits | None = None,
+    thread_id: str | None = None,
+    base_url: str | None = None,
+    system_prompt: str | None = None,
+    tool_settings: ToolSettings | None = None,
+    retry: RetryPolicy | None = None,
+    memory: Memory | None = None,
+    on_event: EventHandler | None = None,
+) -> Outcome:
+    """:func:`run` on an open run database, with the model already built (``model`` is what gets stored)."""
+    retry = retry or RetryPolicy()
+    memory = memory or Memory()
     limits = limits or Limits()
     thread_id = thread_id or new_thread_id()
-    with open_db(db, write=True, create=True) as saver, RunLog(saver.location) as log:
-        graph = _graph(saver, log, chat_model, tool_list, limits=limits, protocol=protocol, system_prompt=system_prompt,
-                       retry=retry, memory=memory)
-        saver.record_settings(
-            thread_id,
-            {
-                "model": _model_name(model),
-                "base_url": base_url,
-                "protocol": protocol if isinstance(protocol, str) else protocol.name,
-                "tools": [t.name for t in tool_list],
-                "limits": limits.as_dict(),
-                "system_prompt": system_prompt,
-                "options": {"tool_settings": settings.as_dict(), "retry": asdict(retry), "memory": memory.as_dict()},
-            },
-        )
-        return stream_stored(graph, {"task": task}, thread_id, on_event)
+    graph = _graph(saver, chat_model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt,
+                   retry=retry, memory=memory)
+    saver.record_settings(
+        thread_id,
+        {
+            "model": _model_name(model),
+            "base_url": base_url,
+            "protocol": protocol if isinstance(protocol, str) else protocol.name,
+            "tools": [t.name for t in tools],
+            "limits": limits.as_dict(),
+            "system_prompt": system_prompt,
+            "options": {"tool_settings": (tool_settings or ToolSettings()).as_dict(), "retry": asdict(retry),
+                        "memory": memory.as_dict()},
+        },
+    )
+    return stream_stored(graph, {"task": task}, thread_id, on_event)
 
 
 def resume(
@@ -211,13 +250,39 @@ def resume(
     override them (``limits`` as a :class:`Limits`, or a mapping of the limits
     to change).
     """
-    with open_db(db, write=True) as saver, RunLog(saver.location) as log:
-        values = _latest_state(saver, thread_id)
-        answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
-        graph = _rebuild(saver, log, thread_id, model, base_url, protocol, tools, limits, system_prompt)
-        if answer is None and not graph.get_state(thread_config(thread_id)).next:
-            raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_stored(graph, answer, thread_id, on_event)
+    with open_db(db, write=True) as saver:
+        return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
+                           extra_tokens=extra_tokens, hint=hint, abort=abort, model=model, base_url=base_url,
+                           protocol=protocol, tools=tools, limits=limits, system_prompt=system_prompt, on_event=on_event)
+
+
+def resume_with(
+    saver: ReinloopSaver,
+    thread_id: str,
+    *,
+    extra_steps: int = 0,
+    extra_seconds: float = 0.0,
+    extra_tokens: int = 0,
+    hint: str | None = None,
+    abort: bool = False,
+    model: str | BaseChatModel | None = None,
+    base_url: str | None = None,
+    protocol: str | OutputProtocol | None = None,
+    tools: Sequence[BaseTool] | str | None = None,
+    limits: Limits | Mapping[str, Any] | None = None,
+    system_prompt: str | None = None,
+    on_event: EventHandler | None = None,
+) -> Outcome:
+    """:func:`resume` on an open run database."""
+    values = _latest_state(saver, thread_id)
+    answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
+    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt)
+    # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
+    # the step still has its task, and invoking resumes after it
+    state = graph.get_state(thread_config(thread_id))
+    if answer is None and not state.next and not state.tasks:
+        raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
+    return stream_stored(graph, answer, thread_id, on_event)
 
 
 def _latest_state(saver: ReinloopSaver, thread_id: str) -> dict[str, Any]:
@@ -257,7 +322,7 @@ def _resume_payload(
 
 
 def _rebuild(
-    saver: ReinloopSaver, log: RunLog, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
+    saver: ReinloopSaver, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
     limits: Limits | Mapping[str, Any] | None, system_prompt: str | None,
 ) -> ReinloopGraph:
     """The run's graph from its stored settings, with the given overrides."""
@@ -283,7 +348,6 @@ def _rebuild(
     retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
     return _graph(
         saver,
-        log,
         resolve_model(model, base_url=base_url or (record.base_url if record else None), timeout=retry.timeout),
         _tool_list(tools, ToolSettings(**options.get("tool_settings") or {})),
         limits=final,
@@ -364,31 +428,24 @@ class PruneReport:
         return asdict(self)
 
 
-def _file_size(location: str) -> int | None:
-    """The database's bytes on disk, its write-ahead log included."""
-    path, wal = Path(location), Path(location + "-wal")
-    if not path.is_file():
-        return None
-    return path.stat().st_size + (wal.stat().st_size if wal.is_file() else 0)
-
-
 def prune_runs(
     db: str | Path | None = None, *, keep_last: int = 1, older_than_days: float | None = None, vacuum: bool = False
 ) -> PruneReport:
     """Keep the latest ``keep_last`` checkpoints of each run (not updated for ``older_than_days`` days).
 
     Every step of a pruned run stays readable (it is in the kept state); only
-    the history of intermediate checkpoints goes. ``vacuum`` then shrinks the file.
+    the history of intermediate checkpoints goes. ``vacuum`` then shrinks the file
+    (PostgreSQL: ``VACUUM FULL`` of reinloop's tables).
     """
     if keep_last < 1:
         raise ConfigurationError(f"--keep-last must be at least 1, got {keep_last}; use `reinloop runs delete` to drop a run")
     with open_db(db, write=True) as saver:
         threads = saver.stale_threads(older_than_days)
-        before, size = saver.count_checkpoints(), _file_size(saver.location)
+        before, size = saver.count_checkpoints(), saver.storage_bytes()
         saver.prune(threads, keep_last=keep_last)
         if vacuum:
             saver.compact()
-        return PruneReport(len(threads), before, saver.count_checkpoints(), size, _file_size(saver.location))
+        return PruneReport(len(threads), before, saver.count_checkpoints(), size, saver.storage_bytes())
 
 
 def delete_run(thread_id: str, db: str | Path | None = None) -> None:

@@ -1,11 +1,15 @@
-"""Shared fixtures: a graph around a scripted model, and a local OpenAI-compatible server."""
+"""Shared fixtures: a graph around a scripted model, a local OpenAI-compatible server, PostgreSQL databases."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from langchain_core.tools import BaseTool
 
@@ -14,6 +18,7 @@ from reinloop.graph import ReinloopGraph
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import builtins
 
+from . import pg_server
 from .openai_server import OpenAIServer
 
 MakeGraph = Callable[..., tuple[ReinloopGraph, ScriptedChatModel]]
@@ -53,7 +58,76 @@ def run_db(tmp_path, monkeypatch) -> Path:
 
 
 @pytest.fixture
+def cli_error(capsys) -> Callable[..., str]:
+    """Run the CLI, expect exit 1 and exactly one stderr line; return that line."""
+    from reinloop.cli import main
+
+    def run(*argv: str) -> str:
+        assert main(list(argv)) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1, err
+        assert err[0].startswith("reinloop: error: ")
+        return err[0]
+
+    return run
+
+
+@pytest.fixture
 def openai_server() -> Iterator[OpenAIServer]:
     """A scripted OpenAI-compatible server on 127.0.0.1; queue replies on ``.responses``."""
     with OpenAIServer() as server:
         yield server
+
+
+# --- PostgreSQL ------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """A PostgreSQL server: ``$REINLOOP_TEST_PG`` (set by .ci/run), else a throwaway one started here.
+
+    Tests that need it fail (never skip) when neither is possible.
+    """
+    url = os.environ.get(pg_server.VARIABLE)
+    if url:
+        try:
+            psycopg.connect(url, connect_timeout=5).close()
+        except psycopg.Error as exc:
+            pytest.fail(f"{pg_server.VARIABLE}={url} is not a PostgreSQL server the tests can use: {exc}", pytrace=False)
+        yield url
+        return
+    try:
+        server = pg_server.start()
+    except RuntimeError as exc:
+        pytest.fail(f"the PostgreSQL tests need a server: set {pg_server.VARIABLE}=postgresql://... or install "
+                    f"PostgreSQL so they can start one ({exc})", pytrace=False)
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` whose connections use ``schema`` (libpq's ``options=-csearch_path=...``)."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+@pytest.fixture
+def pg_url(pg_server_url) -> Iterator[str]:
+    """A fresh, empty schema on the test server, as a URL: every test gets its own database, in effect."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    yield with_schema(pg_server_url, schema)
+    with psycopg.connect(pg_server_url, autocommit=True) as conn:
+        conn.execute("SET lock_timeout = '2s'")
+        with contextlib.suppress(psycopg.Error):
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db_url(request, tmp_path, monkeypatch) -> str:
+    """The run database, once per backend: a SQLite file, then a PostgreSQL URL; also ``$REINLOOP_DB``."""
+    location = str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
+    monkeypatch.setenv("REINLOOP_DB", location)
+    return location

@@ -2,7 +2,10 @@
 
 Each queued response is either a reply (text and/or tool calls) turned into a
 ``chat.completion`` body, or a raw ``(status, body, headers)`` triple for
-failure cases. Every request body is recorded.
+failure cases. Every request body is recorded. With ``reply=`` (a function of
+the request body returning a response), replies are computed from each
+request once the queue is empty: concurrent runs then cannot take each
+other's replies, as they would from one shared queue.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from typing import Any
 
 
@@ -54,8 +58,9 @@ class Raw:
 class OpenAIServer:
     """Serve queued responses to ``POST /v1/chat/completions``."""
 
-    def __init__(self, responses: list[Any] | None = None) -> None:
+    def __init__(self, responses: list[Any] | None = None, reply: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.responses: list[Any] = list(responses or [])
+        self.reply = reply
         self.requests: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         server = self
@@ -69,8 +74,13 @@ class OpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
-                    item = server.responses.pop(0) if server.responses else Raw(
-                        500, json.dumps({"error": {"message": "script exhausted"}}))
+                    queued = server.responses.pop(0) if server.responses else None
+                if queued is not None:
+                    item = queued
+                elif server.reply is not None:
+                    item = server.reply(body)
+                else:
+                    item = Raw(500, json.dumps({"error": {"message": "script exhausted"}}))
                 if not isinstance(item, Raw):
                     item = Raw(200, json.dumps(item if isinstance(item, dict) and "choices" in item
                                                else completion(**item) if isinstance(item, dict)

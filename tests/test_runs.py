@@ -1,4 +1,7 @@
-"""reinloop.runs and its commands: runs are stored, listed, shown, resumed, pruned and deleted."""
+"""reinloop.runs and its commands: runs are stored, listed, shown, resumed, pruned and deleted.
+
+Tests that take ``db_url`` run twice: on a SQLite file and on PostgreSQL (``$REINLOOP_DB`` points at it).
+"""
 
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ def test_run_stores_its_settings_and_never_an_api_key(openai_server, run_db, mon
     assert openai_server.requests[0]["messages"][0]["content"].startswith("Be brief.")
 
 
-def test_cli_break_then_resume_with_extra_steps_and_a_hint(openai_server, capsys):
+def test_cli_break_then_resume_with_extra_steps_and_a_hint(openai_server, capsys, db_url):
     openai_server.responses += [calc("1+1"), calc("2+2")]
     code = main(["run", "add up", "--base-url", openai_server.base_url, "--tools", "calculator",
                  "--max-steps", "2", "--thread", "c1"])
@@ -54,7 +57,7 @@ def test_cli_break_then_resume_with_extra_steps_and_a_hint(openai_server, capsys
     assert "[reinloop] answer now" in json.dumps(openai_server.requests[-1], ensure_ascii=False)
 
 
-def test_a_run_whose_model_endpoint_fails_says_so_and_resumes_from_the_failed_step(openai_server, capsys):
+def test_a_run_whose_model_endpoint_fails_says_so_and_resumes_from_the_failed_step(openai_server, capsys, db_url):
     from .openai_server import Raw
 
     down = Raw(500, json.dumps({"error": {"message": "the model server is down"}}))
@@ -70,7 +73,7 @@ def test_a_run_whose_model_endpoint_fails_says_so_and_resumes_from_the_failed_st
     assert len(openai_server.requests) == 4  # the first step was not asked again
 
 
-def test_resume_abort_ends_the_run_broken(openai_server, capsys):
+def test_resume_abort_ends_the_run_broken(openai_server, capsys, db_url):
     openai_server.responses += [calc("1+1")]
     main(["run", "t", "--base-url", openai_server.base_url, "--max-steps", "1", "--thread", "a1"])
     capsys.readouterr()
@@ -95,7 +98,7 @@ def test_resume_reuses_stored_settings_and_flags_override_them(openai_server, ca
     assert out["counters"]["steps"] == 2
 
 
-def test_runs_list_filters_by_status_and_prints_json(openai_server, capsys):
+def test_runs_list_filters_by_status_and_prints_json(openai_server, capsys, db_url):
     openai_server.responses += [completion("done"), calc("1+1")]
     main(["run", "one", "--base-url", openai_server.base_url, "--thread", "l1"])
     main(["run", "two", "--base-url", openai_server.base_url, "--thread", "l2", "--max-steps", "1"])
@@ -109,7 +112,7 @@ def test_runs_list_filters_by_status_and_prints_json(openai_server, capsys):
     assert lines[0].split()[:4] == ["l2", "paused", "1", "steps"]
 
 
-def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys):
+def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
     openai_server.responses += [calc("6*7")]
     main(["run", "multiply", "--base-url", openai_server.base_url, "--thread", "w1", "--max-steps", "1"])
     capsys.readouterr()
@@ -127,7 +130,7 @@ def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys):
     assert "break #1" in text and "-> pending" in text
 
 
-def test_prune_keeps_every_step_and_the_run_stays_resumable(make_graph, run_db):
+def test_prune_keeps_every_step_and_the_run_stays_resumable(make_graph, run_db, db_url):
     model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": f"{i}+1"})] for i in range(8)] + ["9"])
     outcome = run("count", model=model, tools="calculator", limits=Limits(max_steps=6, max_repeats=None), thread_id="p1")
     assert outcome.paused
@@ -139,7 +142,7 @@ def test_prune_keeps_every_step_and_the_run_stays_resumable(make_graph, run_db):
     assert done.status == "done" and done.answer == "9" and done.counters["steps"] == 9
 
 
-def test_prune_older_than_leaves_recent_runs_alone(openai_server):
+def test_prune_older_than_leaves_recent_runs_alone(openai_server, db_url):
     openai_server.responses += [completion("a")]
     run("t", base_url=openai_server.base_url, thread_id="recent")
     report = prune_runs(keep_last=1, older_than_days=1)
@@ -148,7 +151,7 @@ def test_prune_older_than_leaves_recent_runs_alone(openai_server):
         prune_runs(keep_last=0)
 
 
-def test_delete_removes_the_run_and_show_then_says_it_is_gone(openai_server, capsys):
+def test_delete_removes_the_run_and_show_then_says_it_is_gone(openai_server, capsys, db_url):
     openai_server.responses += [completion("a")]
     run("t", base_url=openai_server.base_url, thread_id="d1")
     assert main(["runs", "delete", "d1"]) == 0
@@ -181,3 +184,26 @@ def test_every_new_command_help_has_an_example(command, capsys):
     with pytest.raises(SystemExit):
         main([*command, "--help"])
     assert "example: reinloop " + " ".join(command) in capsys.readouterr().out
+
+
+class Crash(BaseException):
+    """The process dying (not an Exception: nothing may catch it as a run error)."""
+
+
+def test_a_run_killed_between_a_nodes_writes_and_the_next_checkpoint_resumes(run_db, monkeypatch):
+    from reinloop.checkpoints.sql import SqlCheckpointer
+
+    put = SqlCheckpointer.put
+
+    def dying_put(self, config, checkpoint, metadata, new_versions):
+        if metadata.get("step") == 2:  # parse's writes are stored; the checkpoint after it never is
+            raise Crash
+        return put(self, config, checkpoint, metadata, new_versions)
+
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "6*7"})], "42"])
+    monkeypatch.setattr(SqlCheckpointer, "put", dying_put)
+    with pytest.raises(Crash):
+        run("multiply", model=model, tools="calculator", thread_id="k1")
+    monkeypatch.setattr(SqlCheckpointer, "put", put)
+    outcome = resume("k1", model=model)
+    assert outcome.status == "done" and outcome.answer == "42" and model.calls == 2

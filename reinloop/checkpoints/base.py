@@ -3,9 +3,13 @@
 A backend is a LangGraph ``BaseCheckpointSaver`` (checkpoints, channel values,
 pending writes: everything ``graph.invoke`` / ``get_state`` / resume need)
 plus reinloop's own tables from :mod:`reinloop.checkpoints.schema`: ``runs``
-(settings and status of each thread) and ``breaks`` (every circuit break
-that paused a run). :class:`ReinloopSaver` names what a backend must provide;
-:class:`~reinloop.checkpoints.sqlite.SqliteCheckpointer` is the first one.
+(settings and status of each thread), ``breaks`` (every circuit break that
+paused a run), ``steps`` (the run log), ``tool_journal`` (side effects),
+``memories`` and ``tasks`` (the batch queue). :class:`ReinloopSaver` names
+what a backend must provide; :mod:`reinloop.checkpoints.sql` implements it
+once in SQL, and :class:`~reinloop.checkpoints.sqlite.SqliteCheckpointer`
+and :class:`~reinloop.checkpoints.postgres.PostgresCheckpointer` put that
+on a SQLite file and a PostgreSQL database.
 
 Storage grows linearly with the steps of a run because nothing is written
 twice:
@@ -24,8 +28,7 @@ Datasette can read a run without Python; anything else (LangGraph's own
 objects, exceptions, ``Send``) goes through the saver's serde. A custom serde
 (e.g. an encrypting one) is used for every value.
 
-The helpers here are pure functions over plain data, so a second backend
-(PostgreSQL) reuses them unchanged.
+The helpers here are pure functions over plain data, shared by every backend.
 """
 
 from __future__ import annotations
@@ -295,6 +298,83 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
     @abstractmethod
     def compact(self) -> None:
         """Give the space of deleted rows back (SQLite: ``VACUUM``)."""
+
+    @abstractmethod
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        """The rows of one read-only SQL statement, as dicts."""
+
+    @abstractmethod
+    def storage_bytes(self) -> int | None:
+        """The space the run database takes (SQLite: the file and its WAL), if known."""
+
+    # -- the seam of the run log, the side-effect journal and the memory store --------------------
+    # (reinloop.runlog.RunLog, reinloop.tools.ToolJournal and reinloop.memory.MemoryStore take a saver)
+
+    @abstractmethod
+    def append_step(self, row: Mapping[str, Any]) -> None:
+        """Append one ``steps`` row."""
+
+    @abstractmethod
+    def read_steps(self, thread_id: str) -> list[dict[str, Any]]:
+        """The ``steps`` rows of a thread, oldest first."""
+
+    @abstractmethod
+    def journal_begin(self, row: Mapping[str, Any]) -> None:
+        """Record a side-effecting call's intent, committed before this returns."""
+
+    @abstractmethod
+    def journal_finish(self, key: Mapping[str, Any], result: Mapping[str, Any]) -> None:
+        """Record a journaled call's result."""
+
+    @abstractmethod
+    def journal_get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The journal row with this key, or None."""
+
+    @abstractmethod
+    def journal_rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """Every journal row (of one thread), oldest first."""
+
+    @abstractmethod
+    def memory_add(self, row: Mapping[str, Any]) -> int:
+        """Store a memory row (replacing one of the same folded steps); its id."""
+
+    @abstractmethod
+    def memory_count(self, scope: str | None = None) -> int:
+        """Memories in ``scope`` (all when None)."""
+
+    @abstractmethod
+    def memory_rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
+        """Memory rows of a scope (and embedding model), oldest first."""
+
+    # -- the batch queue (reinloop.batch) ---------------------------------------------------------
+
+    @abstractmethod
+    def enqueue(self, batch: str, tasks: Sequence[Mapping[str, Any]]) -> int:
+        """Add a batch's tasks once; how many were new."""
+
+    @abstractmethod
+    def claim(self, batch: str, worker: str, lease: float) -> dict[str, Any] | None:
+        """Take the next claimable task of ``batch`` for ``lease`` seconds, or None."""
+
+    @abstractmethod
+    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> int:
+        """Extend ``worker``'s leases; how many tasks it still holds."""
+
+    @abstractmethod
+    def finish(self, thread_id: str, worker: str, result: Mapping[str, Any]) -> bool:
+        """Record how a task ended; False if ``worker`` no longer held it."""
+
+    @abstractmethod
+    def release(self, thread_id: str, worker: str) -> None:
+        """Put a held task back in the queue."""
+
+    @abstractmethod
+    def batch_counts(self, batch: str) -> dict[str, int]:
+        """Tasks of ``batch`` per status."""
+
+    @abstractmethod
+    def batch_tasks(self, batch: str) -> list[dict[str, Any]]:
+        """Every task row of ``batch``, in file order."""
 
     @abstractmethod
     def close(self) -> None:

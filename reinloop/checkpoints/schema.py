@@ -1,8 +1,9 @@
 """reinloop's tables, defined once as data, applied as numbered migrations.
 
 Each :class:`Migration` lists the tables (and indexes) it adds. A backend
-turns these specs into its own DDL: :mod:`reinloop.checkpoints.sqlite` with
-sqlite-utils, a PostgreSQL backend with its own types. A database records the
+turns these specs into its own DDL: :mod:`reinloop.checkpoints.sqlitedb` with
+sqlite-utils, :mod:`reinloop.checkpoints.postgresdb` with PostgreSQL's types
+(a test checks that both backends' tables match these specs). A database records the
 migrations it has applied (table ``migrations``); opening it applies the
 missing ones, in order, in one transaction each.
 
@@ -45,6 +46,19 @@ class Table:
     pk: tuple[str, ...]
     indexes: tuple[tuple[str, ...], ...] = ()
     unique: tuple[tuple[str, ...], ...] = ()
+    per_thread: bool = True
+    """Rows belong to their ``thread_id``: deleting or copying a thread deletes or copies them."""
+
+    def column(self, name: str) -> Column:
+        """The spec of one column."""
+        return next(c for c in self.columns if c.name == name)
+
+    @property
+    def identity(self) -> str | None:
+        """The column numbered by the database (a single integer primary key), if any."""
+        if len(self.pk) == 1 and self.column(self.pk[0]).type == "integer":
+            return self.pk[0]
+        return None
 
 
 @dataclass(frozen=True)
@@ -235,10 +249,41 @@ MEMORIES = Table(
     indexes=(("scope", "model"), ("scope", "thread_id", "run", "first_step", "last_step")),
 )
 
+TASKS = Table(
+    "tasks",
+    "The batch queue: one row per task of a batch (reinloop.batch). A worker claims a queued task, or one "
+    "whose lease ran out, and keeps its lease fresh while it runs it; times are seconds since the epoch "
+    "on the database's clock, so the workers' clocks never have to agree.",
+    columns=(
+        Column("thread_id", "text", not_null=True),
+        Column("batch", "text", not_null=True),
+        Column("line", "integer", not_null=True),
+        Column("task", "text", not_null=True),
+        Column("spec", "json"),
+        Column("status", "text", not_null=True, default="queued"),
+        Column("worker"),
+        Column("attempts", "integer", not_null=True, default=0),
+        Column("lease_until", "float"),
+        Column("claimed_at", "float"),
+        Column("finished_at", "float"),
+        Column("steps", "integer"),
+        Column("tokens", "integer"),
+        Column("seconds", "float"),
+        Column("answer"),
+        Column("break_reason"),
+        Column("error"),
+        Column("created_at"),
+    ),
+    pk=("thread_id",),
+    indexes=(("batch", "status", "line"),),
+    per_thread=False,  # a queue entry, not the run's data: deleting a run leaves the batch's record
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "checkpoints, channel values and writes", (CHECKPOINTS, CHANNEL_VALUES, CHECKPOINT_WRITES)),
     Migration(2, "runs and breaks", (RUNS, BREAKS)),
     Migration(3, "step records, tool journal and memories", (STEPS, TOOL_JOURNAL, MEMORIES)),
+    Migration(4, "the batch task queue", (TASKS,)),
 )
 """Every schema change, in order. Append only."""
 
@@ -247,8 +292,8 @@ MIGRATIONS_TABLE = "migrations"
 
 
 def thread_tables() -> list[str]:
-    """Every table with a ``thread_id`` column: what deleting or copying a thread touches."""
-    return [t.name for m in MIGRATIONS for t in m.tables if any(c.name == "thread_id" for c in t.columns)]
+    """Every table whose rows belong to a thread: what deleting or copying a thread touches."""
+    return [t.name for m in MIGRATIONS for t in m.tables if t.per_thread and any(c.name == "thread_id" for c in t.columns)]
 
 
 def latest_version() -> int:
@@ -263,3 +308,17 @@ def table(name: str) -> Table:
             if t.name == name:
                 return t
     raise KeyError(name)
+
+
+def tables() -> list[Table]:
+    """Every table of the latest schema, in migration order."""
+    return [t for m in MIGRATIONS for t in m.tables]
+
+
+MIGRATIONS_SPEC = Table(
+    MIGRATIONS_TABLE,
+    "The migrations this database has applied.",
+    columns=(Column("version", "integer"), Column("name"), Column("applied_at")),
+    pk=("version",),
+    per_thread=False,
+)

@@ -29,7 +29,7 @@ import sqlite_utils
 
 from ..errors import StorageError
 from .base import now_iso
-from .schema import MIGRATIONS, MIGRATIONS_TABLE, Column, Table, latest_version
+from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version
 
 HEADER = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT = 30.0
@@ -198,7 +198,7 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
         db.conn.execute("BEGIN IMMEDIATE")
         try:
             if migration.version not in applied_versions(db):  # another process may have been first
-                create_table(db, Table(MIGRATIONS_TABLE, "", (Column("version", "integer"), Column("name"), Column("applied_at")), ("version",)))
+                create_table(db, MIGRATIONS_SPEC)
                 for spec in migration.tables:
                     create_table(db, spec)
                 db.conn.execute(

@@ -7,7 +7,9 @@ across every thread that uses the key. Vectors from different embedders never
 meet: a search only compares records of the query's embedding model.
 
 The table is created by :func:`create_memories_table`, one function the run
-database's numbered migrations can call.
+database's numbered migrations can call. Given a saver (or a
+``postgresql://`` URL), the store keeps its records in that run database
+through the saver's ``memory_*`` methods instead, SQLite or PostgreSQL alike.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import sqlite_utils
 
+from ..checkpoints import ReinloopSaver, is_postgres_url, open_saver
 from ..checkpoints.schema import MEMORIES
 from ..checkpoints.sqlitedb import create_table
 from ..errors import ConfigurationError, StorageError
@@ -65,12 +68,16 @@ def open_database(target: str | Path | sqlite_utils.Database | None) -> sqlite_u
 
 
 class MemoryStore:
-    """Memory records with embeddings in a SQLite ``memories`` table."""
+    """Memory records with embeddings in a ``memories`` table: a SQLite file's, or a run database's."""
 
-    def __init__(self, db: str | Path | sqlite_utils.Database | None = None) -> None:
-        self.db = open_database(db)
-        self.table = create_memories_table(self.db)
+    def __init__(self, db: str | Path | sqlite_utils.Database | ReinloopSaver | None = None) -> None:
         self.lock = threading.Lock()
+        if is_postgres_url(db):
+            db = open_saver(str(db))
+        self.saver = db if isinstance(db, ReinloopSaver) else None
+        if self.saver is None:
+            self.db = open_database(db)  # type: ignore[arg-type]
+            self.table = create_memories_table(self.db)
 
     def add(
         self,
@@ -94,6 +101,8 @@ class MemoryStore:
             "last_step": last_step, "task": task, "text": text, "model": model,
             "dim": int(vector.size), "embedding": vector.tobytes(), "created_at": time.time(),
         }
+        if self.saver is not None:
+            return self.saver.memory_add(row)
         key = ["scope", "thread_id", "run", "first_step", "last_step"]
         with self.lock:  # a resumed step may fold the same steps again: replace, never duplicate
             found = [] if not first_step else list(
@@ -105,6 +114,8 @@ class MemoryStore:
 
     def count(self, scope: str | None = None) -> int:
         """Records in ``scope`` (all records when ``None``)."""
+        if self.saver is not None:
+            return self.saver.memory_count(scope)
         with self.lock:
             return self.table.count if scope is None else self.table.count_where("scope = ?", [scope])
 
@@ -115,8 +126,12 @@ class MemoryStore:
         import numpy as np
 
         skip = set(exclude)
-        with self.lock:
-            rows = [r for r in self.table.rows_where("scope = ? and model = ?", [scope, model]) if r["text"] not in skip]
+        if self.saver is not None:
+            rows = [r for r in self.saver.memory_rows(scope, model) if r["text"] not in skip]
+        else:
+            with self.lock:
+                found = self.table.rows_where("scope = ? and model = ?", [scope, model])
+                rows = [r for r in found if r["text"] not in skip]
         query = np.asarray(vector, dtype=np.float32)
         rows = [r for r in rows if r["dim"] == query.size]
         if not rows or k <= 0:
@@ -133,6 +148,8 @@ class MemoryStore:
 
     def records(self, scope: str | None = None) -> list[dict[str, Any]]:
         """Stored records without their vectors, oldest first."""
+        if self.saver is not None:
+            return self.saver.memory_rows(scope, vectors=False)
         where, args = ("scope = ?", [scope]) if scope is not None else (None, None)
         with self.lock:
             return [{k: v for k, v in r.items() if k != "embedding"}

@@ -15,9 +15,11 @@ around again with the same key, and the journal decides:
 
 Idempotent tools are not journaled: re-running them is harmless.
 
-The table lives in the run database (any SQLite file; ``":memory:"`` keeps
-it for the life of the process). :func:`create_journal_table` is its only
-DDL, so it can move into the run database's numbered migrations as one step.
+The table lives in the run database: any SQLite file (``":memory:"`` keeps
+it for the life of the process), or, given a saver (``ToolJournal(saver)``,
+as ``reinloop run`` does), the saver's database, SQLite or PostgreSQL, through
+its ``journal_*`` methods. :func:`create_journal_table` is its only SQLite DDL
+outside the run database's migrations.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 import sqlite_utils
 
+from ..checkpoints import ReinloopSaver
 from ..checkpoints.schema import TOOL_JOURNAL
 from ..checkpoints.sqlitedb import create_table
 
@@ -85,9 +88,13 @@ class JournalEntry:
 
 
 class ToolJournal:
-    """The ``tool_journal`` table of a SQLite database, safe to use from worker threads."""
+    """The ``tool_journal`` table of a SQLite file or of a saver's database, safe to use from worker threads."""
 
-    def __init__(self, path: str | os.PathLike[str] = ":memory:") -> None:
+    def __init__(self, path: str | os.PathLike[str] | ReinloopSaver = ":memory:") -> None:
+        self.saver = path if isinstance(path, ReinloopSaver) else None
+        if self.saver is not None:
+            self.path = self.saver.location
+            return
         self.path = str(path)
         # One connection shared by the node and the worker threads, serialised by a lock;
         # autocommit, so an intent is committed before the tool starts.
@@ -102,19 +109,26 @@ class ToolJournal:
     def begin(self, key: CallKey, args: dict[str, Any]) -> None:
         """Record the intent to run a call (committed before this returns)."""
         row = {**key.as_row(), "args": json.dumps(args, ensure_ascii=False, default=str), "started_at": time.time()}
+        if self.saver is not None:
+            self.saver.journal_begin(row)
+            return
         with self._lock:
             self.db.table(TABLE).insert(row, replace=True)
 
     def finish(self, key: CallKey, observation: str, error: bool) -> None:
         """Record the result of a call that returned."""
+        result = {"finished_at": time.time(), "observation": observation, "error": int(error)}
+        if self.saver is not None:
+            self.saver.journal_finish(key.as_row(), result)
+            return
         with self._lock:
-            self.db.table(TABLE).update(
-                tuple(key.as_row().values()),
-                {"finished_at": time.time(), "observation": observation, "error": int(error)},
-            )
+            self.db.table(TABLE).update(tuple(key.as_row().values()), result)
 
     def get(self, key: CallKey) -> JournalEntry | None:
         """The journaled call with this key, or ``None``."""
+        if self.saver is not None:
+            row = self.saver.journal_get(key.as_row())
+            return self._entry(row) if row else None
         where = " and ".join(f"{c} = ?" for c in KEY_COLUMNS)
         with self._lock:
             rows = list(self.db.table(TABLE).rows_where(where, list(key.as_row().values())))
@@ -122,13 +136,17 @@ class ToolJournal:
 
     def entries(self, thread_id: str | None = None) -> list[JournalEntry]:
         """Every journaled call (of one thread), oldest first."""
+        if self.saver is not None:
+            return [self._entry(r) for r in self.saver.journal_rows(thread_id)]
         where, args = ("thread_id = ?", [thread_id]) if thread_id is not None else (None, [])
         with self._lock:
             rows = list(self.db.table(TABLE).rows_where(where, args, order_by="started_at"))
         return [self._entry(r) for r in rows]
 
     def close(self) -> None:
-        """Close the database connection."""
+        """Close the database connection (a saver's stays open: its owner closes it)."""
+        if self.saver is not None:
+            return
         with self._lock:
             self.db.conn.close()
 

@@ -68,8 +68,8 @@ def test_a_long_scratchpad_is_read_through_few_rows_and_stored_at_most_twice(mak
     head = saver.db.execute("select version from channel_values where channel = 'scratchpad' "
                             "order by length desc limit 1").fetchone()[0]
     chain = saver.db.execute(CHAIN_SQL, {"thread": "t1", "ns": "", "channel": "scratchpad", "version": head,
-                                         "stop": None}).fetchall()
-    assert len(chain) <= JUMP + steps // JUMP + 1
+                                         "stop": ""}).fetchall()  # '': walk back to the whole value
+    assert chain[-1][1] == "value" and len(chain) <= JUMP + steps // JUMP + 1
     payload = sum(len(r[3]) for r in saver.db.execute("select * from channel_values where channel = 'scratchpad'"))
     assert payload < 2 * len(json.dumps(out["scratchpad"], ensure_ascii=False))
     with SqliteCheckpointer.open(saver.location) as fresh:
@@ -135,8 +135,8 @@ def test_the_schema_is_readable_without_python(make_graph, saver, tmp_path):
     graph.invoke({"task": "double"}, CONFIG)
     db = sqlite_utils.Database(tmp_path / "runs.db")
     assert set(db.table_names()) == {"migrations", "checkpoints", "channel_values", "checkpoint_writes", "runs", "breaks",
-                                     "steps", "tool_journal", "memories"}
-    assert [r["version"] for r in db.query("select version from migrations order by version")] == [1, 2, 3]
+                                     "steps", "tool_journal", "memories", "tasks"}
+    assert [r["version"] for r in db.query("select version from migrations order by version")] == [1, 2, 3, 4]
     (row,) = db.query("select json_extract(metadata, '$.step') as step, json_extract(checkpoint, '$.v') as v "
                       "from checkpoints order by checkpoint_id desc limit 1")
     assert row["v"] == 4 and row["step"] > 0

@@ -2,6 +2,8 @@
 
 Modes:
 
+DB is a SQLite path or a PostgreSQL URL.
+
 - ``run DB THREAD BASE_URL WORKDIR`` / ``resume DB THREAD BASE_URL WORKDIR``:
   a run whose ``record`` tool logs each execution to ``WORKDIR/calls.log``
   and, on the call named in ``WORKDIR/hang_on``, writes ``WORKDIR/ready`` and
@@ -23,7 +25,7 @@ from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
 from reinloop.api import stream_run
-from reinloop.checkpoints import SqliteCheckpointer
+from reinloop.checkpoints import open_saver
 from reinloop.runs import resume, run
 from reinloop.testing import ScriptedChatModel, tool_call
 
@@ -54,7 +56,7 @@ def many(db: str, thread: str, steps: int, workdir: Path) -> None:
     limits = Limits(max_steps=None, max_repeats=None, max_seconds=None)
     from reinloop.tools import builtins
 
-    saver = SqliteCheckpointer.open(db)
+    saver = open_saver(db)
     graph = build_graph(model, builtins("calculator"), limits=limits, checkpointer=saver)
     (workdir / f"ready-{thread}").write_text("1")
     while not (workdir / "go").exists():

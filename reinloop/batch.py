@@ -1,0 +1,492 @@
+"""Many tasks at once: ``reinloop batch TASKS.jsonl --concurrency N``, safe on several machines.
+
+A tasks file has one JSON object per line::
+
+    {"task": "What is 6*7?"}
+    {"task": "北京天气？", "thread_id": "weather-1", "tools": "get_weather", "limits": {"max_steps": 4}}
+
+(keys: ``task``; optional ``thread_id``, ``tools`` (names, a list or a
+comma-separated string), ``limits`` (a mapping of :class:`~reinloop.Limits`
+fields), ``protocol``, ``system_prompt``). :func:`batch` puts its tasks into
+the run database's ``tasks`` table once (the batch is named after the file
+and a hash of its content, so starting the same file again, or on another
+machine, adds nothing), then runs ``concurrency`` tasks at a time, each in
+its own thread (with its own connection on PostgreSQL; sharing one on SQLite),
+until no task of the batch is left queued or running.
+
+Every worker process is equal; the database decides who runs what
+(:mod:`reinloop.checkpoints.queue`): a task is claimed by exactly one worker
+(PostgreSQL: ``FOR UPDATE SKIP LOCKED``; SQLite: ``BEGIN IMMEDIATE``, one
+machine), under a lease that a heartbeat thread renews. When a worker dies,
+its leases run out and the other workers take its tasks over: a task that has
+a checkpoint is *resumed* from it (only the step the dead worker was in runs
+again; side-effecting tools are never repeated, thanks to the journal), one
+that has none is started. A worker that finds nothing to claim while tasks
+are still running elsewhere waits, so it can take over if their worker dies.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
+
+from .checkpoints import ReinloopSaver, is_postgres_url
+from .errors import ConfigurationError, ReinloopError
+from .limits import Limits
+from .models import resolve_model
+from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
+from .protocols import PROTOCOLS
+from .retry import RetryPolicy
+from .runs import db_location, open_db, resume_with, run_with, thread_config
+from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
+
+logger = logging.getLogger(__name__)
+
+TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "system_prompt")
+"""The keys a line of a tasks file may have."""
+STATUSES = ("done", "broken", "error")
+DEFAULT_LEASE = 60.0
+"""Seconds a claimed task stays with its worker without a heartbeat."""
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """A second Ctrl-C: the worker left ``running`` tasks mid-run (their leases let other workers take them over)."""
+
+    def __init__(self, running: int) -> None:
+        super().__init__(running)
+        self.running = running
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """How one task of a batch ended in this worker."""
+
+    thread_id: str
+    line: int
+    task: str
+    status: str
+    """``done``, ``broken`` (a guard stopped it; it waits at its break) or ``error`` (it stopped on an error)."""
+    answer: str | None = None
+    break_reason: str | None = None
+    error: str | None = None
+    steps: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+    attempt: int = 1
+    """1 for the first claim; more when this worker took the task over from one that died."""
+    resumed: bool = False
+    """Continued from the checkpoint another worker left, instead of started."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """The outcome as a JSON-able dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """What :func:`batch` did: this worker's outcomes, and where the whole batch stands."""
+
+    batch: str
+    worker: str
+    outcomes: list[TaskOutcome]
+    tasks: list[dict[str, Any]]
+    """Every task row of the batch (all workers'), in file order."""
+    seconds: float
+    added: int = 0
+    """Tasks this call put into the queue (0 when another worker, or an earlier call, had)."""
+
+    @property
+    def counts(self) -> dict[str, int]:
+        """Tasks of the whole batch per status (done, broken, error; queued and running if any are left)."""
+        counts = dict.fromkeys(STATUSES, 0)
+        for row in self.tasks:
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+        return counts
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every task is done, 3 when some broke (and none failed), 1 when some stopped on an error."""
+        counts = self.counts
+        if counts.get("error") or counts.get("queued") or counts.get("running"):
+            return EXIT_ERROR
+        return EXIT_BROKEN if counts.get("broken") else EXIT_DONE
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per status of the whole batch: tasks, tokens, seconds (summed over tasks)."""
+        rows = []
+        for status, n in self.counts.items():
+            mine = [r for r in self.tasks if r["status"] == status]
+            rows.append({"status": status, "tasks": n, "tokens": sum(r["tokens"] or 0 for r in mine),
+                         "seconds": round(sum(r["seconds"] or 0.0 for r in mine), 3)})
+        return rows
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-able dict (task rows left out: they are in the database)."""
+        return {"batch": self.batch, "worker": self.worker, "added": self.added, "seconds": round(self.seconds, 3),
+                "counts": self.counts, "summary": self.summary(), "outcomes": [o.as_dict() for o in self.outcomes]}
+
+
+# --- reading a tasks file ------------------------------------------------------------------------
+
+
+def batch_name(path: Path, content: bytes) -> str:
+    """The batch a file makes: its name and a hash of its content (the same on every machine)."""
+    return f"{path.stem}-{hashlib.sha256(content).hexdigest()[:8]}"
+
+
+def read_tasks(path: str | os.PathLike[str], *, tools: Sequence[BaseTool] = ()) -> tuple[str, list[dict[str, Any]]]:
+    """The batch name and its tasks (``thread_id``, ``line``, ``task``, ``spec``); every line checked first.
+
+    Raises :class:`~reinloop.errors.ConfigurationError` naming the line for
+    bad JSON, a missing task, an unknown key, tool, limit or protocol, or a
+    thread id used twice.
+    """
+    file = Path(path)
+    try:
+        content = file.read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the tasks file {str(file)!r}: {exc.strerror or exc}") from None
+    name = batch_name(file, content)
+    tasks: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for number, text in enumerate(content.decode("utf-8", errors="replace").splitlines(), start=1):
+        if not text.strip():
+            continue
+        spec = parse_line(file, number, text, {t.name for t in tools})
+        thread_id = str(spec.pop("thread_id", None) or f"{name}-{number}")
+        if thread_id in seen:
+            raise ConfigurationError(f"{file}:{number}: thread_id {thread_id!r} is also the thread of line "
+                                     f"{seen[thread_id]}; give each task its own")
+        seen[thread_id] = number
+        tasks.append({"thread_id": thread_id, "line": number, "task": spec["task"], "spec": spec})
+    if not tasks:
+        raise ConfigurationError(f"{file} has no tasks; write one JSON object per line, "
+                                 "e.g. {\"task\": \"What is 6*7?\"}")
+    return name, tasks
+
+
+def parse_line(file: Path, number: int, text: str, custom_tools: set[str]) -> dict[str, Any]:
+    """One line of a tasks file as a checked spec."""
+    where = f"{file}:{number}"
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigurationError(f"{where}: not a JSON object ({exc.msg}); write one object per line, "
+                                 "e.g. {\"task\": \"What is 6*7?\"}") from None
+    if not isinstance(spec, dict) or not isinstance(spec.get("task"), str) or not spec["task"].strip():
+        raise ConfigurationError(f"{where}: each line needs a \"task\" string, e.g. {{\"task\": \"What is 6*7?\"}}")
+    unknown = sorted(set(spec) - set(TASK_KEYS))
+    if unknown:
+        raise ConfigurationError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(TASK_KEYS)}")
+    names = tool_names(spec.get("tools"))
+    if names is not None:
+        missing = sorted(set(names) - set(BUILTINS) - custom_tools)
+        if missing:
+            raise ConfigurationError(f"{where}: unknown tool(s) {', '.join(missing)}; available: "
+                                     f"{', '.join(sorted(set(BUILTINS) | custom_tools))}")
+    if spec.get("limits") is not None:
+        if not isinstance(spec["limits"], dict):
+            raise ConfigurationError(f"{where}: \"limits\" must be an object such as {{\"max_steps\": 5}}")
+        try:
+            Limits().replace(**spec["limits"])
+        except (ConfigurationError, TypeError) as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
+    if spec.get("protocol") is not None and spec["protocol"] not in PROTOCOLS:
+        raise ConfigurationError(f"{where}: unknown protocol {spec['protocol']!r}; "
+                                 f"choose one of: {', '.join(PROTOCOLS)}")
+    return spec
+
+
+def tool_names(value: Any) -> list[str] | None:
+    """Tool names from a spec's ``tools``: a list, or a comma-separated string; None when not given."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [n.strip() for n in value.split(",") if n.strip()]
+    if isinstance(value, list) and all(isinstance(n, str) for n in value):
+        return list(value)
+    raise ConfigurationError(f"\"tools\" must be a list of names or a comma-separated string, got {value!r}")
+
+
+# --- running ---------------------------------------------------------------------------------------
+
+
+def custom_tools(tools: Sequence[BaseTool] | str | None) -> list[BaseTool]:
+    """The tool objects among ``tools`` (a string names built-ins only)."""
+    if tools is None or isinstance(tools, str):
+        return []
+    return [t for t in tools if isinstance(t, BaseTool)]
+
+
+@dataclass
+class Settings:
+    """How this worker runs every task: the model, default tools and limits, the lease."""
+
+    model: str | BaseChatModel
+    chat_model: BaseChatModel
+    base_url: str | None
+    tools: Sequence[BaseTool] | str | None
+    tool_settings: ToolSettings
+    protocol: str
+    limits: Limits
+    retry: RetryPolicy
+    lease: float
+    poll: float
+    _toolsets: dict[tuple[str, ...] | None, list[BaseTool]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def tools_for(self, spec: Mapping[str, Any]) -> list[BaseTool]:
+        """The tools of one task: its names (custom tools first, then built-ins), else the worker's default."""
+        names = tool_names(spec.get("tools"))
+        key = tuple(names) if names is not None else None
+        with self._lock:
+            if key not in self._toolsets:
+                self._toolsets[key] = self._build(names)
+            return self._toolsets[key]
+
+    def _build(self, names: list[str] | None) -> list[BaseTool]:
+        custom = custom_tools(self.tools)
+        if names is None:
+            if custom:
+                return custom
+            default = self.tools if isinstance(self.tools, str) else ",".join(DEFAULT_TOOLS)
+            return builtins(default, **self.tool_settings.as_dict())
+        by_name = {t.name: t for t in custom}
+        return [by_name[n] if n in by_name else builtins([n], **self.tool_settings.as_dict())[0] for n in names]
+
+
+def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, Any]:
+    """The state a dead worker left for this task: its thread's latest, if it holds this task ({} otherwise)."""
+    if claimed["attempts"] < 2:
+        return {}
+    latest = saver.get_tuple(thread_config(claimed["thread_id"]))
+    values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
+    return values if values.get("task") == claimed["task"] else {}
+
+
+def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any]) -> Outcome:
+    """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
+    thread_id, spec = claimed["thread_id"], claimed["spec"]
+    limits = settings.limits.replace(**(spec.get("limits") or {}))
+    protocol = spec.get("protocol") or settings.protocol
+    if state.get("status") in ("done", "broken") or state.get("decision") == "pause":
+        return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
+    if state:
+        return resume_with(saver, thread_id, model=settings.model, base_url=settings.base_url, protocol=protocol,
+                           tools=settings.tools_for(spec), limits=limits)
+    return run_with(
+        saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
+        protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
+        system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
+    )
+
+
+def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings) -> TaskOutcome:
+    """Run a claimed task to its next stop: start it, or resume the checkpoint a dead worker left."""
+    began = time.monotonic()
+    base = {"thread_id": claimed["thread_id"], "line": claimed["line"], "task": claimed["task"],
+            "attempt": claimed["attempts"]}
+    state: Mapping[str, Any] = {}
+    try:
+        state = left_behind(saver, claimed)
+        outcome = advance(saver, claimed, settings, state)
+    except ReinloopError as exc:
+        return TaskOutcome(**base, status="error", error=str(exc), seconds=time.monotonic() - began, resumed=bool(state))
+    c = outcome.counters
+    return TaskOutcome(
+        **base, status="done" if outcome.status == "done" else "broken", answer=outcome.answer,
+        break_reason=outcome.break_reason, steps=int(c.get("steps", 0)),
+        tokens=int(c.get("prompt_tokens", 0)) + int(c.get("completion_tokens", 0)),
+        seconds=time.monotonic() - began, resumed=bool(state),
+    )
+
+
+class Worker:
+    """One process's share of a batch: ``concurrency`` slots claiming tasks, and a heartbeat."""
+
+    def __init__(self, db: str | Path | None, name: str, settings: Settings,
+                 on_outcome: Callable[[TaskOutcome, dict[str, int]], None] | None) -> None:
+        self.db, self.name, self.settings, self.on_outcome = db, name, settings, on_outcome
+        self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.held: set[str] = set()
+        self.outcomes: list[TaskOutcome] = []
+        self.lock = threading.Lock()
+        self.finished = threading.Condition(self.lock)  # an idle slot wakes when another slot ends a task
+        self.stop = threading.Event()  # claim no more tasks
+        self.done = threading.Event()  # no task of this worker runs any more: the heartbeat ends
+        # SQLite: the slots share one connection (its lock queues them; separate connections would contend
+        # for the file's write lock with sleeps). PostgreSQL: a connection per slot, so they run side by side.
+        self.shared = None if is_postgres_url(db_location(db)) else open_db(db, write=True)
+
+    def connection(self) -> AbstractContextManager[ReinloopSaver]:
+        """The saver a slot or the heartbeat uses."""
+        return nullcontext(self.shared) if self.shared is not None else open_db(self.db, write=True)
+
+    def close(self) -> None:
+        """Close the shared connection, if any."""
+        if self.shared is not None:
+            self.shared.close()
+
+    def slot(self) -> None:
+        """Claim, run and record tasks until none of the batch is queued or running."""
+        with self.connection() as saver:
+            while not self.stop.is_set():
+                claimed = saver.claim(self.name, self.id, self.settings.lease)
+                if claimed is None:
+                    counts = saver.batch_counts(self.name)
+                    if not counts.get("queued") and not counts.get("running"):
+                        return
+                    with self.finished:  # running elsewhere: take it over if its worker dies
+                        if not self.stop.is_set():
+                            self.finished.wait(self.settings.poll)
+                    continue
+                with self.lock:
+                    self.held.add(claimed["thread_id"])
+                try:
+                    self.record(saver, run_task(saver, claimed, self.settings))
+                finally:
+                    with self.finished:
+                        self.held.discard(claimed["thread_id"])
+                        self.finished.notify_all()
+
+    def record(self, saver: ReinloopSaver, outcome: TaskOutcome) -> None:
+        """Write the task's end to the queue, unless another worker took it over meanwhile."""
+        fields = {"status": outcome.status, "answer": outcome.answer, "break_reason": outcome.break_reason,
+                  "error": outcome.error, "steps": outcome.steps, "tokens": outcome.tokens, "seconds": outcome.seconds}
+        if not saver.finish(outcome.thread_id, self.id, fields):
+            logger.warning("task %s was taken over by another worker (its lease ran out); its outcome is theirs",
+                           outcome.thread_id)
+            return
+        with self.lock:
+            self.outcomes.append(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome, saver.batch_counts(self.name))
+
+    def run(self, concurrency: int) -> None:
+        """Run ``concurrency`` slots until the batch is finished.
+
+        Ctrl-C stops claiming and waits for the running tasks; a second Ctrl-C leaves them (the slots
+        are daemon threads) to the other workers, which take them over when their leases run out.
+        """
+        errors: list[BaseException] = []
+        left = [concurrency]
+        ended = threading.Event()
+
+        def slot() -> None:
+            try:
+                self.slot()
+            except BaseException as exc:  # noqa: BLE001 - raised again in the calling thread
+                errors.append(exc)
+                self.stop.set()
+            finally:
+                with self.lock:
+                    left[0] -= 1
+                    if not left[0]:
+                        ended.set()
+
+        for i in range(concurrency):
+            threading.Thread(target=slot, name=f"reinloop-batch-{i}", daemon=True).start()
+        # wait on an event, not Thread.join: a join cut short by Ctrl-C can mark a live thread as ended (Python 3.11)
+        try:
+            while not ended.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            self.stop.set()
+            with self.finished:
+                self.finished.notify_all()
+                running = len(self.held)
+            logger.warning("interrupted: claiming no more tasks; waiting for the %d running one(s) to finish "
+                           "(Ctrl-C again leaves them to other workers once their lease runs out)", running)
+            try:
+                while not ended.wait(0.5):
+                    pass
+            except KeyboardInterrupt:
+                with self.lock:
+                    raise BatchInterrupted(len(self.held)) from None
+            raise
+        if errors:
+            raise errors[0]
+
+    def heartbeat(self) -> None:
+        """Renew the leases of the tasks this worker runs, three times per lease."""
+        with self.connection() as saver:
+            while not self.done.wait(self.settings.lease / 3):
+                with self.lock:
+                    held = list(self.held)
+                try:
+                    kept = saver.renew(self.id, self.settings.lease, held)
+                except ReinloopError as exc:  # the next beat may get through; the runs go on meanwhile
+                    logger.warning("could not renew the leases of %s: %s", self.id, exc)
+                    continue
+                if kept < len(held):
+                    logger.warning("%d task(s) of %s were taken over by other workers", len(held) - kept, self.id)
+
+
+def batch(
+    tasks: str | os.PathLike[str],
+    *,
+    concurrency: int = 4,
+    db: str | Path | None = None,
+    model: str | BaseChatModel = "openai:gpt-4o-mini",
+    base_url: str | None = None,
+    tools: Sequence[BaseTool] | str | None = None,
+    tool_settings: ToolSettings | None = None,
+    protocol: str = "tool_calling",
+    limits: Limits | None = None,
+    retry: RetryPolicy | None = None,
+    lease: float = DEFAULT_LEASE,
+    poll: float | None = None,
+    on_outcome: Callable[[TaskOutcome, dict[str, int]], None] | None = None,
+    on_start: Callable[[str, int, int, str, int], None] | None = None,
+) -> BatchReport:
+    """Run the tasks of a JSONL file, ``concurrency`` at a time, with any number of workers on one database.
+
+    ``tools`` and ``limits`` are the defaults a task's own ``tools`` and
+    ``limits`` override (``tools`` may be tool objects; a task names them).
+    ``lease`` is how long a dead worker's task waits before another worker
+    takes it over; ``on_start(batch, tasks, added, worker, concurrency)`` is
+    called once the tasks are queued, ``on_outcome(outcome, counts)`` for each
+    task this worker finishes, with the whole batch's counts. Returns when no
+    task of the batch is left queued or running.
+    """
+    if concurrency < 1:
+        raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
+    if lease <= 0:
+        raise ConfigurationError(f"lease must be a positive number of seconds, got {lease}")
+    name, specs = read_tasks(tasks, tools=custom_tools(tools))
+    retry = retry or RetryPolicy()
+    settings = Settings(model, resolve_model(model, base_url=base_url, timeout=retry.timeout), base_url, tools,
+                        (tool_settings or ToolSettings()).resolved(), protocol, limits or Limits(), retry, lease,
+                        poll if poll is not None else min(1.0, lease / 10))
+    began = time.monotonic()
+    with open_db(db, write=True, create=True) as saver:
+        added = saver.enqueue(name, specs)
+    worker = Worker(db, name, settings, on_outcome)
+    if on_start is not None:
+        on_start(name, len(specs), added, worker.id, concurrency)
+    beat = threading.Thread(target=worker.heartbeat, name="reinloop-heartbeat", daemon=True)
+    beat.start()
+    try:
+        worker.run(concurrency)
+    finally:
+        worker.stop.set()
+        worker.done.set()
+        beat.join(timeout=5)
+        worker.close()
+    with open_db(db) as saver:
+        rows = saver.batch_tasks(name)
+    return BatchReport(name, worker.id, worker.outcomes, rows, time.monotonic() - began, added)

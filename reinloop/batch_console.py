@@ -1,0 +1,104 @@
+"""Showing a batch as it runs: a progress bar, one line per task, a summary table at the end.
+
+:class:`BatchConsole` receives :func:`reinloop.batch.batch`'s callbacks. On
+a terminal the bar (``rich.progress``) counts the whole batch's finished
+tasks, every worker's, with the per-task lines printed above it; when stdout
+is not a terminal, or with ``color=False``, there is no bar and the lines
+come out as plain text. With ``as_json=True`` each task is one JSON object
+(``"type": "task"``) and the summary another (``"type": "summary"``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .batch import BatchReport, TaskOutcome
+from .console import short
+
+MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "error": ("!", "red")}
+
+
+class BatchConsole:
+    """Prints a batch's progress, its tasks' outcomes and a summary table."""
+
+    def __init__(self, out: TextIO | None = None, *, color: bool = True, as_json: bool = False,
+                 terminal: bool | None = None) -> None:
+        self.as_json = as_json
+        self.out = out or sys.stdout
+        self.console = Console(file=self.out, force_terminal=terminal, color_system="auto" if color else None,
+                               highlight=False, soft_wrap=True, emoji=False)
+        self.bar: Progress | None = None
+        self.bar_task: Any = None
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> BatchConsole:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+    def start(self, name: str, total: int, added: int, worker: str, concurrency: int) -> None:
+        """The batch is queued: say what runs, and show the bar on a terminal."""
+        if self.as_json:
+            return
+        self.console.print(f"batch {name}: {total} tasks ({added} new), {concurrency} at a time, worker {worker}",
+                           markup=False)
+        if self.console.is_terminal and self.console.color_system is not None:
+            self.bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                                console=self.console, transient=True)
+            self.bar_task = self.bar.add_task("batch", total=total)
+            self.bar.start()
+
+    def outcome(self, outcome: TaskOutcome, counts: dict[str, int]) -> None:
+        """One task finished (by this worker); ``counts`` is where the whole batch stands."""
+        with self.lock:
+            if self.as_json:
+                print(json.dumps({"type": "task", **outcome.as_dict()}, ensure_ascii=False), file=self.out, flush=True)
+                return
+            self.console.print(task_line(outcome), style=MARKS[outcome.status][1], markup=False)
+            if self.bar is not None:
+                finished = sum(n for status, n in counts.items() if status not in ("queued", "running"))
+                self.bar.update(self.bar_task, completed=finished, total=sum(counts.values()))
+
+    def summary(self, report: BatchReport) -> None:
+        """The summary table of the whole batch, and this worker's share."""
+        if self.as_json:
+            print(json.dumps({"type": "summary", **report.as_dict()}, ensure_ascii=False), file=self.out, flush=True)
+            return
+        table = Table(title=f"batch {report.batch}", title_justify="left")
+        for name in ("status", "tasks", "tokens", "task time"):
+            table.add_column(name, justify="left" if name == "status" else "right")
+        rows = report.summary()
+        for row in rows:
+            table.add_row(row["status"], str(row["tasks"]), f"{row['tokens']:,}", f"{row['seconds']:.1f} s")
+        table.add_row("total", str(sum(r["tasks"] for r in rows)), f"{sum(r['tokens'] for r in rows):,}",
+                      f"{sum(r['seconds'] for r in rows):.1f} s", style="bold")
+        self.console.print(table)
+        mine = len(report.outcomes)
+        rate = mine / report.seconds if report.seconds else 0.0
+        self.console.print(f"this worker ran {mine} of {len(report.tasks)} tasks in {report.seconds:.1f} s "
+                           f"({rate:.1f} tasks/s)", markup=False)
+        if report.counts.get("broken") or report.counts.get("error"):
+            self.console.print("resume a broken or failed task with: reinloop resume THREAD", markup=False)
+
+
+def task_line(outcome: TaskOutcome) -> str:
+    """``✓ line 3  thread-id  done  2 steps  30 tokens  0.4 s  answer: 42``."""
+    mark = MARKS[outcome.status][0]
+    head = f"{mark} line {outcome.line}  {outcome.thread_id}  {outcome.status}"
+    if outcome.resumed:
+        head += f" (resumed, attempt {outcome.attempt})"
+    if outcome.status == "error":
+        return f"{head}  {outcome.seconds:.1f} s  {short(outcome.error, 200)}"
+    stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {outcome.seconds:.1f} s"
+    what = f"answer: {short(outcome.answer, 100)}" if outcome.status == "done" else f"break: {outcome.break_reason}"
+    return f"{head}  {stats}  {what}"

@@ -1,0 +1,494 @@
+"""The checkpointer both SQL backends share: the same statements on SQLite and PostgreSQL.
+
+:class:`SqlCheckpointer` implements LangGraph's saver methods (``put``,
+``put_writes``, ``get_tuple``, ``list``, ``delete_thread``,
+``delete_for_runs``, ``copy_thread``, ``prune``) once, with the storage
+layout of :mod:`reinloop.checkpoints.base` (change-only values, append
+chains for the scratchpad). A backend supplies a connection and its
+transactions (``_read``/``_write`` yield a :class:`Tx`) and a few
+:class:`Dialect` details; the SQL is the common subset of the two databases
+(``INSERT ... ON CONFLICT``, recursive CTEs, ``VALUES`` lists), written with
+SQLite's ``?`` and ``:name`` parameters, which the PostgreSQL backend rewrites
+for psycopg.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import Any, NamedTuple, Protocol
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+    get_checkpoint_id,
+    get_serializable_checkpoint_metadata,
+    writes_sort_key,
+)
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..errors import ConfigurationError, StorageError
+from .base import PROJECTED, BlobKey, ListHead, ReinloopSaver, decode, encode, list_row, reachable
+from .queue import TaskQueue
+from .records import RecordTables
+from .schema import Table, table, thread_tables
+
+CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, created_at, type, checkpoint, metadata"
+
+CHAIN_SQL = """
+WITH RECURSIVE chain(version, kind, base_version, type, value, length, depth) AS (
+    SELECT version, kind, base_version, type, value, length, 0 FROM channel_values
+     WHERE thread_id = :thread AND checkpoint_ns = :ns AND channel = :channel AND version = :version
+    UNION ALL
+    SELECT v.version, v.kind, v.base_version, v.type, v.value, v.length, chain.depth + 1
+      FROM channel_values v JOIN chain ON v.version = chain.base_version
+     WHERE chain.kind = 'append' AND chain.version <> :stop
+       AND v.thread_id = :thread AND v.checkpoint_ns = :ns AND v.channel = :channel
+)
+SELECT version, kind, type, value, length FROM chain ORDER BY depth
+"""
+"""A value's row and the rows of its append chain, newest first, stopping at ``:stop`` ('' for never)."""
+
+LIST_CACHE_SIZE = 64
+
+Memo = dict[tuple[str, str, str], dict[str, Any]]
+"""Values already read in one call: (thread, ns, channel) -> version -> value (or a :class:`Prefix`)."""
+
+
+class Tx(Protocol):
+    """A transaction's connection: ``sqlite3.Connection``, or the PostgreSQL backend's wrapper."""
+
+    def execute(self, sql: str, params: Any = ...) -> Any: ...
+
+    def executemany(self, sql: str, rows: Any) -> Any: ...
+
+
+class Dialect(NamedTuple):
+    """What differs between the backends, beyond the connection."""
+
+    name: str
+    metadata_filter: Any
+    """``(key, value) -> (sql, params)``: one condition on the checkpoint metadata."""
+    now: str
+    """An SQL expression for the database's clock, in seconds since the epoch."""
+    claim_lock: str = ""
+    """Appended to the batch queue's claim query (PostgreSQL: ``FOR UPDATE SKIP LOCKED``)."""
+    returning: str = ""
+    """Appended to an ``INSERT`` to get the new row's id (PostgreSQL: ``RETURNING id``; SQLite: ``lastrowid``)."""
+
+
+class Prefix(NamedTuple):
+    """An older version of an appended list: the first ``length`` items of a newer one."""
+
+    items: list[Any]
+    length: int
+
+
+def upsert(spec: Table, columns: Sequence[str], *, replace: bool = True, source: str | None = None) -> str:
+    """``INSERT`` into ``spec`` that replaces (or keeps) a row with the same primary key."""
+    names = ", ".join(columns)
+    rows = source or f"VALUES ({', '.join('?' * len(columns))})"
+    updates = [c for c in columns if c not in spec.pk]
+    if replace and updates:
+        action = f"({', '.join(spec.pk)}) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in updates)
+    else:
+        action = "DO NOTHING"
+    return f"INSERT INTO {spec.name} ({names}) {rows} ON CONFLICT {action}"
+
+
+VALUE_COLUMNS = ("thread_id", "checkpoint_ns", "channel", "version", "kind", "base_version", "length", "type", "value")
+CHECKPOINT_INSERT = upsert(table("checkpoints"), (
+    "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "created_at", "source", "step", "run_id",
+    "type", "checkpoint", "metadata"))
+VALUE_INSERT = upsert(table("channel_values"), VALUE_COLUMNS)
+WRITE_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "value")
+WRITE_REPLACE = upsert(table("checkpoint_writes"), WRITE_COLUMNS)
+WRITE_KEEP = upsert(table("checkpoint_writes"), WRITE_COLUMNS, replace=False)
+
+
+class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
+    """A LangGraph checkpointer over SQL that stores each change once and keeps reinloop's tables."""
+
+    dialect: Dialect
+
+    def __init__(self, *, serde: SerializerProtocol | None = None, location: str, read_only: bool = False) -> None:
+        super().__init__(serde=serde)
+        self.location = location
+        self.read_only = read_only
+        self.lock = threading.RLock()
+        # last written/read version of each list channel, for append-only storage
+        self._lists: OrderedDict[tuple[str, str, str], ListHead] = OrderedDict()
+        # channel versions of the last checkpoint of each (thread, ns), to find a parent's versions
+        self._heads: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
+
+    def _read(self) -> AbstractContextManager[Tx]:
+        """A read transaction: every query in it sees one moment of the database."""
+        raise NotImplementedError
+
+    def _write(self) -> AbstractContextManager[Tx]:
+        """A write transaction, committed when the block ends, rolled back if it raises."""
+        raise NotImplementedError
+
+    def _blob(self, data: str | bytes | None) -> Any:
+        """A ``value`` column's parameter (PostgreSQL stores every value as bytes)."""
+        return data
+
+    def _refuse_read_only(self) -> None:
+        if self.read_only:
+            raise StorageError(f"{self.location} was opened read-only; open it without read_only to change it")
+
+    def _forget(self, thread_id: str) -> None:
+        """Drop cached values of a thread whose rows were deleted or rewritten."""
+        for key in [k for k in self._lists if k[0] == thread_id]:
+            del self._lists[key]
+        for key in [k for k in self._heads if k[0] == thread_id]:
+            del self._heads[key]
+
+    # -- put ---------------------------------------------------------------------------------
+
+    def put(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        """Store a checkpoint: its row, and a value row for each channel that changed."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        values = checkpoint["channel_values"]
+        skeleton = {k: v for k, v in checkpoint.items() if k not in ("channel_values", "id", "ts")}
+        md = get_serializable_checkpoint_metadata(config, metadata)
+        with self.lock:
+            parent = self._parent_versions(thread_id, ns, conf.get("checkpoint_id"))
+            rows, lists = [], {}
+            for channel, version in new_versions.items():
+                row, head = self._value_row(thread_id, ns, channel, str(version), values, parent.get(channel))
+                rows.append(row)
+                if head is not None:
+                    lists[(thread_id, ns, channel)] = head
+            type_, data = encode(self.serde, skeleton)
+            with self._write() as tx:
+                if rows:
+                    tx.executemany(VALUE_INSERT, rows)
+                tx.execute(CHECKPOINT_INSERT, (
+                    thread_id, ns, checkpoint["id"], conf.get("checkpoint_id"), checkpoint.get("ts"), md.get("source"),
+                    md.get("step"), md.get("run_id"), type_, self._blob(data),
+                    json.dumps(md, ensure_ascii=False, default=str)))
+                if ns == "" and any(k in new_versions for k in PROJECTED):
+                    self._project(tx, thread_id, checkpoint["id"], values)
+            self._remember(lists)
+            self._heads[(thread_id, ns)] = (checkpoint["id"], dict(checkpoint["channel_versions"]))
+        return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
+
+    def _parent_versions(self, thread_id: str, ns: str, parent_id: str | None) -> dict[str, Any]:
+        if parent_id is None:
+            return {}
+        head = self._heads.get((thread_id, ns))
+        if head is not None and head[0] == parent_id:
+            return head[1]
+        with self._read() as tx:
+            row = tx.execute(
+                "SELECT type, checkpoint FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                (thread_id, ns, parent_id),
+            ).fetchone()
+        return dict(decode(self.serde, *row).get("channel_versions") or {}) if row else {}
+
+    def _value_row(
+        self, thread_id: str, ns: str, channel: str, version: str, values: Mapping[str, Any], base: Any
+    ) -> tuple[tuple[Any, ...], ListHead | None]:
+        """The ``channel_values`` row for one changed channel, and the list head to remember."""
+        if channel not in values:
+            return (thread_id, ns, channel, version, "empty", None, None, "empty", None), None
+        value = values[channel]
+        if type(value) is not list:
+            type_, data = encode(self.serde, value)
+            return (thread_id, ns, channel, version, "value", None, None, type_, self._blob(data)), None
+        head = self._lists.get((thread_id, ns, channel))
+        kind, base_version, payload, new_head = list_row(head, None if base is None else str(base), version, value)
+        type_, data = encode(self.serde, payload)
+        return (thread_id, ns, channel, version, kind, base_version, len(value), type_, self._blob(data)), new_head
+
+    def _remember(self, lists: Mapping[tuple[str, str, str], ListHead]) -> None:
+        for key, item in lists.items():
+            self._lists[key] = item
+            self._lists.move_to_end(key)
+        while len(self._lists) > LIST_CACHE_SIZE:
+            self._lists.popitem(last=False)
+
+    # -- put_writes --------------------------------------------------------------------------
+
+    def put_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        """Store a task's writes; a circuit break or an operator's answer also goes to ``breaks``."""
+        conf = config["configurable"]
+        key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"]))
+        replace = all(w[0] in WRITES_IDX_MAP for w in writes)
+        rows = []
+        for idx, (channel, value) in enumerate(writes):
+            type_, data = encode(self.serde, value)
+            rows.append((*key, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel, type_, self._blob(data)))
+        with self._write() as tx:
+            if rows:
+                tx.executemany(WRITE_REPLACE if replace else WRITE_KEEP, rows)
+            self._record_breaks(tx, key, writes)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        """The checkpoint named by ``config``, or the thread's latest."""
+        conf = config["configurable"]
+        thread_id, ns = str(conf["thread_id"]), str(conf.get("checkpoint_ns", ""))
+        with self._read() as tx:
+            if checkpoint_id := get_checkpoint_id(config):
+                row = tx.execute(
+                    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "AND checkpoint_id = ?",
+                    (thread_id, ns, checkpoint_id),
+                ).fetchone()
+            else:
+                row = tx.execute(
+                    f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ? "
+                    "ORDER BY checkpoint_id DESC LIMIT 1",
+                    (thread_id, ns),
+                ).fetchone()
+            return self._tuple(tx, row, {}) if row else None
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,  # noqa: A002
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        """Checkpoints matching ``config``, the metadata ``filter`` and ``before``, newest first."""
+        where, params = self._search_where(config, filter, before)
+        sql = f"SELECT {CHECKPOINT_COLUMNS} FROM checkpoints {where} ORDER BY checkpoint_id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        with self._read() as tx:
+            rows = tx.execute(sql, params).fetchall()
+        memo: Memo = {}
+        for row in rows:
+            with self._read() as tx:
+                item = self._tuple(tx, row, memo)
+            yield item
+
+    def _search_where(
+        self, config: RunnableConfig | None, filter: dict[str, Any] | None, before: RunnableConfig | None  # noqa: A002
+    ) -> tuple[str, list[Any]]:
+        """The WHERE clause of :meth:`list`."""
+        wheres: list[str] = []
+        params: list[Any] = []
+        if config is not None:
+            conf = config["configurable"]
+            wheres.append("thread_id = ?")
+            params.append(str(conf["thread_id"]))
+            if conf.get("checkpoint_ns") is not None:
+                wheres.append("checkpoint_ns = ?")
+                params.append(conf["checkpoint_ns"])
+            if checkpoint_id := get_checkpoint_id(config):
+                wheres.append("checkpoint_id = ?")
+                params.append(checkpoint_id)
+        for key, value in (filter or {}).items():
+            sql, values = self.dialect.metadata_filter(key, value)
+            wheres.append(sql)
+            params.extend(values)
+        if before is not None:
+            wheres.append("checkpoint_id < ?")
+            params.append(get_checkpoint_id(before))
+        return ("WHERE " + " AND ".join(wheres) if wheres else ""), params
+
+    def _tuple(self, tx: Tx, row: Sequence[Any], memo: Memo) -> CheckpointTuple:
+        thread_id, ns, checkpoint_id, parent_id, created_at, type_, data, metadata = row
+        skeleton = decode(self.serde, type_, data)
+        versions = skeleton.get("channel_versions") or {}
+        checkpoint = {
+            **skeleton,
+            "id": checkpoint_id,
+            "ts": created_at,
+            "channel_values": self._values(tx, thread_id, ns, versions, memo),
+        }
+        writes = tx.execute(
+            "SELECT task_id, channel, type, value, task_path, idx FROM checkpoint_writes "
+            "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+            (thread_id, ns, checkpoint_id),
+        ).fetchall()
+        writes.sort(key=lambda w: writes_sort_key(w[4], w[0], w[5]))
+
+        def ref(cid: str) -> RunnableConfig:
+            return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": cid}}
+
+        return CheckpointTuple(
+            config=ref(checkpoint_id),
+            checkpoint=checkpoint,  # type: ignore[arg-type]
+            metadata=(json.loads(metadata) if isinstance(metadata, str) else dict(metadata)) if metadata else {},
+            parent_config=ref(parent_id) if parent_id else None,
+            pending_writes=[(w[0], w[1], decode(self.serde, w[2], w[3])) for w in writes],
+        )
+
+    def _values(self, tx: Tx, thread_id: str, ns: str, versions: Mapping[str, Any], memo: Memo) -> dict[str, Any]:
+        """The channel values at ``versions``; append chains are followed, ``memo`` reused."""
+        if not versions:
+            return {}
+        pairs = [(ch, str(v)) for ch, v in versions.items()]
+        placeholders = ", ".join("(?, ?)" for _ in pairs)
+        rows = tx.execute(  # one index lookup per channel (a row-value IN would scan the thread)
+            f"WITH k(channel, version) AS (VALUES {placeholders}) SELECT v.channel, v.version, v.kind, v.type, v.value "
+            "FROM k JOIN channel_values v ON v.thread_id = ? AND v.checkpoint_ns = ? AND v.channel = k.channel "
+            "AND v.version = k.version",
+            (*[x for pair in pairs for x in pair], thread_id, ns),
+        ).fetchall()
+        values: dict[str, Any] = {}
+        for channel, version, kind, type_, data in rows:
+            if kind == "empty":
+                continue
+            known = memo.setdefault((thread_id, ns, channel), {})
+            if version not in known:
+                known[version] = (
+                    decode(self.serde, type_, data) if kind == "value" else self._chain(tx, (thread_id, ns, channel), version, known)
+                )
+            value = known[version]
+            if isinstance(value, Prefix):
+                value = known[version] = value.items[: value.length]
+            if type(value) is list:
+                value = list(value)  # callers may mutate what they get; what we remember must not change
+                self._remember({(thread_id, ns, channel): ListHead(version, list(value), version, len(value), 0)})
+            values[channel] = value
+        return values
+
+    def _chain(self, tx: Tx, key: tuple[str, str, str], version: str, known: dict[str, Any]) -> list[Any]:
+        """Rebuild an appended list: walk back to a whole value (or one already known), then append."""
+        thread_id, ns, channel = key
+        cached = self._lists.get(key)
+        if cached is not None:
+            known.setdefault(cached.version, cached.items)
+        stop = max(known, default="")
+        rows = tx.execute(
+            CHAIN_SQL, {"thread": thread_id, "ns": ns, "channel": channel, "version": version, "stop": stop}
+        ).fetchall()
+        suffixes: list[list[Any]] = []
+        start: list[Any] | None = None
+        for v, kind, type_, data, _ in rows:
+            if v in known:
+                start = known[v]
+                start = start.items[: start.length] if isinstance(start, Prefix) else start
+                break
+            if kind == "value":
+                start = decode(self.serde, type_, data)
+                break
+            suffixes.append(decode(self.serde, type_, data))
+        if start is None:
+            raise StorageError(
+                f"{self.location}: the stored value of channel {channel!r} at version {version} of thread "
+                f"{thread_id!r} is incomplete (its append chain is broken); the database was edited or damaged"
+            )
+        value = list(start)
+        for suffix in reversed(suffixes):
+            value.extend(suffix)
+        for v, _, _, _, length in rows:  # older versions on this chain are prefixes of this value
+            if length is not None:
+                known.setdefault(v, Prefix(value, length))
+        return value
+
+    # -- deleting, copying, pruning ------------------------------------------------------------
+
+    def delete_thread(self, thread_id: str) -> None:
+        """Delete everything stored for a thread: checkpoints, values, writes, its run, breaks, steps, journal."""
+        with self._write() as tx:
+            for name in thread_tables():
+                tx.execute(f"DELETE FROM {name} WHERE thread_id = ?", (str(thread_id),))
+            self._forget(str(thread_id))
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Delete the checkpoints (and their writes) created by the given LangGraph run ids."""
+        if not run_ids:
+            return
+        marks = ", ".join("?" * len(run_ids))
+        with self._write() as tx:
+            doomed = tx.execute(
+                f"SELECT thread_id, checkpoint_ns, checkpoint_id FROM checkpoints WHERE run_id IN ({marks})",
+                list(run_ids),
+            ).fetchall()
+            if doomed:
+                tx.executemany(
+                    "DELETE FROM checkpoint_writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
+                    [tuple(d) for d in doomed],
+                )
+            tx.execute(f"DELETE FROM checkpoints WHERE run_id IN ({marks})", list(run_ids))
+            for thread_id in {d[0] for d in doomed}:
+                self._collect_garbage(tx, thread_id)
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copy a thread's checkpoints, values, writes, run row, breaks, steps and journal to another thread id."""
+        src, dst = str(source_thread_id), str(target_thread_id)
+        with self._write() as tx:
+            for name in thread_tables():
+                spec = table(name)
+                columns = [c.name for c in spec.columns if c.name not in ("thread_id", spec.identity)]
+                names = ", ".join(columns)
+                sql = upsert(spec, ["thread_id", *columns], replace=spec.identity is None,
+                             source=f"SELECT ?, {names} FROM {name} WHERE thread_id = ?")
+                tx.execute(sql, (dst, src))
+            self._forget(dst)
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest", keep_last: int = 1) -> None:
+        """Keep the latest ``keep_last`` checkpoints per namespace of each thread; ``"delete"`` removes all.
+
+        The run's step history survives a prune: it is in the state of the kept checkpoints.
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise ConfigurationError(f"unknown prune strategy {strategy!r}; use 'keep_latest' or 'delete'")
+        if strategy == "keep_latest" and keep_last < 1:
+            raise ConfigurationError(f"keep_last must be at least 1, got {keep_last}; use strategy='delete' to drop all")
+        for thread_id in map(str, thread_ids):
+            if strategy == "delete":
+                self.delete_thread(thread_id)
+                continue
+            with self._write() as tx:
+                tx.execute(
+                    "DELETE FROM checkpoints WHERE thread_id = :t AND checkpoint_id NOT IN ("
+                    " SELECT k.checkpoint_id FROM checkpoints k WHERE k.thread_id = :t"
+                    " AND k.checkpoint_ns = checkpoints.checkpoint_ns ORDER BY k.checkpoint_id DESC LIMIT :n)",
+                    {"t": thread_id, "n": keep_last},
+                )
+                tx.execute(
+                    "DELETE FROM checkpoint_writes WHERE thread_id = :t AND NOT EXISTS (SELECT 1 FROM checkpoints c"
+                    " WHERE c.thread_id = :t AND c.checkpoint_ns = checkpoint_writes.checkpoint_ns"
+                    " AND c.checkpoint_id = checkpoint_writes.checkpoint_id)",
+                    {"t": thread_id},
+                )
+                self._collect_garbage(tx, thread_id)
+
+    def _collect_garbage(self, tx: Tx, thread_id: str) -> None:
+        """Delete the channel values no remaining checkpoint of the thread needs."""
+        live: list[BlobKey] = []
+        for ns, type_, data in tx.execute(
+            "SELECT checkpoint_ns, type, checkpoint FROM checkpoints WHERE thread_id = ?", (thread_id,)
+        ).fetchall():
+            versions = decode(self.serde, type_, data).get("channel_versions") or {}
+            live.extend((ns, ch, str(v)) for ch, v in versions.items())
+        bases: dict[BlobKey, str | None] = {
+            (ns, ch, v): base
+            for ns, ch, v, base in tx.execute(
+                "SELECT checkpoint_ns, channel, version, base_version FROM channel_values WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchall()
+        }
+        keep = reachable(live, bases)
+        doomed = [(thread_id, *key) for key in bases if key not in keep]
+        if doomed:
+            tx.executemany(
+                "DELETE FROM channel_values WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
+                doomed,
+            )
+        self._forget(thread_id)

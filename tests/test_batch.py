@@ -1,0 +1,185 @@
+"""reinloop.batch and ``reinloop batch``: many tasks, bounded concurrency, any number of workers on one database.
+
+Tests that take ``db_url`` run on a SQLite file and on PostgreSQL. The model
+is a scripted one whose every reply is planned from its own prompt
+(:func:`reinloop.server.plan`), so concurrent runs cannot take each other's
+replies. The multi-process acceptance test is in ``test_batch_workers.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from reinloop.batch import batch, read_tasks
+from reinloop.checkpoints import open_saver
+from reinloop.cli import main
+from reinloop.errors import ConfigurationError
+from reinloop.graph import build_graph
+from reinloop.runs import resume, thread_config
+from reinloop.server import plan
+from reinloop.testing import ScriptedChatModel, prompt_text
+from reinloop.tools import builtins
+
+from .openai_server import completion
+
+
+def planner(n: int = 500) -> ScriptedChatModel:
+    return ScriptedChatModel(replies=[plan] * n)
+
+
+def write_tasks(path, lines) -> str:
+    path.write_text("".join((line if isinstance(line, str) else json.dumps(line, ensure_ascii=False)) + "\n"
+                            for line in lines), encoding="utf-8")
+    return str(path)
+
+
+def arithmetic(n: int) -> list[dict]:
+    return [{"task": f"What is {i}*3?"} for i in range(1, n + 1)]
+
+
+BAD_FILES = [
+    (["{\"task\": \"ok\"}", "not json"], r"tasks.jsonl:2: not a JSON object \(Expecting value\)"),
+    ([{"task": ""}], r"tasks.jsonl:1: each line needs a \"task\" string"),
+    ([{"task": "a", "priority": 1}], r"tasks.jsonl:1: unknown key\(s\) priority; valid keys: task, thread_id, tools, limits"),
+    ([{"task": "a", "tools": "calculator,teleport"}], r"tasks.jsonl:1: unknown tool\(s\) teleport; available: calculator"),
+    ([{"task": "a", "limits": {"max_stepz": 3}}], r"tasks.jsonl:1: unknown limit\(s\) max_stepz"),
+    ([{"task": "a", "protocol": "xml"}], r"tasks.jsonl:1: unknown protocol 'xml'; choose one of: tool_calling"),
+    ([{"task": "a", "thread_id": "x"}, {"task": "b", "thread_id": "x"}],
+     r"tasks.jsonl:2: thread_id 'x' is also the thread of line 1; give each task its own"),
+    ([""], r"tasks.jsonl has no tasks; write one JSON object per line"),
+]
+
+
+@pytest.mark.parametrize("lines, message", BAD_FILES)
+def test_a_bad_tasks_file_is_refused_with_its_line_and_nothing_is_queued(tmp_path, run_db, lines, message):
+    path = write_tasks(tmp_path / "tasks.jsonl", lines)
+    with pytest.raises(ConfigurationError, match=message):
+        batch(path, model=planner())
+    assert not run_db.exists()
+
+
+def test_a_missing_tasks_file_is_one_cli_line(tmp_path, cli_error):
+    line = cli_error("batch", str(tmp_path / "nope.jsonl"), "--base-url", "http://127.0.0.1:9/v1")
+    assert line == f"reinloop: error: cannot read the tasks file {str(tmp_path / 'nope.jsonl')!r}: No such file or directory"
+
+
+def test_a_batch_runs_every_task_once_and_reports_the_whole_batch(tmp_path, db_url):
+    lines = [*arithmetic(10), {"task": "What is 7*6?", "thread_id": "tight", "limits": {"max_steps": 1}}]
+    path = write_tasks(tmp_path / "tasks.jsonl", lines)
+    seen: list[tuple[str, dict]] = []
+    report = batch(path, concurrency=4, db=db_url, model=planner(), tools="calculator",
+                   on_outcome=lambda outcome, counts: seen.append((outcome.thread_id, counts)))
+    assert report.counts == {"done": 10, "broken": 1, "error": 0} and report.exit_code == 3
+    assert sorted(o.thread_id for o in report.outcomes) == sorted(r["thread_id"] for r in report.tasks)
+    by_line = {o.line: o for o in report.outcomes}
+    assert by_line[3].answer == "9" and by_line[3].steps == 2 and by_line[3].tokens == 30
+    assert by_line[11].thread_id == "tight" and by_line[11].break_reason == "max_steps"
+    assert seen[-1][1] == {"done": 10, "broken": 1}  # the whole batch's counts, as the bar shows them
+    assert report.summary()[0] == {"status": "done", "tasks": 10, "tokens": 300, "seconds": pytest.approx(
+        sum(o.seconds for o in report.outcomes if o.status == "done"), abs=0.01)}
+    with open_saver(db_url) as saver:
+        assert {r.thread_id: r.status for r in saver.list_runs()} == {r["thread_id"]: r["status"] for r in report.tasks}
+        assert [e["node"] for e in saver.read_steps("tight")][:2] == ["decide", "parse"]  # steps in the same database
+    done = resume("tight", model=planner(), extra_steps=2)  # a broken task waits at its break
+    assert done.status == "done" and done.answer == "42"
+
+
+def test_starting_the_same_file_again_queues_and_runs_nothing(tmp_path, db_url):
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(3))
+    first = batch(path, db=db_url, model=planner(), tools="calculator")
+    model = planner()
+    again = batch(path, db=db_url, model=model, tools="calculator")
+    assert (first.added, again.added, again.outcomes, model.calls) == (3, 0, [], 0)
+    assert again.counts == {"done": 3, "broken": 0, "error": 0} and again.exit_code == 0
+
+
+def test_a_task_whose_worker_died_is_resumed_from_its_checkpoint_not_restarted(tmp_path, db_url):
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(3))
+    name, specs = read_tasks(path)
+    model = planner()
+    with open_saver(db_url) as saver:
+        saver.enqueue(name, specs)
+        dead = saver.claim(name, "dead-worker", lease=0.3)
+        # the dead worker got as far as the model's tool call: its checkpoint waits before execute
+        graph = build_graph(model, builtins("calculator"), checkpointer=saver)
+        graph.invoke({"task": dead["task"]}, thread_config(dead["thread_id"]), interrupt_before=["execute"])
+    report = batch(path, db=db_url, model=model, tools="calculator", concurrency=2, lease=5, poll=0.05)
+    (taken,) = [o for o in report.outcomes if o.thread_id == dead["thread_id"]]
+    assert (taken.status, taken.answer, taken.resumed, taken.attempt) == ("done", "3", True, 2)
+    prompts = [p for p in model.prompts if "What is 1*3?" in prompt_text(p)]
+    assert len(prompts) == 2  # the dead worker's model call was not made again
+    with open_saver(db_url) as saver:
+        state = saver.get_tuple(thread_config(dead["thread_id"])).checkpoint["channel_values"]
+        assert state["run"] == 1 and state["counters"]["steps"] == 2  # one run, not a second start
+
+
+def test_two_workers_at_once_share_the_batch_and_run_each_task_once(tmp_path, db_url):
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(16))
+    reports = []
+    workers = [threading.Thread(target=lambda: reports.append(batch(path, db=db_url, model=planner(), tools="calculator",
+                                                                    concurrency=3, poll=0.05))) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    ran = [o.thread_id for r in reports for o in r.outcomes]
+    assert len(ran) == len(set(ran)) == 16
+    assert all(r.counts["done"] == 16 for r in reports)
+
+
+def test_a_thread_id_of_another_batch_is_refused_before_anything_is_queued(tmp_path, db_url):
+    batch(write_tasks(tmp_path / "first.jsonl", [{"task": "What is 1*3?", "thread_id": "shared"}]), db=db_url,
+          model=planner(), tools="calculator")
+    second = write_tasks(tmp_path / "second.jsonl", [{"task": "What is 2*3?"}, {"task": "What is 3*3?", "thread_id": "shared"}])
+    with pytest.raises(ConfigurationError, match=r"thread id 'shared' is already a task of batch 'first-\w+' in .*; give"):
+        batch(second, db=db_url, model=planner(), tools="calculator")
+    with open_saver(db_url) as saver:
+        assert [r["thread_id"] for r in saver.query("SELECT thread_id FROM tasks")] == ["shared"]
+
+
+def reply_from_task(body: dict):
+    """The OpenAI server's reply: the calculator for the task's product, then the result."""
+    messages = body["messages"]
+    tool = [m for m in messages if m.get("role") == "tool"]
+    if tool:
+        return completion(tool[-1]["content"])
+    expression = json.dumps(messages).split("What is ")[1].split("?")[0]
+    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+
+
+def test_cli_batch_prints_a_line_per_task_and_a_summary_table(tmp_path, openai_server, db_url, capsys):
+    openai_server.reply = reply_from_task
+    path = write_tasks(tmp_path / "tasks.jsonl", [*arithmetic(3), {"task": "What is 5*3?", "limits": {"max_steps": 1}}])
+    code = main(["batch", path, "--base-url", openai_server.base_url, "--tools", "calculator", "-n", "2", "--no-color"])
+    out = capsys.readouterr().out
+    assert code == 3
+    assert out.startswith("batch tasks-") and ": 4 tasks (4 new), 2 at a time, worker " in out.splitlines()[0]
+    lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
+    assert sorted(line.split()[2] for line in lines) == ["1", "2", "3", "4"]
+    assert any(line.startswith("✓ line 2 ") and "done  2 steps  38 tokens" in line and line.endswith("answer: 6")
+               for line in lines)
+    assert any(line.startswith("✗ line 4 ") and line.endswith("break: max_steps") for line in lines)
+    table = out[out.index("batch tasks-", 10):]
+    assert "│ done   │     3 │    114 │" in table and "│ broken │     1 │     19 │" in table
+    assert "│ total  │     4 │    133 │" in table
+    assert "this worker ran 4 of 4 tasks in " in out and "resume a broken or failed task with: reinloop resume THREAD" in out
+
+
+def test_cli_batch_json_prints_one_object_per_task_then_the_summary(tmp_path, openai_server, capsys):
+    openai_server.reply = reply_from_task
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(2))
+    code = main(["batch", path, "--base-url", openai_server.base_url, "--tools", "calculator", "--json"])
+    objects = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 0 and [o["type"] for o in objects] == ["task", "task", "summary"]
+    assert sorted(o["answer"] for o in objects[:2]) == ["3", "6"]
+    assert objects[2]["counts"] == {"done": 2, "broken": 0, "error": 0}
+    assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 76, "seconds": objects[2]["summary"][0]["seconds"]}
+
+
+def test_batch_help_has_an_example(capsys):
+    with pytest.raises(SystemExit):
+        main(["batch", "--help"])
+    assert "example: reinloop batch tasks.jsonl --concurrency" in capsys.readouterr().out

@@ -1,0 +1,157 @@
+"""Acceptance: 200 tasks, 3 worker processes on one PostgreSQL database, one worker SIGKILLed mid-way.
+
+Every task must finish exactly once: none lost, none started twice (a task
+taken over from the dead worker is resumed from its checkpoint, so its thread
+holds one run of two steps), its side-effecting tool run at most once (the
+journal), and no model call repeated except the one a killed step was waiting
+for. The model is the local OpenAI-compatible server, whose replies are
+computed from each request (concurrent runs share it), through the real client.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import psycopg
+
+from reinloop.checkpoints import open_saver
+
+from .openai_server import OpenAIServer, Raw, completion
+
+ROOT = Path(__file__).parents[1]
+WORKER = Path(__file__).with_name("batch_worker.py")
+TASKS = 200
+ITEM = re.compile(r"item (task-\d+)")
+
+
+def record_reply(body: dict) -> Raw:
+    """Call ``record`` for the task's item, then answer once its result is in the prompt."""
+    messages = body["messages"]
+    item = ITEM.search(json.dumps(messages, ensure_ascii=False)).group(1)
+    if any(m.get("role") == "tool" for m in messages):
+        reply = completion(f"recorded {item}")
+    else:
+        reply = completion(tool_calls=[{"name": "record", "args": {"item": item}, "id": f"call_{item}"}])
+    return Raw(200, json.dumps(reply), delay=0.01)  # a model takes a while: workers always have tasks in flight
+
+
+def items_of(requests: list[dict]) -> Counter:
+    return Counter(ITEM.search(json.dumps(r["messages"], ensure_ascii=False)).group(1) for r in requests)
+
+
+def test_a_batch_survives_a_killed_worker_and_runs_every_task_exactly_once(pg_url, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"Record item task-{i}"}) + "\n" for i in range(TASKS)))
+    open_saver(pg_url).close()  # the tables exist before the test watches them
+    with OpenAIServer(reply=record_reply) as server:
+        argv = [sys.executable, str(WORKER), pg_url, str(tasks), server.base_url, str(tmp_path), "4", "2"]
+        workers = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                   for _ in range(3)]
+        victim = workers[0]
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            deadline = time.time() + 60
+            while conn.execute("SELECT count(*) FROM tasks WHERE status = 'done'").fetchone()[0] < TASKS // 3:
+                assert time.time() < deadline and victim.poll() is None, victim.stderr.read() if victim.stderr else ""
+                time.sleep(0.05)
+            victim.send_signal(signal.SIGKILL)
+            victim.wait(timeout=10)
+            orphans = [r[0] for r in conn.execute("SELECT thread_id FROM tasks WHERE status = 'running' AND worker LIKE %s",
+                                                  (f"%:{victim.pid}:%",))]
+        assert orphans, "the killed worker held no task: nothing was taken over"
+        reports = []
+        for proc in workers[1:]:
+            out, err = proc.communicate(timeout=90)
+            assert proc.returncode == 0, err
+            reports.append(json.loads(out))
+        requests = list(server.requests)
+
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute("SELECT thread_id, status, attempts, worker, answer, steps, task, error FROM tasks").fetchall()
+        states = conn.execute("SELECT thread_id, status, steps FROM runs").fetchall()
+    assert len(rows) == TASKS and {r[1] for r in rows} == {"done"}, [(r[0], r[7]) for r in rows if r[1] != "done"]  # none lost
+    item = {r[0]: ITEM.search(r[6]).group(1) for r in rows}
+    assert all(r[4] == f"recorded {item[r[0]]}" and r[5] == 2 for r in rows)
+    assert all(f":{victim.pid}:" not in r[3] for r in rows if r[0] in orphans)  # finished by the others
+    taken_over = {r[0] for r in rows if r[2] > 1}
+    assert taken_over == set(orphans)
+    # none started twice: one run of two steps per thread (a restart would have made a second run)
+    assert len(states) == TASKS and all(s[1] == "done" and s[2] == 2 for s in states)
+    outcomes = [o for report in reports for o in report["outcomes"]]
+    assert {o["thread_id"] for o in outcomes if o["resumed"]} <= set(orphans)
+    assert len({o["thread_id"] for o in outcomes}) == len(outcomes)  # each recorded by one worker only
+
+    effects = Counter(line.split()[0] for line in (tmp_path / "effects.log").read_text().splitlines())
+    assert max(effects.values()) == 1  # the side-effecting tool ran at most once per task
+    assert set(item.values()) - set(effects) <= {item[t] for t in orphans}  # killed in the call: outcome unknown
+    calls = items_of(requests)
+    assert set(calls) == set(item.values())
+    repeated = {item for item, n in calls.items() if n > 2}
+    assert all(n <= 3 for n in calls.values()) and len(repeated) <= len(orphans)  # only a killed step's call again
+
+
+def reply_after(seconds: float):
+    """The calculator for the task's product, then its result; each reply takes ``seconds``."""
+
+    def reply(body: dict) -> Raw:
+        messages = body["messages"]
+        tool = [m for m in messages if m.get("role") == "tool"]
+        expression = json.dumps(messages).split("What is ")[1].split("?")[0]
+        result = completion(tool[-1]["content"]) if tool else completion(
+            tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+        return Raw(200, json.dumps(result), delay=seconds)
+
+    return reply
+
+
+def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"What is {i}*3?"}) + "\n" for i in range(1, 21)))
+    db = tmp_path / "runs.db"
+    with OpenAIServer(reply=reply_after(0.3)) as server:
+        proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
+                                 "--tools", "calculator", "--db", str(db), "-n", "2", "--json"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        first = proc.stdout.readline()  # one task finished: others are running
+        assert json.loads(first)["status"] == "done", proc.stderr.read()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "interrupted: claiming no more tasks; waiting for the" in err
+    assert err.strip().endswith("reinloop: interrupted")
+    with open_saver(str(db)) as saver:
+        rows = saver.query("SELECT status, attempts FROM tasks")
+    statuses = Counter(r["status"] for r in rows)
+    assert "running" not in statuses and statuses["queued"] > 0, err  # the running ones finished, no new one began
+    assert all(r["status"] == "done" for r in rows if r["attempts"])
+    assert statuses["done"] == 1 + len(out.splitlines())
+
+
+def test_a_second_ctrl_c_leaves_the_running_tasks_to_other_workers_at_once(tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": f"What is {i}*3?"}) + "\n" for i in range(1, 5)))
+    db = tmp_path / "runs.db"
+    with OpenAIServer(reply=reply_after(30)) as server:  # the model never answers in time
+        proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
+                                 "--tools", "calculator", "--db", str(db), "-n", "2", "--lease", "30"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        deadline = time.time() + 60
+        while len(server.requests) < 2:  # both slots wait for the model
+            assert time.time() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.5)
+        stopped = time.time()
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=20)
+        assert time.time() - stopped < 10 and proc.returncode == 1
+    assert err.strip().endswith("reinloop: interrupted: 2 running task(s) left to the other workers (their lease ends "
+                                "in 30 s at most)")
+    with open_saver(str(db)) as saver:
+        rows = saver.query("SELECT status, worker, lease_until FROM tasks ORDER BY line")
+    assert [r["status"] for r in rows] == ["running", "running", "queued", "queued"]  # theirs once the lease runs out
