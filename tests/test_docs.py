@@ -39,3 +39,4 @@ def test_readme_setup_commands_match_ci():
     ci = (Path(__file__).parent.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert tests.strip() in ci
     assert "reinloop demo" in setup
+    assert setup.split("&&")[0].strip() == "./install.sh" and "\n./install.sh\n" in ci  # one install, both places
