@@ -20,11 +20,11 @@ from .api import new_thread_id
 from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
 from .drawing import FORMATS, draw_graph
-from .errors import ConfigurationError, ReinloopError, StorageError
+from .errors import ConfigurationError, ReinloopError
 from .limits import Limits
 from .memory import HashEmbeddings, Memory, active_counter
 from .models import resolve_model
-from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
+from .outcome import EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .nodes.guard import HOW_TO_RESUME
 from .report import REPORT_FORMATS, run_report, visualize

@@ -29,7 +29,6 @@ from rich.text import Text
 
 from .events import StepEvent
 from .limits import Limits
-from .memory.explain import describe
 
 LABEL = 13  # width of "observation: "
 

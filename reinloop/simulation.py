@@ -40,7 +40,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, PrivateAttr
+from pydantic import PrivateAttr
 
 from .memory.summary import SUMMARIZER_TAG
 from .memory.tokens import count_message_tokens, estimate_tokens

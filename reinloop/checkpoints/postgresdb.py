@@ -32,7 +32,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, StorageError
 from .base import now_iso
-from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version, tables
+from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version, refuse_newer_schema, tables
 
 PG_TYPES = {"text": "TEXT", "integer": "BIGINT", "float": "DOUBLE PRECISION", "json": "JSONB", "value": "BYTEA", "blob": "BYTEA"}
 MIGRATION_LOCK = 0x7265696E6C6F6F70 & 0x7FFFFFFFFFFFFFFF  # "reinloop": one advisory lock id for every worker
@@ -170,11 +170,7 @@ def check_schema(conn: Any, location: str, *, create: bool) -> set[int]:
         if not {"version", "name", "applied_at"} <= columns:
             raise foreign_tables(location, [MIGRATIONS_TABLE])
     applied = applied_versions(conn)
-    if applied and max(applied) > latest_version():
-        raise StorageError(
-            f"{location} has schema version {max(applied)}, newer than this reinloop knows "
-            f"({latest_version()}); upgrade reinloop to use it"
-        )
+    refuse_newer_schema(applied, location)
     if not applied:
         clash = sorted(names & ({t.name for t in tables()} | {MIGRATIONS_TABLE}))
         if clash:

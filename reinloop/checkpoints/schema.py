@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..errors import StorageError
+
 ColumnType = Literal["text", "integer", "float", "json", "value", "blob"]
 
 
@@ -322,3 +324,12 @@ MIGRATIONS_SPEC = Table(
     pk=("version",),
     per_thread=False,
 )
+
+
+def refuse_newer_schema(applied: set[int], location: str) -> None:
+    """Refuse a database migrated by a newer reinloop (before anything is written to it)."""
+    if applied and max(applied) > latest_version():
+        raise StorageError(
+            f"{location} has schema version {max(applied)}, newer than this reinloop knows "
+            f"({latest_version()}); upgrade reinloop to use it"
+        )

@@ -29,7 +29,7 @@ import sqlite_utils
 
 from ..errors import StorageError
 from .base import now_iso
-from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version
+from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version, refuse_newer_schema
 
 HEADER = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT = 30.0
@@ -155,11 +155,7 @@ def applied_versions(db: sqlite_utils.Database) -> set[int]:
 def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> set[int]:
     """The applied migrations; refuses another program's database, an empty one to read, a newer schema."""
     applied = applied_versions(db)
-    if applied and max(applied) > latest_version():
-        raise StorageError(
-            f"{location} has schema version {max(applied)}, newer than this reinloop knows "
-            f"({latest_version()}); upgrade reinloop to use it"
-        )
+    refuse_newer_schema(applied, location)
     if not applied:
         tables = sorted(db.table_names())
         if tables:

@@ -126,6 +126,7 @@ def test_full_history_replay_is_one_setting_away():
     out = build_graph(model, [read_page], memory=replay).invoke({"task": "read"})
     last = prompt_text(model.prompts[-1])
     assert all(f"Page {i}." in last for i in range(1, 8)) and not model.summary_prompts
+    assert out["answer"] == "done" and all(not s["memory"] for s in out["scratchpad"])  # nothing evicted
 
 
 def test_cli_run_takes_memory_flags_and_prints_the_counter(openai_server, capsys):
