@@ -325,6 +325,7 @@ class Worker:
         self.held: set[str] = set()
         self.outcomes: list[TaskOutcome] = []
         self.lock = threading.Lock()
+        self.reporting = threading.Lock()  # counts read and reported in one order: the last report is the latest
         self.finished = threading.Condition(self.lock)  # an idle slot wakes when another slot ends a task
         self.stop = threading.Event()  # claim no more tasks
         self.done = threading.Event()  # no task of this worker runs any more: the heartbeat ends
@@ -374,7 +375,8 @@ class Worker:
         with self.lock:
             self.outcomes.append(outcome)
         if self.on_outcome is not None:
-            self.on_outcome(outcome, saver.batch_counts(self.name))
+            with self.reporting:  # read after every finish committed before it, reported in the same order
+                self.on_outcome(outcome, saver.batch_counts(self.name))
 
     def run(self, concurrency: int) -> None:
         """Run ``concurrency`` slots until the batch is finished.
