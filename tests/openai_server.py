@@ -71,7 +71,12 @@ class OpenAIServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                try:
+                    body = json.loads(raw)
+                except ValueError:  # the client died mid-request (a killed worker): nobody to answer
+                    self.close_connection = True
+                    return
                 with server._lock:
                     server.requests.append(body)
                     queued = server.responses.pop(0) if server.responses else None

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -171,6 +172,26 @@ def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> s
     return applied
 
 
+def use_wal(conn: sqlite3.Connection, attempts: int = 200) -> None:
+    """Switch a database to WAL, once.
+
+    The switch needs the file to itself, and SQLite answers "locked" at once
+    (no busy wait) when another connection opens the same new file at that
+    moment: wait a little and look again, since the other one switches it.
+    """
+    for _ in range(attempts):
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() == "wal":
+            return
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+                raise
+            time.sleep(0.05)
+    conn.execute("PRAGMA journal_mode=WAL")  # still locked: let the caller report it
+
+
 def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False, create: bool = True) -> int:
     """Check the schema, then (writable) switch to WAL and apply the missing migrations; returns the version.
 
@@ -182,7 +203,7 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
     finally:
         db.conn.execute("COMMIT")
     if not read_only:
-        db.conn.execute("PRAGMA journal_mode=WAL")
+        use_wal(db.conn)
         db.conn.execute("PRAGMA synchronous=NORMAL")
     missing = [m for m in MIGRATIONS if m.version not in applied]
     if missing and read_only:

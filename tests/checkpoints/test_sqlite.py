@@ -191,3 +191,20 @@ def test_appended_finds_only_true_suffixes():
 def test_reachable_keeps_append_chains_of_live_versions():
     bases = {("", "s", "3"): "2", ("", "s", "2"): "1", ("", "s", "1"): None, ("", "s", "9"): "1", ("", "x", "1"): None}
     assert reachable([("", "s", "3")], bases) == {("", "s", "3"), ("", "s", "2"), ("", "s", "1")}
+
+
+def test_a_new_file_opens_while_another_connection_is_writing_to_it(tmp_path):
+    """Switching to WAL fails at once (no busy wait) while another connection writes: reinloop waits and retries."""
+    import sqlite3
+    import threading
+
+    from reinloop.checkpoints import SqliteCheckpointer
+
+    path = tmp_path / "fresh.db"
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    other.execute("BEGIN IMMEDIATE")  # e.g. another process creating the tables right now
+    threading.Timer(0.3, lambda: other.execute("COMMIT")).start()
+    with SqliteCheckpointer.open(path) as saver:
+        assert saver.count_checkpoints() == 0
+    other.close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
