@@ -32,7 +32,15 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import ConfigurationError, StorageError
 from .base import now_iso
-from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version, refuse_newer_schema, tables
+from .schema import (
+    MIGRATIONS_SPEC,
+    MIGRATIONS_TABLE,
+    Table,
+    latest_version,
+    missing_migrations,
+    refuse_newer_schema,
+    tables,
+)
 
 PG_TYPES = {"text": "TEXT", "integer": "BIGINT", "float": "DOUBLE PRECISION", "json": "JSONB", "value": "BYTEA", "blob": "BYTEA"}
 MIGRATION_LOCK = 0x7265696E6C6F6F70 & 0x7FFFFFFFFFFFFFFF  # "reinloop": one advisory lock id for every worker
@@ -187,12 +195,7 @@ def migrate(conn: Any, location: str, *, read_only: bool = False, create: bool =
     """Check the schema, then apply the missing migrations, one locked transaction each; returns the version."""
     with conn.transaction():
         applied = check_schema(conn, location, create=create and not read_only)
-    missing = [m for m in MIGRATIONS if m.version not in applied]
-    if missing and read_only:
-        raise StorageError(
-            f"{location} is opened read-only but needs schema migrations "
-            f"{', '.join(str(m.version) for m in missing)}; open it writable once (e.g. reinloop runs list)"
-        )
+    missing = missing_migrations(applied, location, read_only=read_only)
     for migration in missing:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))

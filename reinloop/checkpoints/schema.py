@@ -333,3 +333,14 @@ def refuse_newer_schema(applied: set[int], location: str) -> None:
             f"{location} has schema version {max(applied)}, newer than this reinloop knows "
             f"({latest_version()}); upgrade reinloop to use it"
         )
+
+
+def missing_migrations(applied: set[int], location: str, *, read_only: bool) -> list[Migration]:
+    """The migrations a database still needs; a read-only one that needs any is refused."""
+    missing = [m for m in MIGRATIONS if m.version not in applied]
+    if missing and read_only:
+        raise StorageError(
+            f"{location} is opened read-only but needs schema migrations "
+            f"{', '.join(str(m.version) for m in missing)}; open it writable once (e.g. reinloop runs list)"
+        )
+    return missing

@@ -30,7 +30,14 @@ import sqlite_utils
 
 from ..errors import StorageError
 from .base import now_iso
-from .schema import MIGRATIONS, MIGRATIONS_SPEC, MIGRATIONS_TABLE, Table, latest_version, refuse_newer_schema
+from .schema import (
+    MIGRATIONS_SPEC,
+    MIGRATIONS_TABLE,
+    Table,
+    latest_version,
+    missing_migrations,
+    refuse_newer_schema,
+)
 
 HEADER = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT = 30.0
@@ -205,12 +212,7 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
     if not read_only:
         use_wal(db.conn)
         db.conn.execute("PRAGMA synchronous=NORMAL")
-    missing = [m for m in MIGRATIONS if m.version not in applied]
-    if missing and read_only:
-        raise StorageError(
-            f"{location} is opened read-only but needs schema migrations "
-            f"{', '.join(str(m.version) for m in missing)}; open it writable once (e.g. reinloop runs list)"
-        )
+    missing = missing_migrations(applied, location, read_only=read_only)
     for migration in missing:
         db.conn.execute("BEGIN IMMEDIATE")
         try:
