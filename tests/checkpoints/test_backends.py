@@ -13,23 +13,14 @@ from langgraph.types import Command
 
 from reinloop import Limits, RunLog
 from reinloop.checkpoints import PostgresCheckpointer, SqliteCheckpointer, open_saver
-from reinloop.checkpoints.schema import MIGRATIONS_SPEC, latest_version, tables, thread_tables
-from reinloop.testing import tool_call
+from reinloop.checkpoints.schema import (
+    MIGRATIONS_SPEC,
+    latest_version,
+    tables,
+    thread_tables,
+)
 
-CONFIG = {"configurable": {"thread_id": "t1"}}
-NO_LIMITS = Limits(max_steps=None, max_repeats=None, max_seconds=None)
-
-
-def script(n: int) -> list:
-    """n calculator steps with fixed ids (so two runs are identical), then an answer."""
-    return [[tool_call("calculator", {"expression": f"{i}*2"}, id=f"c{i}")] for i in range(n)] + ["done"]
-
-
-def comparable(values: dict) -> dict:
-    out = {k: v for k, v in values.items() if k not in ("started_at", "tick")}
-    if "counters" in out:
-        out["counters"] = {k: v for k, v in out["counters"].items() if k != "elapsed_seconds"}
-    return out
+from .helpers import CONFIG, NO_LIMITS, comparable, script
 
 
 @pytest.fixture
