@@ -53,6 +53,7 @@ from .protocols import PROTOCOLS
 from .retry import RetryPolicy
 from .runs import db_location, open_db, resume_with, run_with, thread_config
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
+from .tools.detail import ToolDetail, check_detail
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +247,7 @@ class Settings:
     retry: RetryPolicy
     lease: float
     poll: float
+    tool_detail: ToolDetail = "full"
     _toolsets: dict[tuple[str, ...] | None, list[BaseTool]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -292,6 +294,7 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
         saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
         protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
         system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
+        tool_detail=settings.tool_detail,
     )
 
 
@@ -451,6 +454,7 @@ def batch(
     limits: Limits | None = None,
     retry: RetryPolicy | None = None,
     lease: float = DEFAULT_LEASE,
+    tool_detail: ToolDetail = "full",
     poll: float | None = None,
     on_outcome: Callable[[TaskOutcome, dict[str, int]], None] | None = None,
     on_start: Callable[[str, int, int, str, int], None] | None = None,
@@ -462,7 +466,8 @@ def batch(
     ``lease`` is how long a dead worker's task waits before another worker
     takes it over; ``on_start(batch, tasks, added, worker, concurrency)`` is
     called once the tasks are queued, ``on_outcome(outcome, counts)`` for each
-    task this worker finishes, with the whole batch's counts. Returns when no
+    task this worker finishes, with the whole batch's counts; ``tool_detail``
+    is how every task's tools are shown to the model. Returns when no
     task of the batch is left queued or running.
     """
     if concurrency < 1:
@@ -473,7 +478,7 @@ def batch(
     retry = retry or RetryPolicy()
     settings = Settings(model, resolve_model(model, base_url=base_url, timeout=retry.timeout), base_url, tools,
                         (tool_settings or ToolSettings()).resolved(), protocol, limits or Limits(), retry, lease,
-                        poll if poll is not None else min(1.0, lease / 10))
+                        poll if poll is not None else min(1.0, lease / 10), check_detail(tool_detail))
     began = time.monotonic()
     with open_db(db, write=True, create=True) as saver:
         added = saver.enqueue(name, specs)

@@ -32,6 +32,7 @@ from .retry import RetryPolicy
 from .runlog import RunLog
 from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
+from .tools.detail import TOOL_DETAILS
 
 DEFAULT_MODEL = "openai:gpt-4o-mini"
 
@@ -184,6 +185,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             tools=args.tools,
             tool_settings=settings,
             protocol=args.protocol,
+            tool_detail=args.tool_detail,
             limits=limits,
             thread_id=thread_id,
             base_url=args.base_url,
@@ -306,7 +308,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
           + (" (paused at a break)" if state.get("decision") == "pause" else ""))
     print(f"task: {state.get('task', record.task if record else '')}")
     if record is not None:
-        print(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])}")
+        shown = (record.options or {}).get("tool_detail") or "full"
+        print(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])} ({shown})")
     if state.get("answer") is not None:
         print(f"answer: {state['answer']}")
     if state.get("break_reason"):
@@ -354,8 +357,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
                            base_url=args.base_url, tools=args.tools, tool_settings=settings, protocol=args.protocol,
-                           limits=limits_from(args), retry=retry, lease=args.lease, on_outcome=view.outcome,
-                           on_start=view.start)
+                           tool_detail=args.tool_detail, limits=limits_from(args), retry=retry, lease=args.lease,
+                           on_outcome=view.outcome, on_start=view.start)
     except BatchInterrupted as exc:
         # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
         print(f"reinloop: interrupted: {exc.running} running task(s) left to the other workers (their lease "
@@ -438,7 +441,7 @@ def add_runs_parsers(sub: Any) -> None:
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
-    """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout`` and ``--model-retries``."""
+    """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout``, ``--model-retries`` and ``--tool-detail``."""
     parser.add_argument("--model", default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
                         help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
@@ -448,6 +451,9 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds per model request [{RetryPolicy().timeout}]")
     parser.add_argument("--model-retries", type=int, default=RetryPolicy().attempts - 1, metavar="N",
                         help=f"retries of a failed model request (429, 5xx, timeouts) [{RetryPolicy().attempts - 1}]")
+    parser.add_argument("--tool-detail", choices=TOOL_DETAILS, default="full",
+                        help="tool schemas shown to the model: full, or compact (signatures; a fraction of "
+                             "the tokens; calls are still checked in full) [full]")
 
 
 def add_batch_parser(sub: Any) -> None:
@@ -488,18 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run one task", epilog=EXAMPLES["run"])
     p.add_argument("task", help="the task, in any language")
-    p.add_argument(
-        "--model",
-        default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
-        help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]",
-    )
-    p.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
-    p.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling",
-                   help="how the model states its actions; auto falls back to json [tool_calling]")
-    p.add_argument("--model-timeout", type=_limit(float), default=RetryPolicy().timeout, metavar="S",
-                   help=f"seconds per model request [{RetryPolicy().timeout}]")
-    p.add_argument("--model-retries", type=int, default=RetryPolicy().attempts - 1, metavar="N",
-                   help=f"retries of a failed model request (429, 5xx, timeouts) [{RetryPolicy().attempts - 1}]")
+    add_model_flags(p)
     p.add_argument(
         "--tools",
         default=",".join(DEFAULT_TOOLS),

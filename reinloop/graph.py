@@ -49,6 +49,7 @@ from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
 from .retry import RetryPolicy
 from .state import BREAK_KIND, AgentState, InputState
+from .tools.detail import ToolDetail
 from .tools.journal import ToolJournal
 from .tools.registry import ToolRegistry
 
@@ -160,6 +161,7 @@ def build_graph(
     journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
     memory: Memory | None = None,
     sinks: Sequence[EventSink] = (),
+    tool_detail: ToolDetail | None = None,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -169,6 +171,9 @@ def build_graph(
     ``"auto"``; ``retry`` says how model failures are retried;
     ``memory`` bounds what each prompt holds (default: ``reinloop.Memory()``).
     ``sinks`` receive every node's event (e.g. ``[RunLog("reinloop.db")]``).
+    ``tool_detail`` is how the tools are shown to the model: ``"full"``
+    schemas (the default) or ``"compact"`` ones, a fraction of the tokens
+    (see :mod:`reinloop.tools.detail`); calls are validated in full either way.
     Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
@@ -179,6 +184,8 @@ def build_graph(
     in memory, which guards resumes within this process only.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    if tool_detail is not None:
+        registry = registry.with_detail(tool_detail)
     retry = retry if retry is not None else RetryPolicy()
     chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
     proto, llm = prepare_model(chat_model, get_protocol(protocol), registry)

@@ -91,7 +91,7 @@ def prepare_model(
     if not protocol.native_tools or not len(tools):
         return protocol, model
     try:
-        return protocol, model.bind_tools(list(tools))
+        return protocol, model.bind_tools(tools.bindable())
     except NotImplementedError:
         if protocol.name == "auto":
             return JsonProtocol(), model

@@ -54,6 +54,7 @@ from .memory.embeddings import HashEmbeddings
 from .retry import RetryPolicy
 from .runlog import RunLog
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
+from .tools.detail import ToolDetail, check_detail
 from .tools.docs import Progress
 
 DEFAULT_DB = "reinloop.db"
@@ -108,14 +109,14 @@ def _tool_list(
 
 def _graph(
     saver: ReinloopSaver, model: BaseChatModel, tools: list[BaseTool], *, limits: Limits,
-    protocol: Any, system_prompt: str | None, retry: RetryPolicy, memory: Memory,
+    protocol: Any, system_prompt: str | None, retry: RetryPolicy, memory: Memory, tool_detail: ToolDetail = "full",
 ) -> ReinloopGraph:
     """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
     if memory.recall and memory.store is None:
         memory = memory.replace(store=saver)
     return build_graph(
         model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt, checkpointer=saver,
-        retry=retry, memory=memory, journal=saver, sinks=[RunLog(saver)],
+        retry=retry, memory=memory, journal=saver, sinks=[RunLog(saver)], tool_detail=tool_detail,
     )
 
 
@@ -165,6 +166,7 @@ def run(
     memory: Memory | None = None,
     on_event: EventHandler | None = None,
     progress: Progress | None = None,
+    tool_detail: ToolDetail = "full",
 ) -> Outcome:
     """Run one task with its checkpoints and settings stored in the run database.
 
@@ -172,6 +174,7 @@ def run(
     (``tool_journal``) and, with recall on, the memories. A break pauses the
     run (``Outcome.paused``); :func:`resume` continues it.
     """
+    check_detail(tool_detail)
     settings = (tool_settings or ToolSettings()).resolved()
     tool_list = _tool_list(tools, settings, progress)
     retry = retry or RetryPolicy()
@@ -181,7 +184,7 @@ def run(
         return run_with(
             saver, task, model=model, chat_model=chat_model, tools=tool_list, protocol=protocol, limits=limits,
             thread_id=thread_id, base_url=base_url, system_prompt=system_prompt, tool_settings=settings, retry=retry,
-            memory=memory, on_event=on_event,
+            memory=memory, on_event=on_event, tool_detail=tool_detail,
         )
 
 
@@ -201,6 +204,7 @@ def run_with(
     retry: RetryPolicy | None = None,
     memory: Memory | None = None,
     on_event: EventHandler | None = None,
+    tool_detail: ToolDetail = "full",
 ) -> Outcome:
     """:func:`run` on an open run database, with the model already built (``model`` is what gets stored)."""
     retry = retry or RetryPolicy()
@@ -208,7 +212,7 @@ def run_with(
     limits = limits or Limits()
     thread_id = thread_id or new_thread_id()
     graph = _graph(saver, chat_model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt,
-                   retry=retry, memory=memory)
+                   retry=retry, memory=memory, tool_detail=tool_detail)
     saver.record_settings(
         thread_id,
         {
@@ -219,7 +223,7 @@ def run_with(
             "limits": limits.as_dict(),
             "system_prompt": system_prompt,
             "options": {"tool_settings": (tool_settings or ToolSettings()).as_dict(), "retry": asdict(retry),
-                        "memory": memory.as_dict()},
+                        "memory": memory.as_dict(), "tool_detail": tool_detail},
         },
     )
     return stream_stored(graph, {"task": task}, thread_id, on_event)
@@ -355,6 +359,7 @@ def _rebuild(
         system_prompt=system_prompt or (record.system_prompt if record else None),
         retry=retry,
         memory=memory_from_settings(options.get("memory")),
+        tool_detail=options.get("tool_detail") or "full",
     )
 
 

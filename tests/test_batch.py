@@ -18,7 +18,7 @@ from reinloop.checkpoints import open_saver
 from reinloop.cli import main
 from reinloop.errors import ConfigurationError
 from reinloop.graph import build_graph
-from reinloop.runs import resume, thread_config
+from reinloop.runs import list_runs, resume, thread_config
 from reinloop.server import plan
 from reinloop.testing import ScriptedChatModel, prompt_text
 from reinloop.tools import builtins
@@ -177,6 +177,18 @@ def test_cli_batch_json_prints_one_object_per_task_then_the_summary(tmp_path, op
     assert sorted(o["answer"] for o in objects[:2]) == ["3", "6"]
     assert objects[2]["counts"] == {"done": 2, "broken": 0, "error": 0}
     assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 76, "seconds": objects[2]["summary"][0]["seconds"]}
+
+
+def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_path, openai_server, capsys):
+    openai_server.reply = reply_from_task
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(2))
+    code = main(["batch", path, "--base-url", openai_server.base_url, "--tools", "calculator", "--json",
+                 "--tool-detail", "compact"])
+    assert code == 0
+    sent = {json.dumps(request["tools"]) for request in openai_server.requests}
+    assert len(openai_server.requests) == 4 and len(sent) == 1
+    assert "description" not in json.loads(sent.pop())[0]["function"]["parameters"]["properties"]["expression"]
+    assert {run.options["tool_detail"] for run in list_runs()} == {"compact"}
 
 
 def test_batch_help_has_an_example(capsys):

@@ -76,7 +76,7 @@ def tool_tokens(ctx: Any, counter: TokenCounter) -> int:
     if not len(ctx.tools):
         return 0
     if ctx.protocol.native_tools:
-        return count_tool_schemas([convert_to_openai_tool(t) for t in ctx.tools], counter)
+        return count_tool_schemas([convert_to_openai_tool(t) for t in ctx.tools.bindable()], counter)
     return count_tokens(ctx.tools.describe(), counter)
 
 

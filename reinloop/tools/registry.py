@@ -17,15 +17,26 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
 
 from ..errors import ConfigurationError, DuplicateToolError
+from .detail import ToolDetail, check_detail, compact_tool, signature
 
 
 class ToolRegistry:
-    """Tools by name, with their argument schemas."""
+    """Tools by name, with their argument schemas.
 
-    def __init__(self, tools: Iterable[BaseTool] = ()) -> None:
+    ``detail`` is how the tools are shown to the model (see
+    :mod:`reinloop.tools.detail`): ``"full"`` schemas, or ``"compact"`` ones.
+    Calls are always validated against the full schema.
+    """
+
+    def __init__(self, tools: Iterable[BaseTool] = (), *, detail: ToolDetail = "full") -> None:
+        self.detail: ToolDetail = check_detail(detail)
         self._tools: dict[str, BaseTool] = {}
         for tool in tools:
             self.register(tool)
+
+    def with_detail(self, detail: ToolDetail) -> ToolRegistry:
+        """The same tools, shown at ``detail`` (this registry is left as it is)."""
+        return self if detail == self.detail else ToolRegistry(self, detail=detail)
 
     def register(self, tool: BaseTool) -> BaseTool:
         """Add a tool; a name that is already taken is an error."""
@@ -64,12 +75,20 @@ class ToolRegistry:
         return args_json_schema(self._tools[name])
 
     def describe(self) -> str:
-        """Each tool with its description and argument schema, for text prompts."""
+        """Each tool with its description and argument schema, for text prompts (one line each when compact)."""
+        if self.detail == "compact":
+            return "\n".join(f"- {signature(tool, self.schema(tool.name))}" for tool in self)
         lines = []
         for tool in self:
             schema = json.dumps(self.schema(tool.name), ensure_ascii=False)
             lines.append(f"- {tool.name}: {tool.description.strip()}\n  args schema: {schema}")
         return "\n".join(lines)
+
+    def bindable(self) -> list[BaseTool | dict[str, Any]]:
+        """What ``bind_tools`` gets: the tools themselves, or their compact OpenAI-format schemas."""
+        if self.detail == "compact":
+            return [compact_tool(tool, self.schema(tool.name)) for tool in self]
+        return list(self)
 
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
