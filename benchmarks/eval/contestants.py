@@ -1,6 +1,10 @@
 """The three agent loops compared, each run the same way on the same task and model.
 
-- ``reinloop``: ``build_graph`` with its default limits and memory.
+- ``reinloop``: ``build_graph`` with its default limits and memory (native
+  tool calling, full tool schemas).
+- ``reinloop_compact``: the same limits and memory, with seed 004's prompt:
+  JSON replies and every tool as one signature line (``protocol="json"``,
+  ``tool_detail="compact"``).
 - ``create_agent``: LangChain's agent with ``ToolErrorMiddleware`` (tool
   exceptions go back to the model) and ``ModelCallLimitMiddleware`` (a step
   limit of 10 model calls, like reinloop's default).
@@ -99,6 +103,11 @@ def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **optio
     return _measure(loop)
 
 
+def run_reinloop_compact(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+    """reinloop with default limits and memory, JSON replies and compact tool descriptions."""
+    return run_reinloop(task, model, tools, protocol="json", tool_detail="compact")
+
+
 def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
     """LangChain's create_agent with tool errors returned to the model and a 10-call limit."""
     agent = create_agent(
@@ -161,6 +170,7 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
 
 CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "reinloop": run_reinloop,
+    "reinloop_compact": run_reinloop_compact,
     "create_agent": run_create_agent,
     "bare_loop": run_bare_loop,
 }

@@ -20,23 +20,28 @@ def test_fifty_tasks_whose_answer_keys_come_from_running_their_plans():
 def test_json_report_has_every_contestant_and_field(capsys):
     assert main(["--limit", "3", "--fault-rate", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"reinloop", "create_agent", "bare_loop"}
+    assert set(report) == {"reinloop", "reinloop_compact", "create_agent", "bare_loop"}
     for numbers in report.values():
         assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
                                 "framework_ms_per_step", "endings"}
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
+    assert report["reinloop_compact"]["success_rate"] == 1.0  # compact tool lines lose no task
+    # same calls, same steps: the difference is the tool schemas each call carries
+    assert report["reinloop_compact"]["mean_iterations"] == report["reinloop"]["mean_iterations"]
+    assert report["reinloop_compact"]["prompt_tokens_per_task"] < 0.6 * report["reinloop"]["prompt_tokens_per_task"]
 
 
 def test_the_same_suite_runs_against_a_real_endpoint(openai_server, capsys):
     from tests.openai_server import completion
 
-    openai_server.responses += [completion("I do not know")] * 2  # one answer per contestant that uses tools natively
-    openai_server.responses += [completion('{"final_answer": "I do not know"}')]  # the bare loop's JSON reply
+    plain, as_json = completion("I do not know"), completion('{"final_answer": "I do not know"}')
+    # one answer per contestant, in their order: native tool calling, JSON, native, JSON
+    openai_server.responses += [plain, as_json, plain, as_json]
     assert main(["--limit", "1", "--model", "openai:test-model", "--base-url", openai_server.base_url,
                  "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert len(openai_server.requests) == 3  # every contestant really called the endpoint
+    assert len(openai_server.requests) == 4  # every contestant really called the endpoint
     assert {name: r["endings"]["answer"] for name, r in report.items()} == {
-        "reinloop": 1, "create_agent": 1, "bare_loop": 1}
+        "reinloop": 1, "reinloop_compact": 1, "create_agent": 1, "bare_loop": 1}
     assert all(r["success_rate"] == 0.0 for r in report.values())  # a wrong answer is a failure
