@@ -75,7 +75,7 @@ def compact_tool(tool: BaseTool, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def type_of(schema: dict[str, Any]) -> str:
-    """A short type for a signature line: ``string``, ``integer[]``, ``"a" | "b"``, ``Row``."""
+    """A short type for a signature line: ``string``, ``integer[]``, ``"a" | "b"``, ``{city: string}``."""
     if "const" in schema:
         return json.dumps(schema["const"], ensure_ascii=False)
     if "enum" in schema:
@@ -85,18 +85,25 @@ def type_of(schema: dict[str, Any]) -> str:
     if "anyOf" in schema:
         return " | ".join(dict.fromkeys(type_of(s) for s in schema["anyOf"]))
     kind = schema.get("type", "any")
+    if kind == "object" and schema.get("properties"):
+        return "{" + ", ".join(arguments(schema)) + "}"
     if kind == "array":
         return f"{type_of(schema.get('items') or {})}[]"
     return " | ".join(kind) if isinstance(kind, list) else str(kind)
 
 
-def signature(tool: BaseTool, parameters: dict[str, Any]) -> str:
-    """``name(arg: type, opt?: type = default): summary`` for text prompts."""
-    required = set(parameters.get("required") or ())
+def arguments(schema: dict[str, Any]) -> list[str]:
+    """``name: type``, ``opt?: type = default`` for each property of an object schema."""
+    required = set(schema.get("required") or ())
     args = []
-    for name, sub in (parameters.get("properties") or {}).items():
+    for name, sub in (schema.get("properties") or {}).items():
         arg = f"{name}{'' if name in required else '?'}: {type_of(sub)}"
         if "default" in sub:
             arg += f" = {json.dumps(sub['default'], ensure_ascii=False)}"
         args.append(arg)
-    return f"{tool.name}({', '.join(args)}): {summary(tool.description)}"
+    return args
+
+
+def signature(tool: BaseTool, parameters: dict[str, Any]) -> str:
+    """``name(arg: type, opt?: type = default): summary`` for text prompts."""
+    return f"{tool.name}({', '.join(arguments(parameters))}): {summary(tool.description)}"

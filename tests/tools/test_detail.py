@@ -57,6 +57,31 @@ def test_compact_text_is_one_signature_line_per_tool():
     assert "refund policy" in ToolRegistry([Lookup()]).describe()  # full detail keeps the argument descriptions
 
 
+class Address(BaseModel):
+    city: str = Field(description="the city")
+    zip: int | None = None
+
+
+class ShipArgs(BaseModel):
+    to: Address
+    tags: list[str] = Field(default_factory=list)
+
+
+class Ship(BaseTool):
+    name: str = "ship"
+    description: str = "Ship a parcel.\nCosts money."
+    args_schema: type[BaseModel] = ShipArgs
+
+    def _run(self, to: dict[str, Any], tags: list[str] | None = None) -> str:
+        return "shipped"
+
+
+def test_compact_lines_spell_out_nested_objects_and_optional_values():
+    assert ToolRegistry([Ship()], detail="compact").describe() == (
+        "- ship(to: {city: string, zip?: integer | null = null}, tags?: string[]): Ship a parcel."
+    )
+
+
 def test_compact_bound_schema_keeps_names_types_required_enums_and_defaults_only():
     full = ToolRegistry([Lookup()]).schema("lookup")
     (bound,) = ToolRegistry([Lookup()], detail="compact").bindable()
