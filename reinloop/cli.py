@@ -52,6 +52,7 @@ LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("max_seconds", _limit(float), "wall-clock seconds per run"),
     ("token_budget", _limit(int), "prompt+completion tokens per run"),
     ("max_consecutive_errors", _limit(int), "failed steps in a row"),
+    ("max_same_errors", _limit(int), "failed steps in a row that failed the same way"),
     ("repeat_hint_after", _limit(int), "identical actions before a hint"),
     ("max_repeats", _limit(int), "identical actions before the run breaks"),
     ("max_observation_chars", int, "tool output characters kept"),

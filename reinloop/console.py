@@ -44,8 +44,14 @@ def _of(value: str, limit: Any, unit: str = "") -> str:
     return value + unit if limit is None else f"{value}{unit}/{limit:g}{unit}"
 
 
+def _same(limits: Limits, c: dict[str, Any]) -> str:
+    """`` (2/3 the same way)`` once two failed steps in a row failed alike: the nearer error breaker."""
+    same = c.get("same_errors", 0)
+    return f" ({_of(str(same), limits.max_same_errors)} the same way)" if same >= 2 else ""
+
+
 def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = None) -> str:
-    """``step 2/10 · 0.3s/120s · tokens 30 · errors 1/3 · repeats 0/3``: where the run stands."""
+    """``step 2/10 · 0.3s/120s · tokens 30 · errors 1/5 · repeats 0/3``: where the run stands."""
     c = counters
     seconds = c.get("elapsed_seconds", 0.0) if elapsed is None else elapsed
     tokens = c.get("prompt_tokens", 0) + c.get("completion_tokens", 0)
@@ -53,7 +59,7 @@ def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = N
         "step " + _of(str(c.get("steps", 0)), limits.max_steps),
         _of(f"{seconds:.1f}", limits.max_seconds, "s"),
         "tokens " + _of(str(tokens), limits.token_budget),
-        "errors " + _of(str(c.get("consecutive_errors", 0)), limits.max_consecutive_errors),
+        "errors " + _of(str(c.get("consecutive_errors", 0)), limits.max_consecutive_errors) + _same(limits, c),
         "repeats " + _of(str(c.get("repeats", 0)), limits.max_repeats),
     ])
 

@@ -26,8 +26,12 @@ class Limits:
     """Wall-clock seconds the run may be active (time paused at a break is not counted)."""
     token_budget: int | None = None
     """Prompt plus completion tokens over all model calls of the run."""
-    max_consecutive_errors: int | None = 3
-    """Steps in a row that failed (parse error, invalid call, tool error, empty result)."""
+    max_consecutive_errors: int | None = 5
+    """Steps in a row that failed, in any way (parse error, refused call, tool error, empty result)."""
+    max_same_errors: int | None = 3
+    """Steps in a row that failed the same way: the reply unreadable again, or the same tool refused
+    or failing again. A model that makes one mistake after another is corrected each time; one that
+    keeps making the same mistake is stuck (seed 003: "连续3次相同错误")."""
     repeat_hint_after: int | None = 2
     """Identical consecutive actions after which the model is told to change course."""
     max_repeats: int | None = 3
@@ -99,6 +103,14 @@ class Limits:
         limit = self.max_consecutive_errors
         if limit is not None and c["consecutive_errors"] >= limit:
             return f"{c['consecutive_errors']} consecutive failed steps (limit {limit})"
+        return None
+
+    def check_same_errors(self, c: Counters, how: str) -> str | None:
+        """Reason to stop after too many failed steps in a row that failed the same way (``how``)."""
+        limit = self.max_same_errors
+        same = c.get("same_errors", 0)
+        if limit is not None and same >= limit:
+            return f"{same} failed steps in a row, the same way each time ({how}) (limit {limit})"
         return None
 
     def check_repeats(self, c: Counters) -> str | None:

@@ -100,6 +100,7 @@ class Counters(TypedDict):
     completion_tokens: int
     errors: int
     consecutive_errors: int
+    same_errors: NotRequired[int]  # failed steps in a row that failed the same way (absent in older checkpoints)
     repeats: int
     elapsed_seconds: float
 
@@ -137,6 +138,7 @@ def new_counters() -> Counters:
         completion_tokens=0,
         errors=0,
         consecutive_errors=0,
+        same_errors=0,
         repeats=0,
         elapsed_seconds=0.0,
     )

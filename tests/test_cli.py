@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import json
 import os
 import re
@@ -12,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from reinloop.cli import main
+from reinloop import Limits
+from reinloop.cli import add_limit_flags, limits_from, main
 
 from .openai_server import completion
 
@@ -111,3 +114,12 @@ def test_every_command_help_has_an_example(capsys):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert "example: reinloop " + command in capsys.readouterr().out
+
+
+def test_every_limit_has_a_command_line_flag_that_can_switch_it_off():
+    parser = argparse.ArgumentParser()
+    add_limit_flags(parser)
+    args = parser.parse_args(["--max-same-errors", "none", "--max-consecutive-errors", "7"])
+    assert limits_from(args) == Limits(max_same_errors=None, max_consecutive_errors=7)
+    flags = {a.dest for a in parser._actions}
+    assert {f.name for f in dataclasses.fields(Limits)} <= flags

@@ -42,12 +42,12 @@ def test_plain_text_shows_each_step_with_progress_errors_hint_and_break(make_gra
     assert not ANSI.search(out)  # a StringIO is not a terminal: plain text
     lines = re.sub(r"\d+\.\ds/", "0.0s/", out).splitlines()
     assert lines[:3] == [
-        "[step 1/10 · 0.0s/120s · tokens 15 · errors 1/3 · repeats 0/3]",
+        "[step 1/10 · 0.0s/120s · tokens 15 · errors 1/5 · repeats 0/3]",
         "  parse error: no JSON object found in the reply: '我认为答案是……'",
         "  guard:       continue",
     ]
     assert lines[3:7] == [
-        "[step 2/10 · 0.0s/120s · tokens 30 · errors 2/3 · repeats 1/3]",
+        "[step 2/10 · 0.0s/120s · tokens 30 · errors 2/5 · repeats 1/3]",
         '  action:      calculator {"expression": "1/0"}',
         "  observation: ERROR: CalculatorError: division by zero",
         "  guard:       continue",
@@ -80,9 +80,15 @@ def test_progress_shows_each_limit_or_just_the_value_when_the_limit_is_off():
     counters = {"steps": 2, "elapsed_seconds": 1.25, "prompt_tokens": 20, "completion_tokens": 10,
                 "consecutive_errors": 1, "repeats": 0}
     assert progress(Limits(token_budget=100, max_seconds=2.5), counters) == (
-        "step 2/10 · 1.2s/2.5s · tokens 30/100 · errors 1/3 · repeats 0/3")
-    off = Limits(max_steps=None, max_seconds=None, max_consecutive_errors=None, max_repeats=None)
+        "step 2/10 · 1.2s/2.5s · tokens 30/100 · errors 1/5 · repeats 0/3")
+    off = Limits(max_steps=None, max_seconds=None, max_consecutive_errors=None, max_same_errors=None, max_repeats=None)
     assert progress(off, counters) == "step 2 · 1.2s · tokens 30 · errors 1 · repeats 0"
+
+
+def test_progress_shows_the_same_way_count_once_two_failures_in_a_row_are_alike():
+    counters = {"steps": 3, "consecutive_errors": 2, "same_errors": 2, "repeats": 0}
+    assert "errors 2/5 (2/3 the same way) · repeats" in progress(Limits(), counters)
+    assert "the same way" not in progress(Limits(), {**counters, "same_errors": 1})
 
 
 def test_memory_events_are_printed_under_their_step():

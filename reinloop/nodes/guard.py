@@ -43,9 +43,11 @@ from ..state import (
     Decision,
     Extensions,
     ResumeValue,
+    Step,
     Turn,
     new_extensions,
 )
+from .memorize import failure
 
 ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with what you know."
 
@@ -61,9 +63,10 @@ def repeat_hint(state: AgentState) -> str:
     )
 
 
-def tripped(limits: Limits, c: Counters, ext: Extensions) -> tuple[BreakReason, str] | None:
-    """The first breaker that trips, most specific first."""
+def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = None) -> tuple[BreakReason, str] | None:
+    """The first breaker that trips, most specific first (``last``: the step just recorded)."""
     checks: list[tuple[BreakReason, str | None]] = [
+        ("consecutive_errors", limits.check_same_errors(c, failure(last))),
         ("consecutive_errors", limits.check_errors(c)),
         ("repeated_action", limits.check_repeats(c)),
         ("token_budget", limits.check_tokens(c, ext)),
@@ -102,7 +105,7 @@ def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions
     """The guard's decision after a step, as a state update."""
     if state.get("answer") is not None:
         return {"decision": "finish", "status": "done", "history": close_turn(state, "done", state["answer"])}
-    if trip := tripped(limits, counters, ext):
+    if trip := tripped(limits, counters, ext, (state.get("scratchpad") or [None])[-1]):
         reason, message = trip
         update = {"status": "broken", "break_reason": reason, "break_message": message}
         if pause:  # the operator decides; the turn stays open
@@ -192,7 +195,7 @@ def read_resume(answer: Any) -> ResumeValue:
     )
 
 
-RESET_ON_RESUME = ("consecutive_errors", "repeats")
+RESET_ON_RESUME = ("consecutive_errors", "same_errors", "repeats")
 """Counters that restart when an operator continues a run: they measure being stuck, and the
 operator has looked (a model repeating a failing call trips both). Budgets only grow by extra_*."""
 

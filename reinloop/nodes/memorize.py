@@ -1,9 +1,10 @@
 """memorize: record the finished step in the scratchpad and update the counters.
 
 This is where a step's outcome is judged: a parse error, a refused call, a
-tool error or an empty result makes it a failed step (consecutive failures
-are what the error breaker counts); issuing exactly the same calls as the
-previous step makes it a repeat.
+tool error or an empty result makes it a failed step (the error breakers
+count failed steps in a row, and those that failed the same way as the one
+before); issuing exactly the same calls as the previous step makes it a
+repeat.
 """
 
 from __future__ import annotations
@@ -40,6 +41,22 @@ def signature(step: Step) -> str:
     return json.dumps(calls, sort_keys=True, ensure_ascii=False, default=str) if calls else ""
 
 
+def failure(step: Step | None) -> str:
+    """How a step failed, e.g. ``"calculator: call refused"``; ``""`` if it did not.
+
+    Two failed steps failed "the same way" when this is equal: the reply could
+    not be read again, or the same tools were refused (unknown, or arguments
+    invalid) or failed when run again, whatever the details of the message.
+    """
+    if step is None or not step.get("error"):
+        return ""
+    if step.get("parse_error"):
+        return "unreadable reply"
+    kinds = {f"{a.get('tool')}: {'call refused' if a.get('problem') else 'tool failed'}"
+             for a in step.get("actions") or [] if a.get("error")}
+    return ", ".join(sorted(kinds))
+
+
 def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
     """Counters after ``step``."""
     sig = signature(step)
@@ -50,11 +67,17 @@ def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
     else:
         repeats = 1
     failed = step["error"]
+    how = failure(step)
+    if how and counters["consecutive_errors"] and failure(previous) == how:
+        same = counters.get("same_errors", 0) + 1
+    else:
+        same = int(failed)
     return {
         **counters,
         "steps": counters["steps"] + 1,
         "errors": counters["errors"] + int(failed),
         "consecutive_errors": counters["consecutive_errors"] + 1 if failed else 0,
+        "same_errors": same,
         "repeats": repeats,
     }
 

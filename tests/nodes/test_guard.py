@@ -8,6 +8,7 @@ from langchain_core.tools import tool
 
 from reinloop import Limits
 from reinloop.nodes.guard import ONE_STEP_LEFT
+from reinloop.nodes.memorize import count, failure
 from reinloop.testing import tool_call
 
 
@@ -97,6 +98,44 @@ def test_empty_tool_results_count_as_consecutive_errors(make_graph):
     assert out["scratchpad"][0]["actions"][0]["observation"].startswith("ERROR: the tool returned an empty result")
 
 
+def test_the_same_tool_refused_three_times_breaks_even_with_different_arguments(make_graph):
+    wrong = [[tool_call("get_weather", args)] for args in ({}, {"city": ["杭州"]}, {"town": "杭州"}, {"city": "杭州"})]
+    graph, model = make_graph(wrong)
+    out = graph.invoke({"task": "weather?"})
+    assert out["break_reason"] == "consecutive_errors" and model.calls == 3
+    assert out["counters"]["repeats"] == 1  # different arguments each time: not a repeated action
+    assert out["break_message"] == (
+        "3 failed steps in a row, the same way each time (get_weather: call refused) (limit 3)")
+
+
+def test_different_mistakes_in_a_row_are_corrected_until_the_consecutive_error_limit(make_graph):
+    mistakes = ["no json", {"tool": "web", "args": {}}, {"tool": "calculator", "args": {"expression": "1/0"}},
+                {"tool": "calculator", "args": {"expr": "1"}}, {"tool": "get_weather", "args": {}}]
+    graph, model = make_graph([*mistakes, {"final_answer": "never reached"}], protocol="json")
+    out = graph.invoke({"task": "t"})
+    assert out["break_reason"] == "consecutive_errors" and model.calls == 5
+    assert out["break_message"] == "5 consecutive failed steps (limit 5)"
+    graph, model = make_graph([*mistakes[:4], {"final_answer": "42"}], protocol="json")
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done" and out["counters"]["errors"] == 4
+
+
+def test_a_failure_of_another_kind_restarts_the_same_way_count(make_graph):
+    refused = {"tool": "calculator", "args": {}}
+    replies = [refused, refused, {"tool": "calculator", "args": {"expression": "1/0"}}, refused, refused,
+               {"final_answer": "ok"}]
+    graph, _ = make_graph(replies, protocol="json", limits=Limits(max_consecutive_errors=None))
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done" and out["counters"]["errors"] == 5  # never 3 alike in a row
+
+
+def test_the_same_way_breaker_can_be_switched_off(make_graph):
+    graph, model = make_graph(["no", "json", "here", "at", "all", "ever"], protocol="json",
+                              limits=Limits(max_same_errors=None))
+    out = graph.invoke({"task": "t"})
+    assert out["break_message"] == "5 consecutive failed steps (limit 5)" and model.calls == 5
+
+
 def test_repeated_action_gets_a_hint_then_breaks(make_graph):
     same = [tool_call("get_weather", {"city": "杭州"})]
     graph, model = make_graph([same, same, same, same])
@@ -123,3 +162,20 @@ def test_limits_set_to_none_switch_guards_off(make_graph):
     graph, model = make_graph([same] * 6 + ["ok"], limits=Limits(max_repeats=None, repeat_hint_after=None))
     out = graph.invoke({"task": "t"})
     assert out["status"] == "done" and model.calls == 7
+
+
+def test_failure_names_how_a_step_failed():
+    refused = {"tool": "calculator", "problem": "invalid arguments", "error": True}
+    failed = {"tool": "read_file", "observation": "ERROR: not found", "error": True}
+    assert failure(None) == "" and failure({"error": False, "actions": []}) == ""
+    assert failure({"error": True, "parse_error": "no JSON object found"}) == "unreadable reply"
+    assert failure({"error": True, "actions": [failed, refused, {"tool": "wait", "error": False}]}) == (
+        "calculator: call refused, read_file: tool failed")
+
+
+def test_counters_saved_before_the_same_way_count_existed_still_count():
+    old = {"steps": 2, "llm_calls": 2, "prompt_tokens": 0, "completion_tokens": 0, "errors": 1,
+           "consecutive_errors": 1, "repeats": 0, "elapsed_seconds": 0.0}
+    step = {"error": True, "parse_error": "bad", "actions": []}
+    assert count(old, step, {"error": True, "parse_error": "worse", "actions": []})["same_errors"] == 1
+    assert count({**old, "same_errors": 1}, step, {"error": True, "parse_error": "x", "actions": []})["same_errors"] == 2
