@@ -191,14 +191,21 @@ class DocsIndex:
         conn.execute("DELETE FROM files WHERE path = ?", (path,))
 
     def search(self, query: str, limit: int = 5) -> list[Hit]:
-        """The best ``limit`` files for ``query``, by bm25 (title hits weigh more)."""
+        """The best ``limit`` files for ``query``, by bm25 (title hits weigh more).
+
+        Files that matched only words found in most of the documents (bm25 score 0) are left
+        out when another file matched better.
+        """
         sql = (
             "SELECT path, title, snippet(docs, 2, '[', ']', '…', 16), -bm25(docs, 0.0, 5.0, 1.0) AS score "
             "FROM docs WHERE docs MATCH ? ORDER BY bm25(docs, 0.0, 5.0, 1.0) LIMIT ?"
         )
         with self._connect() as conn:
             rows = conn.execute(sql, (fts_query(query), limit)).fetchall()
-        return [Hit(p, t.replace(ZWSP, ""), " ".join(s.replace(ZWSP, "").split()), round(sc, 3)) for p, t, s, sc in rows]
+        hits = [Hit(p, t.replace(ZWSP, ""), " ".join(s.replace(ZWSP, "").split()), round(sc, 3)) for p, t, s, sc in rows]
+        # bm25 gives a word found in most of the documents no weight: a hit that matched only such
+        # words scores 0. Those are noise next to a real match, and only shown when nothing else matched.
+        return [h for h in hits if h.score > 0] if hits and hits[0].score > 0 else hits
 
     def count(self) -> int:
         """How many files are indexed."""

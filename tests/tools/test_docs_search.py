@@ -42,6 +42,18 @@ def test_search_ranks_with_bm25_and_shows_snippets(folder, tmp_path):
     assert hits[0].score > hits[1].score > 0
 
 
+def test_files_matching_only_words_most_files_have_are_left_out_unless_nothing_else_matches(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for city, area in (("北京", 16410), ("上海", 6341), ("杭州", 16850), ("成都", 14335)):
+        (docs / f"{city}.md").write_text(f"# {city}\n\n面积 (area): {area} 平方公里\n", encoding="utf-8")
+    index = DocsIndex(docs, tmp_path / "index.db")
+    index.update()
+    assert [h.path for h in index.search("成都 面积")] == ["成都.md"]  # 面积 is in every file
+    everywhere = index.search("面积")
+    assert len(everywhere) == 4 and {h.score for h in everywhere} == {0}  # nothing better: all shown
+
+
 def test_chinese_words_are_found_inside_unsegmented_text(folder, tmp_path):
     index = DocsIndex(folder, tmp_path / "index.db")
     index.update()
