@@ -7,7 +7,7 @@ A tasks file has one JSON object per line::
 
 (keys: ``task``; optional ``thread_id``, ``tools`` (names, a list or a
 comma-separated string), ``limits`` (a mapping of :class:`~reinloop.Limits`
-fields), ``protocol``, ``system_prompt``). :func:`batch` puts its tasks into
+fields), ``protocol``, ``tool_detail``, ``system_prompt``). :func:`batch` puts its tasks into
 the run database's ``tasks`` table once (the batch is named after the file
 and a hash of its content, so starting the same file again, or on another
 machine, adds nothing), then runs ``concurrency`` tasks at a time, each in
@@ -57,7 +57,7 @@ from .tools.detail import ToolDetail, check_detail
 
 logger = logging.getLogger(__name__)
 
-TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "system_prompt")
+TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "tool_detail", "system_prompt")
 """The keys a line of a tasks file may have."""
 STATUSES = ("done", "broken", "error")
 DEFAULT_LEASE = 60.0
@@ -153,7 +153,7 @@ def read_tasks(path: str | os.PathLike[str], *, tools: Sequence[BaseTool] = ()) 
     """The batch name and its tasks (``thread_id``, ``line``, ``task``, ``spec``); every line checked first.
 
     Raises :class:`~reinloop.errors.ConfigurationError` naming the line for
-    bad JSON, a missing task, an unknown key, tool, limit or protocol, or a
+    bad JSON, a missing task, an unknown key, tool, limit, protocol or tool detail, or a
     thread id used twice.
     """
     file = Path(path)
@@ -209,6 +209,11 @@ def parse_line(file: Path, number: int, text: str, custom_tools: set[str]) -> di
     if spec.get("protocol") is not None and spec["protocol"] not in PROTOCOLS:
         raise ConfigurationError(f"{where}: unknown protocol {spec['protocol']!r}; "
                                  f"choose one of: {', '.join(PROTOCOLS)}")
+    if spec.get("tool_detail") is not None:
+        try:
+            check_detail(spec["tool_detail"])
+        except ConfigurationError as exc:
+            raise ConfigurationError(f"{where}: {exc}") from None
     return spec
 
 
@@ -294,7 +299,7 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
         saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
         protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
         system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
-        tool_detail=settings.tool_detail,
+        tool_detail=spec.get("tool_detail") or settings.tool_detail,
     )
 
 

@@ -47,6 +47,7 @@ BAD_FILES = [
     ([{"task": "a", "tools": "calculator,teleport"}], r"tasks.jsonl:1: unknown tool\(s\) teleport; available: calculator"),
     ([{"task": "a", "limits": {"max_stepz": 3}}], r"tasks.jsonl:1: unknown limit\(s\) max_stepz"),
     ([{"task": "a", "protocol": "xml"}], r"tasks.jsonl:1: unknown protocol 'xml'; choose one of: tool_calling"),
+    ([{"task": "a", "tool_detail": "terse"}], r"tasks.jsonl:1: tool_detail must be one of full, compact; got 'terse'"),
     ([{"task": "a", "thread_id": "x"}, {"task": "b", "thread_id": "x"}],
      r"tasks.jsonl:2: thread_id 'x' is also the thread of line 1; give each task its own"),
     ([""], r"tasks.jsonl has no tasks; write one JSON object per line"),
@@ -189,6 +190,18 @@ def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_pa
     assert len(openai_server.requests) == 4 and len(sent) == 1
     assert "description" not in json.loads(sent.pop())[0]["function"]["parameters"]["properties"]["expression"]
     assert {run.options["tool_detail"] for run in list_runs()} == {"compact"}
+
+
+def test_a_task_line_sets_its_own_tool_detail(tmp_path, openai_server):
+    openai_server.reply = reply_from_task
+    lines = [{"task": "What is 1*3?", "thread_id": "full"}, {"task": "What is 2*3?", "thread_id": "compact",
+                                                             "tool_detail": "compact"}]
+    report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), base_url=openai_server.base_url, tools="calculator")
+    assert report.counts["done"] == 2
+    assert {run.thread_id: run.options["tool_detail"] for run in list_runs()} == {"full": "full", "compact": "compact"}
+    described = {"description" in r["tools"][0]["function"]["parameters"]["properties"]["expression"]
+                 for r in openai_server.requests}
+    assert described == {True, False}  # each task's requests carried its own detail
 
 
 def test_batch_help_has_an_example(capsys):
