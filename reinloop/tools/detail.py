@@ -30,7 +30,7 @@ from ..errors import ConfigurationError
 ToolDetail = Literal["full", "compact"]
 TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
 
-_KEEP = ("type", "properties", "required", "items", "enum", "const", "anyOf", "default", "$ref")
+_KEEP = ("type", "properties", "additionalProperties", "required", "items", "enum", "const", "anyOf", "default", "$ref")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")
 MAX_SUMMARY = 160
 
@@ -58,7 +58,7 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         value = schema[key]
         if key == "properties":
             value = {name: compact_schema(sub) for name, sub in value.items()}
-        elif key == "items" and isinstance(value, dict):
+        elif key in ("items", "additionalProperties") and isinstance(value, dict):
             value = compact_schema(value)
         elif key == "anyOf":
             value = [compact_schema(sub) for sub in value]
@@ -75,7 +75,8 @@ def compact_tool(tool: BaseTool, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 def type_of(schema: dict[str, Any]) -> str:
-    """A short type for a signature line: ``string``, ``integer[]``, ``"a" | "b"``, ``{city: string}``."""
+    """A short type for a signature line: ``string``, ``integer[]``, ``"a" | "b"``, ``{city: string}``,
+    ``{[name: string]: integer}`` (a mapping)."""
     if "const" in schema:
         return json.dumps(schema["const"], ensure_ascii=False)
     if "enum" in schema:
@@ -87,6 +88,8 @@ def type_of(schema: dict[str, Any]) -> str:
     kind = schema.get("type", "any")
     if kind == "object" and schema.get("properties"):
         return "{" + ", ".join(arguments(schema)) + "}"
+    if kind == "object" and isinstance(schema.get("additionalProperties"), dict):
+        return "{[name: string]: " + type_of(schema["additionalProperties"]) + "}"
     if kind == "array":
         return f"{type_of(schema.get('items') or {})}[]"
     return " | ".join(kind) if isinstance(kind, list) else str(kind)

@@ -82,6 +82,27 @@ def test_compact_lines_spell_out_nested_objects_and_optional_values():
     )
 
 
+class TagArgs(BaseModel):
+    row: dict[str, int | str | None] = Field(description="column -> value", min_length=1)
+
+
+class Tag(BaseTool):
+    name: str = "tag"
+    description: str = "Store a row."
+    args_schema: type[BaseModel] = TagArgs
+
+    def _run(self, row: dict[str, Any]) -> str:
+        return "stored"
+
+
+def test_compact_mappings_keep_their_value_types_in_lines_and_schemas():
+    registry = ToolRegistry([Tag()], detail="compact")
+    assert registry.describe() == "- tag(row: {[name: string]: integer | string | null}): Store a row."
+    (bound,) = registry.bindable()
+    assert bound["function"]["parameters"]["properties"]["row"] == {
+        "type": "object", "additionalProperties": {"anyOf": [{"type": "integer"}, {"type": "string"}, {"type": "null"}]}}
+
+
 def test_compact_bound_schema_keeps_names_types_required_enums_and_defaults_only():
     full = ToolRegistry([Lookup()]).schema("lookup")
     (bound,) = ToolRegistry([Lookup()], detail="compact").bindable()
