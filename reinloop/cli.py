@@ -75,10 +75,14 @@ def add_limit_flags(parser: argparse.ArgumentParser) -> None:
         )
 
 
+def limit_changes(args: argparse.Namespace) -> dict[str, Any]:
+    """The limits given on the command line (flags left out are not in it)."""
+    return {name: getattr(args, name) for name, _, _ in LIMIT_FLAGS if hasattr(args, name)}
+
+
 def limits_from(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     """The limits given on the command line, over ``base``."""
-    changes = {name: getattr(args, name) for name, _, _ in LIMIT_FLAGS if hasattr(args, name)}
-    return (base or Limits()).replace(**changes)
+    return (base or Limits()).replace(**limit_changes(args))
 
 
 def add_memory_flags(parser: argparse.ArgumentParser) -> None:
@@ -248,7 +252,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    changes = {name: getattr(args, name) for name, _, _ in LIMIT_FLAGS if hasattr(args, name)}
+    changes = limit_changes(args)
     shown = run_limits(args.thread, args.db).replace(**changes)
     if shown.max_steps is not None:
         shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
