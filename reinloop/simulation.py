@@ -197,9 +197,9 @@ def read_progress(messages: Sequence[BaseMessage], plan: Plan) -> _Seen:
     """What the prompt shows of the plan's progress."""
     pairs = _calls_and_observations(messages)
     seen = _Seen(text="\n".join(str(m.content) for m in messages), pairs=pairs)
-    for tool, args in _DONE.findall(seen.text):  # steps the summary says were done
+    for tool, args, status in _DONE.findall(seen.text):  # steps the summary says were done
         index = _plan_index(plan, {"tool": tool, "args": _loads(args)})
-        if index is not None:
+        if index is not None and status == "ok":
             seen.progress = max(seen.progress, index + 1)
     for call, observation in pairs:
         index = _plan_index(plan, call)
@@ -262,7 +262,7 @@ def _text_of(messages: Sequence[BaseMessage]) -> str:
 
 
 _CALLED = re.compile(r"called (\S+) (\{.*?\}) -> (.*?)(?=\n\s*(?:called |Step \d|final answer|unusable)|\Z)", re.S)
-_DONE = re.compile(r"done (\S+) (\{.*?\}) ok\b")
+_DONE = re.compile(r"done (\S+) (\{.*?\}) (ok|failed)\b")  # a failed note ends its match too
 
 
 def summarize(request: str) -> str:

@@ -62,3 +62,11 @@ def test_the_summary_tells_the_model_what_is_done():
     prompt = [SystemMessage(content="rules"), HumanMessage(content=TASK),
               HumanMessage(content='Summary: done get_weather {"city": "北京"} ok: 北京: 晴, 18℃')]
     assert '"calculator"' in model.invoke(prompt).content
+
+
+def test_a_failed_call_in_the_summary_does_not_hide_the_successful_one_after_it():
+    model = SimulatedModel(plans={TASK: PLAN})
+    summary = summarize("Step 1:\n  called get_weather {} -> ERROR: city is required\n"
+                        "Step 2:\n  called get_weather {\"city\": \"北京\"} -> 北京: 晴, 18℃")
+    prompt = [SystemMessage(content="rules"), HumanMessage(content=TASK), HumanMessage(content=f"Summary: {summary}")]
+    assert '"calculator"' in model.invoke(prompt).content
