@@ -66,10 +66,13 @@ def summarize(runs: list[tuple[RunResult, bool]]) -> dict[str, Any]:
     calls = sum(r.iterations for r, _ in runs)
     framework = sum(max(0.0, r.wall_seconds - r.model_seconds) for r, _ in runs)
     endings = Counter(r.ending for r, _ in runs)
+    solved = sum(ok for _, ok in runs)
     return {
         "success_rate": sum(ok for _, ok in runs) / len(runs),
         "mean_iterations": statistics.mean(r.iterations for r, _ in runs),
         "prompt_tokens_per_task": statistics.mean(r.prompt_tokens for r, _ in runs),
+        # what a correct answer costs: a loop that gives up early spends little per task, nothing per answer
+        "prompt_tokens_per_correct_answer": sum(r.prompt_tokens for r, _ in runs) / solved if solved else None,
         "framework_ms_per_step": 1000 * framework / max(calls, 1),
         "endings": {k: endings.get(k, 0) for k in ("answer", "limit", "crash")},
     }
@@ -77,17 +80,28 @@ def summarize(runs: list[tuple[RunResult, bool]]) -> dict[str, Any]:
 
 def table(report: dict[str, dict[str, Any]]) -> str:
     """The report as a Markdown table, with prompt tokens relative to create_agent."""
-    base = report.get("create_agent", {}).get("prompt_tokens_per_task")
+    base = report.get("create_agent", {})
     lines = ["| contestant | success | mean iterations | prompt tokens / task | vs create_agent | "
-             "framework ms / step | endings (answer / limit / crash) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "prompt tokens / correct answer | framework ms / step | endings (answer / limit / crash) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for name, r in report.items():
-        ratio = f"{r['prompt_tokens_per_task'] / base:.2f}x" if base else "—"
         e = r["endings"]
         lines.append(f"| {name} | {100 * r['success_rate']:.0f}% | {r['mean_iterations']:.1f} | "
-                     f"{r['prompt_tokens_per_task']:,.0f} | {ratio} | {r['framework_ms_per_step']:.1f} | "
+                     f"{r['prompt_tokens_per_task']:,.0f} | {_ratio(r, base, 'prompt_tokens_per_task')} | "
+                     f"{_per_answer(r, base)} | {r['framework_ms_per_step']:.1f} | "
                      f"{e['answer']} / {e['limit']} / {e['crash']} |")
     return "\n".join(lines)
+
+
+def _per_answer(numbers: dict[str, Any], base: dict[str, Any]) -> str:
+    """``7,824 (1.01x)``, or a dash for a loop that answered nothing correctly."""
+    value = numbers["prompt_tokens_per_correct_answer"]
+    return "—" if value is None else f"{value:,.0f} ({_ratio(numbers, base, 'prompt_tokens_per_correct_answer')})"
+
+
+def _ratio(numbers: dict[str, Any], base: dict[str, Any], key: str) -> str:
+    """``numbers[key]`` as a multiple of ``base[key]``, or a dash when either is missing."""
+    return f"{numbers[key] / base[key]:.2f}x" if numbers.get(key) is not None and base.get(key) else "—"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

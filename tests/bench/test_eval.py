@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.eval.__main__ import main
+from benchmarks.eval.__main__ import main, table
 from benchmarks.eval.tasks import all_tasks, is_correct, solve
 
 
@@ -23,9 +23,11 @@ def test_json_report_has_every_contestant_and_field(capsys):
     assert set(report) == {"reinloop", "reinloop_compact", "create_agent", "bare_loop"}
     for numbers in report.values():
         assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
-                                "framework_ms_per_step", "endings"}
+                                "prompt_tokens_per_correct_answer", "framework_ms_per_step", "endings"}
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
+    # every task solved: a correct answer costs what a task costs
+    assert report["reinloop"]["prompt_tokens_per_correct_answer"] == report["reinloop"]["prompt_tokens_per_task"]
     assert report["reinloop_compact"]["success_rate"] == 1.0  # compact tool lines lose no task
     # same calls, same steps: the difference is the tool schemas each call carries
     assert report["reinloop_compact"]["mean_iterations"] == report["reinloop"]["mean_iterations"]
@@ -45,3 +47,17 @@ def test_the_same_suite_runs_against_a_real_endpoint(openai_server, capsys):
     assert {name: r["endings"]["answer"] for name, r in report.items()} == {
         "reinloop": 1, "reinloop_compact": 1, "create_agent": 1, "bare_loop": 1}
     assert all(r["success_rate"] == 0.0 for r in report.values())  # a wrong answer is a failure
+    assert all(r["prompt_tokens_per_correct_answer"] is None for r in report.values())  # no answer to divide by
+
+
+def test_the_table_prices_a_correct_answer_and_shows_a_dash_for_a_loop_with_none():
+    def numbers(per_task, per_answer):
+        return {"success_rate": 0.5, "mean_iterations": 3.0, "prompt_tokens_per_task": per_task,
+                "prompt_tokens_per_correct_answer": per_answer, "framework_ms_per_step": 1.0,
+                "endings": {"answer": 2, "limit": 0, "crash": 0}}
+
+    rows = table({"create_agent": numbers(1000, 4000), "reinloop": numbers(800, 1000),
+                  "bare_loop": numbers(300, None)}).splitlines()
+    assert "prompt tokens / correct answer" in rows[0]
+    assert "| 800 | 0.80x | 1,000 (0.25x) |" in rows[3]
+    assert "| 300 | 0.30x | — |" in rows[4]
