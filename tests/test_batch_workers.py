@@ -28,6 +28,15 @@ from .openai_server import OpenAIServer, Raw, completion
 ROOT = Path(__file__).parents[1]
 WORKER = Path(__file__).with_name("batch_worker.py")
 TASKS = 200
+
+
+def interruptible() -> None:
+    """Give the child Python's Ctrl-C handler even when the tests run as a background job.
+
+    A shell starts background jobs with SIGINT ignored, and Python installs its
+    KeyboardInterrupt handler only over the default disposition.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 ITEM = re.compile(r"item (task-\d+)")
 
 
@@ -117,7 +126,8 @@ def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
     with OpenAIServer(reply=reply_after(0.3)) as server:
         proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
                                  "--tools", "calculator", "--db", str(db), "-n", "2", "--json"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                preexec_fn=interruptible)
         first = proc.stdout.readline()  # one task finished: others are running
         assert json.loads(first)["status"] == "done", proc.stderr.read()
         proc.send_signal(signal.SIGINT)
@@ -139,7 +149,8 @@ def test_a_second_ctrl_c_leaves_the_running_tasks_to_other_workers_at_once(tmp_p
     with OpenAIServer(reply=reply_after(30)) as server:  # the model never answers in time
         proc = subprocess.Popen([sys.executable, "-m", "reinloop", "batch", str(tasks), "--base-url", server.base_url,
                                  "--tools", "calculator", "--db", str(db), "-n", "2", "--lease", "30"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                                preexec_fn=interruptible)
         deadline = time.time() + 60
         while len(server.requests) < 2:  # both slots wait for the model
             assert time.time() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
