@@ -28,6 +28,7 @@ from .openai_server import OpenAIServer, Raw, completion
 ROOT = Path(__file__).parents[1]
 WORKER = Path(__file__).with_name("batch_worker.py")
 TASKS = 200
+ITEM = re.compile(r"item (task-\d+)")
 
 
 def interruptible() -> None:
@@ -37,7 +38,6 @@ def interruptible() -> None:
     KeyboardInterrupt handler only over the default disposition.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-ITEM = re.compile(r"item (task-\d+)")
 
 
 def record_reply(body: dict) -> Raw:

@@ -68,7 +68,7 @@ def summarize(runs: list[tuple[RunResult, bool]]) -> dict[str, Any]:
     endings = Counter(r.ending for r, _ in runs)
     solved = sum(ok for _, ok in runs)
     return {
-        "success_rate": sum(ok for _, ok in runs) / len(runs),
+        "success_rate": solved / len(runs),
         "mean_iterations": statistics.mean(r.iterations for r, _ in runs),
         "prompt_tokens_per_task": statistics.mean(r.prompt_tokens for r, _ in runs),
         # what a correct answer costs: a loop that gives up early spends little per task, nothing per answer
