@@ -19,6 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from ..bounds import bounded_message
 from ..context import FALLBACK, AgentContext
 from ..errors import ModelCallError
 from ..events import emit
@@ -98,14 +99,21 @@ def thread_id() -> str:
 
 
 def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Reply:
-    """The parts of a model message the next nodes need, as plain data."""
-    text = message.content if isinstance(message.content, str) else message_text(message)
+    """The parts of a model message the next nodes need, as plain data that can be stored.
+
+    The reply is checkpointed before it is parsed, so it is bounded first
+    (:func:`~reinloop.bounds.bounded_message`): a call whose arguments could
+    not be stored becomes an invalid call, and the model is told why.
+    """
+    text, calls, invalid = bounded_message(message)
+    ai = AIMessage(content=text, tool_calls=calls)
+    if not isinstance(message.content, str):
+        text = message_text(ai)  # content blocks are read as JSON text, with the calls
     usage = getattr(message, "usage_metadata", None) or {}
-    ai = message if isinstance(message, AIMessage) else AIMessage(content=text)
     return Reply(
         text=text,
-        tool_calls=[dict(c) for c in ai.tool_calls],
-        invalid_tool_calls=[dict(c) for c in ai.invalid_tool_calls],
+        tool_calls=calls,
+        invalid_tool_calls=invalid,
         prompt_tokens=int(usage.get("input_tokens") or prepared.parts["total"]),
         completion_tokens=int(usage.get("output_tokens") or estimate_tokens(message_text(ai))),
         hints=list(hints),

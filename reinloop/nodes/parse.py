@@ -1,6 +1,9 @@
 """parse: turn the model's raw reply into actions, a final answer, or a parse error.
 
 The protocol does the reading and never raises; this node only routes.
+:func:`~reinloop.protocols.base.parse_reply` is the last line: whatever the
+reply, the result is actions, an answer or a parse error, so a stored reply
+can never make a resume crash again.
 """
 
 from __future__ import annotations
@@ -11,13 +14,14 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
+from ..protocols.base import parse_reply
 from ..state import AgentState
 
 
 def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Parse the current reply with the run's protocol."""
     protocol, _ = runtime.context.active(state)
-    pending = protocol.parse(state.get("reply") or {})
+    pending = parse_reply(protocol, state.get("reply") or {})
     if pending.get("parse_error"):
         summary = f"parse error: {pending['parse_error']}"
     elif pending.get("answer") is not None:

@@ -16,16 +16,19 @@ from typing import Any, ClassVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from ..bounds import MAX_NESTING, check_value, describe_exception
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 
 QUOTE_CHARS = 300
+PENDING_LEVELS = 3
+"""How deep a Pending holds a call's arguments: ``pending["actions"][i]["args"]``."""
 
 
 def quote(text: str, limit: int = QUOTE_CHARS) -> str:
     """A short, single-line quotation of the model's text for error messages."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "…"
+    flat = " ".join(text[: limit * 20].split())  # only the head is quoted: a 1 MB reply costs no more
+    return flat if len(flat) <= limit and len(text) <= limit * 20 else flat[:limit] + "…"
 
 
 def action_id(index: int, tool: str, args: Any) -> str:
@@ -85,3 +88,25 @@ class OutputProtocol(ABC):
         elif step.get("actions"):
             messages.append(HumanMessage(content=self.observation_message(step["actions"])))
         return messages
+
+
+def parse_reply(protocol: OutputProtocol, reply: Reply) -> Pending:
+    """``protocol.parse(reply)``, with a guarantee: whatever happens, a Pending that can be stored.
+
+    The protocols never raise by design; this is the last line for what
+    design missed (and for user protocols): any exception but
+    ``KeyboardInterrupt`` becomes a parse error, and so does a result that
+    could not be checkpointed (see :func:`~reinloop.bounds.check_value`).
+    A stored reply that made the parse crash would otherwise crash every resume.
+    """
+    try:
+        pending = protocol.parse(reply)
+        checked, problem = check_value(pending, MAX_NESTING + PENDING_LEVELS)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the reply is data; reading it must not stop the run
+        return error_pending(f"the reply could not be read ({quote(describe_exception(exc))})")
+    if problem is not None:
+        return error_pending(f"the reply could not be read: {problem}")
+    return checked  # type: ignore[no-any-return]
+

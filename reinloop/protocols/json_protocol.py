@@ -4,6 +4,9 @@ Models wrap JSON in Markdown fences, chat around it, use single quotes, leave
 trailing commas or stop before the last brace. The parser strips fences, cuts
 the first object out of the surrounding text, and repairs damage with
 ``json-repair`` before giving up with a message that says what was wrong.
+Hostile replies are bounded (:mod:`reinloop.bounds`): JSON nested too deep,
+damaged JSON too long to repair in time, numbers too large to store become
+parse errors, whatever their size.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 
 import json_repair
 
+from ..bounds import MAX_NESTING, MAX_REPAIR_CHARS, check_value, nesting_depth, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -25,6 +29,43 @@ ANSWER_KEYS = ("final_answer", "answer", "finalAnswer")
 FINISH_NAMES = {"final_answer", "final answer", "finish", "answer"}
 
 
+def load_json(text: str) -> tuple[Any, str | None]:
+    """The JSON value at the start of ``text`` (repaired if damaged and small enough), or a problem.
+
+    Valid JSON of any size is read by the C decoder; damaged JSON is given to
+    ``json-repair`` only up to :data:`~reinloop.bounds.MAX_REPAIR_CHARS`
+    characters and :data:`~reinloop.bounds.MAX_NESTING` levels, which keeps a
+    parse within milliseconds. The value is checked by
+    :func:`~reinloop.bounds.check_value`, so what comes back can be stored.
+    """
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text)
+    except RecursionError:  # the C decoder stops at Python's recursion limit
+        return None, too_deep()
+    except ValueError as exc:
+        value, problem = _repair(text, exc)
+        if problem is not None:
+            return None, problem
+    return check_value(value)
+
+
+def _repair(text: str, error: ValueError) -> tuple[Any, str | None]:
+    if len(text) > MAX_REPAIR_CHARS:
+        return None, (
+            f"it is not valid JSON ({error}) and too long to repair "
+            f"({len(text):,} characters; at most {MAX_REPAIR_CHARS:,} are repaired)"
+        )
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING:
+        return None, too_deep(depth)
+    try:
+        return json_repair.loads(text), None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the repair library is best-effort; never crash the loop
+        return None, f"it is not valid JSON and could not be repaired ({type(exc).__name__})"
+
+
 def extract_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """The first JSON object in ``text``, repaired if needed, or a problem."""
     fenced = _FENCE.search(text)
@@ -33,13 +74,9 @@ def extract_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if start < 0:
         return None, f"no JSON object found in the reply: {quote(text)!r}"
     candidate = body[start:]
-    try:
-        value, _ = json.JSONDecoder().raw_decode(candidate)
-    except ValueError:
-        try:
-            value = json_repair.loads(candidate)
-        except Exception as exc:  # the repair library is best-effort; never crash the loop
-            return None, f"the JSON could not be repaired ({type(exc).__name__}): {quote(candidate)!r}"
+    value, problem = load_json(candidate)
+    if problem is not None:
+        return None, f"the JSON in the reply cannot be used: {problem}: {quote(candidate)!r}"
     if isinstance(value, list):
         value = next((v for v in value if isinstance(v, dict)), None)
     if not isinstance(value, dict) or not value:
@@ -56,10 +93,7 @@ def coerce_args(value: Any) -> tuple[dict[str, Any], str | None]:
     if isinstance(value, str):
         stripped = value.strip()
         if stripped.startswith("{"):
-            try:
-                parsed = json_repair.loads(stripped)
-            except Exception:
-                parsed = None
+            parsed, _ = load_json(stripped)
             if isinstance(parsed, dict):
                 return parsed, None
         return {}, value

@@ -14,11 +14,14 @@ from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
 from .json_protocol import coerce_args
 
-_THOUGHT = re.compile(r"Thought\s*:\s*(.*?)(?=^\s*(?:Action|Final Answer)\s*:|\Z)", re.S | re.M | re.I)
+# Line starts are matched with [ \t]*, never \s*: \s* crosses lines, and retried at every line start
+# of a reply made of blank lines it would take quadratic time.
+_THOUGHT = re.compile(r"Thought\s*:\s*(.*?)(?=^[ \t]*(?:Action|Final Answer)[ \t]*:|\Z)", re.S | re.M | re.I)
 _ACTION = re.compile(r"^[ \t]*Action[ \t]*:[ \t]*(.*)$", re.M | re.I)
 _ARGS = re.compile(r"^[ \t]*(?:Args|Action Input|Arguments)[ \t]*:[ \t]*(.*)", re.S | re.M | re.I)
 _FINAL = re.compile(r"Final Answer\s*:\s*(.*)", re.S | re.I)
-_OBSERVATION = re.compile(r"^\s*Observation\s*:", re.M | re.I)
+_OBSERVATION = re.compile(r"^[ \t]*Observation[ \t]*:", re.M | re.I)
+_OPENING_FENCE = re.compile(r"```[a-zA-Z]*")
 
 
 def _clean_name(raw: str) -> str:
@@ -27,8 +30,9 @@ def _clean_name(raw: str) -> str:
 
 def _clean_args(raw: str) -> str:
     text = raw.strip()
-    if text.startswith("```"):
-        text = re.sub(r"^```[a-zA-Z]*\s*|\s*```$", "", text)
+    fence = _OPENING_FENCE.match(text)
+    if fence:  # string operations: a regex for the closing fence backtracks over long blank runs
+        text = text[fence.end() :].strip().removesuffix("```")
     return text.strip()
 
 

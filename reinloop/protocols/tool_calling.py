@@ -9,8 +9,11 @@ issued and the history stays valid for the provider.
 
 from __future__ import annotations
 
+from typing import Any
+
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from ..bounds import check_value, clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -31,28 +34,12 @@ class ToolCallingProtocol(OutputProtocol):
         )
 
     def parse(self, reply: Reply) -> Pending:
-        text = (reply.get("text") or "").strip()
+        text = clean_text(reply.get("text") or "").strip()
         actions: list[Action] = []
         for i, call in enumerate(reply.get("tool_calls") or [], 1):
-            args = call.get("args")
-            actions.append(
-                Action(
-                    id=call.get("id") or action_id(i, call.get("name", ""), args),
-                    tool=str(call.get("name") or ""),
-                    args=args if isinstance(args, dict) else {},
-                )
-            )
+            actions.append(_valid_call(i, call))
         for i, call in enumerate(reply.get("invalid_tool_calls") or [], len(actions) + 1):
-            raw = str(call.get("args") or "")
-            actions.append(
-                Action(
-                    id=call.get("id") or action_id(i, call.get("name") or "", raw),
-                    tool=str(call.get("name") or ""),
-                    args={},
-                    problem=f"the arguments are not valid JSON: {quote(raw)!r}"
-                    + (f" ({call['error']})" if call.get("error") else ""),
-                )
-            )
+            actions.append(_invalid_call(i, call))
         if actions:
             return Pending(thought=text, actions=actions, answer=None, parse_error=None)
         if text:
@@ -72,3 +59,30 @@ class ToolCallingProtocol(OutputProtocol):
             content = a.get("observation") or a.get("problem") or INTERRUPTED
             messages.append(ToolMessage(content=content, tool_call_id=a["id"], name=a["tool"]))
         return messages
+
+
+def _text(value: Any) -> str:
+    return clean_text(value) if isinstance(value, str) else ""
+
+
+def _valid_call(index: int, call: dict[str, Any]) -> Action:
+    """A native call as an action; arguments that cannot be stored make it a call with a problem."""
+    name = _text(call.get("name"))
+    args, problem = check_value(call.get("args"))
+    if problem is not None:
+        return Action(id=_text(call.get("id")) or action_id(index, name, None), tool=name, args={},
+                      problem=f"the arguments cannot be used: {problem}")
+    return Action(id=_text(call.get("id")) or action_id(index, name, args), tool=name,
+                  args=args if isinstance(args, dict) else {})
+
+
+def _invalid_call(index: int, call: dict[str, Any]) -> Action:
+    """A call whose arguments the client could not decode, as an action that carries its problem."""
+    name, raw = _text(call.get("name")), _text(call.get("args"))
+    return Action(
+        id=_text(call.get("id")) or action_id(index, name, raw),
+        tool=name,
+        args={},
+        problem=f"the arguments are not valid JSON: {quote(raw)!r}"
+        + (f" ({_text(call.get('error'))})" if call.get("error") else ""),
+    )
