@@ -188,13 +188,17 @@ def _content_text(content: Any) -> str:
     return json.dumps(checked, ensure_ascii=False)
 
 
-def describe_exception(exc: BaseException) -> str:
-    """``<Type>: <message>`` for any exception, even one whose ``str()`` raises or is not text."""
-    name = type(exc).__name__
+def exception_message(exc: BaseException) -> str:
+    """``str(exc)`` cleaned and stripped, even for an exception whose ``str()`` raises."""
     try:
         message = str(exc)
     except KeyboardInterrupt:
         raise
     except BaseException as inner:  # noqa: BLE001 - a hostile __str__ must not decide our fate
-        message = f"(its message could not be read: {type(inner).__name__})"
-    return f"{name}: {clean_text(message).strip() or '(no message)'}"
+        return f"(its message could not be read: {type(inner).__name__})"
+    return clean_text(message).strip()
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``<Type>: <message>`` for any exception, even one whose ``str()`` raises."""
+    return f"{type(exc).__name__}: {exception_message(exc) or '(no message)'}"

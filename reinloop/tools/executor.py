@@ -45,6 +45,7 @@ from tenacity import (
     wait_random,
 )
 
+from ..bounds import clean_text, describe_exception, exception_message
 from ..limits import Limits
 from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
@@ -86,17 +87,17 @@ class Place:
 
 
 def observation_text(result: Any) -> str:
-    """A tool's return value as the text the model will read."""
+    """A tool's return value as the text the model will read (what cannot be made text raises)."""
     if isinstance(result, ToolMessage):
         result = result.content
     if result is None:
         return ""  # a tool that returns nothing has not succeeded
     if isinstance(result, str):
-        return result
+        return clean_text(result)  # lone surrogates could not be stored
     try:
-        return json.dumps(result, ensure_ascii=False, default=str)
+        return clean_text(json.dumps(result, ensure_ascii=False, default=str))
     except (TypeError, ValueError):
-        return str(result)
+        return clean_text(str(result))
 
 
 def truncate(text: str, limit: int) -> str:
@@ -108,21 +109,28 @@ def truncate(text: str, limit: int) -> str:
 
 
 def error_observation(exc: BaseException) -> str:
-    """``ERROR: <Type>: <message>`` for an exception raised by a tool."""
-    message = str(exc).strip() or "(no message)"
+    """``ERROR: <Type>: <message>`` for an exception raised by a tool (even one whose ``str()`` fails)."""
+    message = exception_message(exc) or "(no message)"
     return f"ERROR: {type(exc).__name__}: {message[:500]}"
 
 
 def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int) -> tuple[str, bool]:
     """``(observation, is_error)`` for a value the tool returned: pseudo-successes are errors."""
-    text = observation_text(result)
+    try:
+        text = observation_text(result)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a deep list, a hostile __str__ ...: the tool failed
+        return f"ERROR: {tool.name} returned a {type(result).__name__} that cannot be turned into text ({describe_exception(exc)})", True
     if not text.strip():
         return EMPTY_RESULT, True
     if options.validator is not None:
         try:
             problem = options.validator(text)
-        except Exception as exc:  # a broken validator must not pass a bad result as good
-            problem = f"its validator raised {type(exc).__name__}: {exc}"
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a broken validator must not pass a bad result as good
+            problem = f"its validator raised {describe_exception(exc)}"
         if problem:
             return f"ERROR: the result of {tool.name} looks wrong: {problem}. The result was: {text[:200]!r}", True
     return truncate(text, max_chars), False
@@ -226,7 +234,9 @@ class ToolExecutor:
         )
         try:
             value = retrying(once)
-        except Exception as exc:  # a tool's failure is the model's information, not ours
+        except KeyboardInterrupt:  # Ctrl-C stops the run; nothing else a tool raises does
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit(3) from a tool must not pass for a guard's exit code
             observation = error_observation(exc)
             if attempts > 1:
                 observation += f" (gave up after {attempts} attempts)"

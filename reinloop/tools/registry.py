@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
 
+from ..bounds import describe_exception
 from ..errors import ConfigurationError, DuplicateToolError
 from .detail import ToolDetail, check_detail, compact_tool, signature
 
@@ -97,6 +98,10 @@ class ToolRegistry:
             schema.model_validate(args)
         except ValidationError as exc:
             return format_validation_error(name, exc, self.schema(name))
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - a user's validator is tool code: its failure is the call's
+            return f"the arguments of {name} could not be checked: its schema raised {describe_exception(exc)}"
         return None
 
 

@@ -15,8 +15,8 @@ from reinloop.testing import tool_call
 CONFIG = {"configurable": {"thread_id": "t1"}}
 
 
-class Crash(BaseException):
-    """Stands for the process dying in the middle of a tool (not an Exception: tools' errors are observations)."""
+class Crash(KeyboardInterrupt):
+    """Stands for the process dying in the middle of a tool (Ctrl-C: the one thing a tool raises that stops a run)."""
 
 
 def crashing_tool(log: list[str], crash_on: str):
