@@ -17,7 +17,7 @@ from typing import Any
 
 import json_repair
 
-from ..bounds import MAX_NESTING, MAX_REPAIR_CHARS, check_value, nesting_depth, too_deep
+from ..bounds import check_value, repair_problem, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -33,9 +33,9 @@ def load_json(text: str) -> tuple[Any, str | None]:
     """The JSON value at the start of ``text`` (repaired if damaged and small enough), or a problem.
 
     Valid JSON of any size is read by the C decoder; damaged JSON is given to
-    ``json-repair`` only up to :data:`~reinloop.bounds.MAX_REPAIR_CHARS`
-    characters and :data:`~reinloop.bounds.MAX_NESTING` levels, which keeps a
-    parse within milliseconds. The value is checked by
+    ``json-repair`` only when :func:`~reinloop.bounds.repair_problem` finds
+    it short, simple and shallow enough, which keeps a parse within tens of
+    milliseconds. The value is checked by
     :func:`~reinloop.bounds.check_value`, so what comes back can be stored.
     """
     try:
@@ -50,14 +50,9 @@ def load_json(text: str) -> tuple[Any, str | None]:
 
 
 def _repair(text: str, error: ValueError) -> tuple[Any, str | None]:
-    if len(text) > MAX_REPAIR_CHARS:
-        return None, (
-            f"it is not valid JSON ({error}) and too long to repair "
-            f"({len(text):,} characters; at most {MAX_REPAIR_CHARS:,} are repaired)"
-        )
-    depth = nesting_depth(text)
-    if depth > MAX_NESTING:
-        return None, too_deep(depth)
+    refused = repair_problem(text)
+    if refused is not None:
+        return None, f"it is not valid JSON ({error}) and {refused}"
     try:
         return json_repair.loads(text), None
     except KeyboardInterrupt:
