@@ -17,7 +17,7 @@ from typing import Any
 
 import json_repair
 
-from ..bounds import check_value, repair_problem, too_deep
+from ..bounds import check_value, clean_text, repair_problem, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -145,7 +145,7 @@ class JsonProtocol(OutputProtocol):
         )
 
     def parse(self, reply: Reply) -> Pending:
-        text = (reply.get("text") or "").strip()
+        text = clean_text(reply.get("text") or "").strip()
         if not text:
             return error_pending("the reply is empty")
         obj, problem = extract_object(text)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from ..bounds import clean_text
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -56,7 +57,7 @@ class ReactProtocol(OutputProtocol):
         )
 
     def parse(self, reply: Reply) -> Pending:
-        text = (reply.get("text") or "").strip()
+        text = clean_text(reply.get("text") or "").strip()
         if not text:
             return error_pending("the reply is empty")
         action = _ACTION.search(text)
