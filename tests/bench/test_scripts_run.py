@@ -15,6 +15,7 @@ SCRIPTS = [
     ("tokens.py", ["--steps", "4"], "| 4 |"),
     ("tools.py", ["--docs", "20", "--calls", "10"], "full build"),
     ("run_log_overhead.py", ["3"], "ms"),
+    ("parse.py", ["--sizes", "1000", "--depths", "10,1000", "--repeat", "1"], "| nested 1,000 deep |"),
 ]
 
 

@@ -94,3 +94,24 @@ def test_a_thread_stuck_on_a_reply_that_crashed_an_older_version_resumes_and_fin
     first, second, _ = out["scratchpad"]
     assert "nested more than 100 levels deep" in first["parse_error"]
     assert second["actions"][0]["observation"] == "2"
+
+
+@pytest.mark.parametrize("depth", [300, 5000])
+def test_deep_arguments_through_the_real_openai_client_become_an_error_result(openai_server, depth, tmp_path):
+    from reinloop import build_graph
+    from reinloop.tools import builtins
+
+    from ..openai_server import completion
+
+    arguments = '{"expression": ' + "[" * depth + "]" * depth + "}"
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "arguments": arguments, "id": "c1"}]),
+                                completion("done")]
+    with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
+        graph = build_graph("openai:gpt-4o-mini", builtins("calculator"), base_url=openai_server.base_url,
+                            checkpointer=saver)
+        out = graph.invoke({"task": "compute"}, CONFIG)
+    assert out["status"] == "done" and out["answer"] == "done"
+    (action,) = out["scratchpad"][0]["actions"]
+    assert action["id"] == "c1" and action["args"] == {} and action["problem"]
+    tool_results = [m for m in openai_server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_results] == ["c1"]
