@@ -96,7 +96,7 @@ def nesting_depth(text: str) -> int:
     return max(0, max(accumulate(map(_STEP.__getitem__, brackets)), default=0))
 
 
-def repair_problem(text: str) -> str | None:
+def repair_problem(text: str, nesting: int = MAX_NESTING) -> str | None:
     """Why the damaged JSON ``text`` is not given to ``json-repair`` (too long, too intricate, too deep), or ``None``."""
     if len(text) > MAX_REPAIR_CHARS:
         return f"too long to repair ({len(text):,} characters; at most {MAX_REPAIR_CHARS:,} are repaired)"
@@ -105,8 +105,8 @@ def repair_problem(text: str) -> str | None:
         return (f"too intricate to repair ({structure:,} brackets, commas, colons and quotes in "
                 f"{len(text):,} characters)")
     depth = nesting_depth(text)
-    if depth > MAX_NESTING:
-        return f"too deep to repair (brackets nest {depth:,} levels; at most {MAX_NESTING} are accepted)"
+    if depth > nesting:
+        return f"too deep to repair (brackets nest {depth:,} levels; at most {nesting} are accepted)"
     return None
 
 

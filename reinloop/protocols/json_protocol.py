@@ -17,7 +17,7 @@ from typing import Any
 
 import json_repair
 
-from ..bounds import check_value, clean_text, repair_problem, too_deep
+from ..bounds import MAX_NESTING, check_value, clean_text, repair_problem, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
@@ -29,28 +29,29 @@ ANSWER_KEYS = ("final_answer", "answer", "finalAnswer")
 FINISH_NAMES = {"final_answer", "final answer", "finish", "answer"}
 
 
-def load_json(text: str) -> tuple[Any, str | None]:
+def load_json(text: str, nesting: int = MAX_NESTING) -> tuple[Any, str | None]:
     """The JSON value at the start of ``text`` (repaired if damaged and small enough), or a problem.
 
     Valid JSON of any size is read by the C decoder; damaged JSON is given to
     ``json-repair`` only when :func:`~reinloop.bounds.repair_problem` finds
     it short, simple and shallow enough, which keeps a parse within tens of
     milliseconds. The value is checked by
-    :func:`~reinloop.bounds.check_value`, so what comes back can be stored.
+    :func:`~reinloop.bounds.check_value` (at most ``nesting`` levels), so
+    what comes back can be stored.
     """
     try:
         value, _ = json.JSONDecoder().raw_decode(text)
     except RecursionError:  # the C decoder stops at Python's recursion limit
         return None, too_deep()
     except ValueError as exc:
-        value, problem = _repair(text, exc)
+        value, problem = _repair(text, exc, nesting)
         if problem is not None:
             return None, problem
-    return check_value(value)
+    return check_value(value, nesting)
 
 
-def _repair(text: str, error: ValueError) -> tuple[Any, str | None]:
-    refused = repair_problem(text)
+def _repair(text: str, error: ValueError, nesting: int) -> tuple[Any, str | None]:
+    refused = repair_problem(text, nesting)
     if refused is not None:
         return None, f"it is not valid JSON ({error}) and {refused}"
     try:
@@ -69,7 +70,7 @@ def extract_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
     if start < 0:
         return None, f"no JSON object found in the reply: {quote(text)!r}"
     candidate = body[start:]
-    value, problem = load_json(candidate)
+    value, problem = load_json(candidate, MAX_NESTING + 1)  # the reply's object is a level above the arguments
     if problem is not None:
         return None, f"the JSON in the reply cannot be used: {problem}: {quote(candidate)!r}"
     if isinstance(value, list):

@@ -115,3 +115,24 @@ def test_deep_arguments_through_the_real_openai_client_become_an_error_result(op
     assert action["id"] == "c1" and action["args"] == {} and action["problem"]
     tool_results = [m for m in openai_server.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_results] == ["c1"]
+
+
+def test_arguments_at_the_deepest_nesting_allowed_go_through_signatures_memory_and_storage(make_graph, saver):
+    from langchain_core.tools import tool
+
+    from reinloop import Limits
+    from reinloop.bounds import MAX_NESTING
+
+    @tool
+    def store(data: dict) -> str:
+        """Store a document."""
+        return "stored"
+
+    args = {"data": deep_dict(MAX_NESTING - 2)}  # {"data": {"a": ... {"expression": "1+1"}}}: 100 levels
+    graph, _ = make_graph([{"tool": "store", "args": args}] * 3, protocol="json", tools=[store], checkpointer=saver,
+                          limits=Limits(max_repeats=3))
+    out = graph.invoke({"task": "store it"}, CONFIG)
+    assert out["status"] == "broken" and out["break_reason"] == "repeated_action"  # the signatures matched
+    stored = graph.get_state(CONFIG).values["scratchpad"]
+    assert [s["actions"][0]["observation"] for s in stored] == ["stored"] * 3
+    assert stored[0]["actions"][0]["args"] == args
