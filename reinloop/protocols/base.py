@@ -14,6 +14,7 @@ import json
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ..bounds import MAX_NESTING, check_value, describe_exception
@@ -33,8 +34,11 @@ def quote(text: str, limit: int = QUOTE_CHARS) -> str:
 
 def action_id(index: int, tool: str, args: Any) -> str:
     """A stable id for a call the model did not give an id (text protocols)."""
-    digest = hashlib.sha1(json.dumps([tool, args], sort_keys=True, default=str).encode()).hexdigest()
-    return f"call_{index}_{digest[:8]}"
+    try:  # orjson: a megabyte of arguments costs milliseconds, not tens of them
+        data = orjson.dumps([tool, args], option=orjson.OPT_SORT_KEYS, default=str)
+    except (TypeError, RecursionError):
+        data = json.dumps([tool, args], sort_keys=True, default=str).encode("utf-8", "surrogatepass")
+    return f"call_{index}_{hashlib.sha1(data).hexdigest()[:8]}"
 
 
 def error_pending(problem: str, thought: str = "") -> Pending:
