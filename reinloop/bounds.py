@@ -34,10 +34,10 @@ import orjson
 MAX_NESTING = 100
 """The deepest nesting of lists and objects accepted in a model's JSON (tool arguments, replies)."""
 
-MAX_REPAIR_CHARS = 6_000
+MAX_REPAIR_CHARS = 5_000
 """Damaged JSON longer than this is not repaired (``json-repair`` would take too long): a parse error."""
 
-MAX_REPAIR_WORK = 1_500_000
+MAX_REPAIR_WORK = 1_200_000
 """Damaged JSON whose length times its count of ``{ [ , : " '`` exceeds this is not repaired either.
 
 ``json-repair`` scans ahead from each unquoted token, which makes it

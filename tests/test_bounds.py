@@ -80,7 +80,7 @@ def test_nesting_depth_counts_brackets_even_inside_strings_an_upper_bound():
 def test_repair_is_refused_for_long_intricate_or_deep_damaged_json():
     assert repair_problem('{"tool": "x", "args": {"a": 1},') is None
     assert "too long to repair" in repair_problem("{" + "a" * MAX_REPAIR_CHARS)
-    assert "too intricate to repair" in repair_problem("{" + "{a:b}," * 900)
+    assert "too intricate to repair" in repair_problem("{" + "{a:b}," * 500)
     assert "too deep to repair (brackets nest 150 levels" in repair_problem("[" * 150)
 
 
