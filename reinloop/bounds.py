@@ -3,7 +3,7 @@
 A reply is untrusted data, and some data hurts the code that reads it:
 
 - JSON nested a thousand levels deep overflows Python's recursion limit in
-  ``json``, ``json-repair``, ``orjson`` (which stops at 255 levels) and every
+  ``json``, ``json-repair``, ``orjson`` (which stops at 254 levels) and every
   recursive walk (action signatures, token counting, storage). Anything a
   model sends that is nested deeper than :data:`MAX_NESTING` levels is
   refused: it becomes a parse error (or an invalid tool call) the model is
@@ -179,8 +179,8 @@ def bounded_message(message: Any) -> tuple[str, list[dict[str, Any]], list[dict[
 
     A tool call whose arguments :func:`check_value` refuses moves to the
     invalid calls (arguments replaced by a note, ``error`` saying why), so the
-    model gets an error result for that call id; text content blocks are
-    joined, anything unreadable is replaced by a note.
+    model gets an error result for that call id; content blocks become their
+    JSON text, or a note when they cannot be stored.
     """
     text = _content_text(getattr(message, "content", ""))
     calls: list[dict[str, Any]] = []
