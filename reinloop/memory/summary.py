@@ -22,8 +22,9 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from ..bounds import bounded_message, check_value
 from ..state import Step
-from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens, message_text
+from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens
 
 SUMMARIZER_TAG = "reinloop:summarizer"
 """The LangChain tag on every summarizer call."""
@@ -94,8 +95,14 @@ def summarize_steps(
         reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
         raise SummaryError(f"{type(exc).__name__}: {exc}") from exc
-    text = " ".join(message_text(reply).split()) if isinstance(reply, BaseMessage) else ""
-    if getattr(reply, "tool_calls", None) or not text:
+    if not isinstance(reply, BaseMessage):
+        raise SummaryError("the summarizer replied with no text")
+    unreadable = None if isinstance(reply.content, str) else check_value(reply.content)[1]
+    if unreadable is not None:
+        raise SummaryError(f"the summarizer's reply cannot be read: {unreadable}")
+    text, calls, invalid = bounded_message(reply)  # no lone surrogate reaches the stored summary
+    text = " ".join(text.split())
+    if calls or invalid or not text:
         raise SummaryError("the summarizer replied with no text")
     usage = getattr(reply, "usage_metadata", None) or {}
     return Folded(
