@@ -212,6 +212,15 @@ def _content_text(content: Any) -> str:
     return json.dumps(checked, ensure_ascii=False)
 
 
+def token_count(value: Any) -> int:
+    """A token count a provider reported, or 0 when it is missing or absurd (negative, not a number, not storable)."""
+    try:
+        count = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+    return count if 0 < count < 2**53 else 0
+
+
 def exception_message(exc: BaseException) -> str:
     """``str(exc)`` cleaned and stripped, even for an exception whose ``str()`` raises."""
     try:

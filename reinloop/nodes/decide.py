@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
-from ..bounds import bounded_message
+from ..bounds import bounded_message, token_count
 from ..context import FALLBACK, AgentContext
 from ..errors import ModelCallError
 from ..events import emit
@@ -114,8 +114,8 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
         text=text,
         tool_calls=calls,
         invalid_tool_calls=invalid,
-        prompt_tokens=int(usage.get("input_tokens") or prepared.parts["total"]),
-        completion_tokens=int(usage.get("output_tokens") or estimate_tokens(message_text(ai))),
+        prompt_tokens=token_count(usage.get("input_tokens")) or prepared.parts["total"],
+        completion_tokens=token_count(usage.get("output_tokens")) or estimate_tokens(message_text(ai)),
         hints=list(hints),
         prompt_parts=prepared.parts,
         memory=prepared.events,

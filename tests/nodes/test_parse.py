@@ -136,3 +136,15 @@ def test_arguments_at_the_deepest_nesting_allowed_go_through_signatures_memory_a
     stored = graph.get_state(CONFIG).values["scratchpad"]
     assert [s["actions"][0]["observation"] for s in stored] == ["stored"] * 3
     assert stored[0]["actions"][0]["args"] == args
+
+
+@pytest.mark.parametrize("usage", [10**30, -5, float("inf"), "many"])
+def test_absurd_usage_numbers_from_the_provider_are_replaced_by_our_own_count(make_graph, saver, usage):
+    from langchain_core.messages import AIMessage
+
+    reply = AIMessage(content="done")
+    reply.usage_metadata = {"input_tokens": usage, "output_tokens": usage, "total_tokens": 0}  # type: ignore[typeddict-item]
+    graph, _ = make_graph([reply], checkpointer=saver)
+    out = graph.invoke({"task": "compute"}, CONFIG)
+    assert out["status"] == "done"
+    assert 0 < out["counters"]["prompt_tokens"] < 10_000 and 0 < out["counters"]["completion_tokens"] < 100
