@@ -178,7 +178,7 @@ def bounded_message(message: Any) -> tuple[str, list[dict[str, Any]], list[dict[
     """``(text, tool_calls, invalid_tool_calls)`` of a chat message, every part checked and storable.
 
     A tool call whose arguments :func:`check_value` refuses moves to the
-    invalid calls (arguments replaced by a note, ``error`` saying why), so the
+    invalid calls (arguments dropped, ``error`` saying why), so the
     model gets an error result for that call id; content blocks become their
     JSON text, or a note when they cannot be stored.
     """
@@ -198,7 +198,7 @@ def bounded_message(message: Any) -> tuple[str, list[dict[str, Any]], list[dict[
         name, call_id = call.get("name"), call.get("id")
         invalid.append({"type": "invalid_tool_call", "name": clean_text(name) if isinstance(name, str) else None,
                         "id": clean_text(call_id) if isinstance(call_id, str) else None,
-                        "args": "(not kept: see error)", "error": f"the arguments cannot be used: {problem}"})
+                        "args": None, "error": f"the arguments cannot be used: {problem}"})
     return text, calls, invalid
 
 

@@ -77,12 +77,10 @@ def _valid_call(index: int, call: dict[str, Any]) -> Action:
 
 
 def _invalid_call(index: int, call: dict[str, Any]) -> Action:
-    """A call whose arguments the client could not decode, as an action that carries its problem."""
-    name, raw = _text(call.get("name")), _text(call.get("args"))
-    return Action(
-        id=_text(call.get("id")) or action_id(index, name, raw),
-        tool=name,
-        args={},
-        problem=f"the arguments are not valid JSON: {quote(raw)!r}"
-        + (f" ({_text(call.get('error'))})" if call.get("error") else ""),
-    )
+    """A call the client could not decode, or whose arguments were refused, as an action with its problem."""
+    name, raw, error = _text(call.get("name")), _text(call.get("args")), _text(call.get("error"))
+    if raw or not error:
+        problem = f"the arguments are not valid JSON: {quote(raw)!r}" + (f" ({error})" if error else "")
+    else:  # refused before parsing (see reinloop.bounds.bounded_message): the error says why
+        problem = error
+    return Action(id=_text(call.get("id")) or action_id(index, name, raw), tool=name, args={}, problem=problem)
