@@ -58,6 +58,8 @@ LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("max_observation_chars", int, "tool output characters kept"),
     ("tool_timeout", _limit(float), "seconds per tool call, retries included"),
     ("tool_retries", _limit(int), "retries of a transient tool error"),
+    ("max_calls_per_step", _limit(int), "tool calls one reply may make"),
+    ("tool_workers", int, "tool calls running at once"),
 )
 
 

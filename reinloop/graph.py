@@ -51,6 +51,7 @@ from .retry import RetryPolicy
 from .state import BREAK_KIND, AgentState, InputState
 from .tools.detail import ToolDetail
 from .tools.journal import ToolJournal
+from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
 
 
@@ -187,6 +188,7 @@ def build_graph(
     if tool_detail is not None:
         registry = registry.with_detail(tool_detail)
     retry = retry if retry is not None else RetryPolicy()
+    limits = limits if limits is not None else Limits()
     chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
     proto, llm = prepare_model(chat_model, get_protocol(protocol), registry)
     context = AgentContext(
@@ -194,12 +196,13 @@ def build_graph(
         llm=llm,
         tools=registry,
         protocol=proto,
-        limits=limits if limits is not None else Limits(),
+        limits=limits,
         system_prompt=system_prompt,
         retry=retry,
         journal=open_journal(journal, checkpointer),
         memory=resolve_memory(memory, resolve_model),
         sinks=tuple(sinks),
+        workers=WorkerPool(limits.tool_workers),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -39,9 +39,15 @@ class Limits:
     max_observation_chars: int = 2000
     """Tool output longer than this is truncated, with a marker saying how much was cut."""
     tool_timeout: float | None = 30.0
-    """Seconds a tool call may take, retries included (a tool's own ``timeout`` option overrides it)."""
+    """Seconds a tool call may take, retries included (a tool's own ``timeout`` option overrides it).
+    No call runs past the run's own deadline (``max_seconds``) either."""
     tool_retries: int | None = 2
     """Retries of a tool call that failed with a transient error (a tool's ``retries`` option overrides it)."""
+    max_calls_per_step: int | None = 8
+    """Tool calls one reply may carry; a reply with more is refused as a whole (nothing runs)."""
+    tool_workers: int = 8
+    """Tool calls that may run at once in one graph; a call abandoned at its deadline holds its worker
+    until it really returns, and calls are refused while every worker is held that way."""
 
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
@@ -53,9 +59,12 @@ class Limits:
                     f"Limits.{field.name} must be a number or None, got {value!r}"
                 )
             if value <= 0:
-                raise ConfigurationError(
-                    f"Limits.{field.name} must be positive, got {value!r}; use None to switch it off"
-                )
+                off = "; use None to switch it off" if "None" in str(field.type) else ""
+                raise ConfigurationError(f"Limits.{field.name} must be positive, got {value!r}{off}")
+        if self.max_calls_per_step is not None and not isinstance(self.max_calls_per_step, int):
+            raise ConfigurationError(f"Limits.max_calls_per_step must be a whole number or None, got {self.max_calls_per_step!r}")
+        if not isinstance(self.tool_workers, int) or isinstance(self.tool_workers, bool):
+            raise ConfigurationError(f"Limits.tool_workers must be a whole number >= 1, got {self.tool_workers!r}")
 
     def replace(self, **changes: Any) -> Limits:
         """A copy with some limits changed (unknown names are refused)."""
@@ -111,6 +120,16 @@ class Limits:
         same = c.get("same_errors", 0)
         if limit is not None and same >= limit:
             return f"{same} failed steps in a row, the same way each time ({how}) (limit {limit})"
+        return None
+
+    def check_calls(self, calls: int) -> str | None:
+        """Reason to refuse a reply that carries more tool calls than one step may run."""
+        limit = self.max_calls_per_step
+        if limit is not None and calls > limit:
+            return (
+                f"it made {calls} tool calls, more than the {limit} allowed in one reply; "
+                f"none of them was run. Make at most {limit} calls per reply, the most useful first"
+            )
         return None
 
     def check_repeats(self, c: Counters) -> str | None:

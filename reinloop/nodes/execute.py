@@ -4,12 +4,16 @@ Invalid calls are skipped here (memorize turns their problem into their
 observation). The calls themselves go through
 :class:`~reinloop.tools.executor.ToolExecutor`: timeouts, retries,
 pseudo-success checks, the side-effects journal and parallel runs all live
-there; this node only places the step in its thread (for the journal) and
-reports each call as an event. Whatever a tool does, the loop goes on.
+there; this node only places the step in its thread (for the journal), gives
+the executor the run's deadline (what is left of ``max_seconds``: no call
+starts or is waited for past it) and reports each call as an event. Whatever
+a tool does, the loop goes on, and the guard breaks the run as ``timeout``
+once its time is spent.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from langgraph.config import get_config
@@ -41,7 +45,9 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         tool = ctx.tools.get(actions[i]["tool"])
         assert tool is not None  # validate checked it
         calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i))
-    executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal)
+    left = ctx.seconds_left(state, time.time())
+    deadline = None if left is None else time.monotonic() + left  # the run's clock binds every call
+    executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline)
     records: list[ActionRecord] = []
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         actions[i] = {**actions[i], "observation": result.observation, "error": result.error}

@@ -3,6 +3,11 @@
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
 call's observation, so the model can correct itself on the next step.
+
+A reply with more calls than ``Limits.max_calls_per_step`` is refused as a
+whole before any call is looked at: the step records one problem (not one
+per call) and nothing runs, so a reply of 5,000 calls costs one short error
+message instead of 5,000 executions and 5,000 observations in the prompt.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
+from ..protocols.base import error_pending
 from ..state import Action, AgentState
 from ..tools.registry import ToolRegistry, single_field
 
@@ -43,6 +49,9 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Check every action of the current step against the tool registry."""
     pending = state["pending"] or {}
+    if too_many := runtime.context.limits.check_calls(len(pending.get("actions") or [])):
+        emit(runtime, "validate", f"reply refused: {too_many}", actions=[], error=too_many)
+        return {"pending": error_pending(too_many, pending.get("thought") or "")}
     actions = [check_action(a, runtime.context.tools) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(

@@ -9,8 +9,10 @@ error flag for the guards. For each call it applies the tool's
 
 - **timeout**: the call runs in a worker thread (:mod:`.pool`) and the
   caller waits until the call's deadline, no longer. The deadline covers
-  the whole call, retries and backoff included; a late call is abandoned
-  and reported as ``ERROR: ToolTimeout``.
+  the whole call, retries and backoff included, and is never later than the
+  run's own deadline (``max_seconds``): a call is not started once the run is
+  out of time, and a late call is abandoned and reported as
+  ``ERROR: ToolTimeout``.
 - **retries**: an exception of a type the tool declares transient is
   retried with exponential backoff and jitter (``tenacity``), at most
   ``retries`` times and never past the deadline; any other exception is
@@ -27,6 +29,7 @@ error flag for the guards. For each call it applies the tool's
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -51,7 +54,10 @@ from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
 from .pool import WorkerPool, WorkersExhausted
 
+logger = logging.getLogger(__name__)
+
 EMPTY_RESULT = "ERROR: the tool returned an empty result; check the arguments or try another tool"
+OUT_OF_TIME = "ERROR: ToolTimeout: {tool} was not started: the run is out of time (max_seconds)."
 
 Status = Literal["ok", "error", "timeout", "busy", "unknown", "replayed"]
 
@@ -146,9 +152,11 @@ def unknown_outcome(tool: str, entry_started: float) -> str:
     )
 
 
-def timeout_observation(tool: str, seconds: float, options: ToolOptions) -> str:
-    """The observation of a call abandoned at its deadline."""
-    text = f"ERROR: ToolTimeout: {tool} did not finish within {seconds:g} s and was abandoned."
+def timeout_observation(tool: str, seconds: float, options: ToolOptions, run_clock: bool = False) -> str:
+    """The observation of a call abandoned at its deadline (``run_clock``: the run's time limit set it)."""
+    text = f"ERROR: ToolTimeout: {tool} did not finish within {round(seconds, 2):g} s and was abandoned."
+    if run_clock:
+        text = text[:-1] + ": the run's time limit (max_seconds) ran out."
     if options.side_effects:
         return text + " It has side effects and may still complete, so its outcome is unknown: check before calling it again."
     return text + " Try again with simpler arguments, use another tool, or answer with what you know."
@@ -170,17 +178,28 @@ class _Started:
     options: ToolOptions
     future: Future[ToolResult]
     deadline: float | None
-    timeout: float | None
+    seconds: float
+    """How long the call was given."""
+    run_clock: bool
+    """The run's deadline came before the call's own timeout."""
     began: float = field(default_factory=time.monotonic)
 
 
 class ToolExecutor:
-    """Runs the calls of a step under the run's limits, a worker pool and a journal."""
+    """Runs the calls of a step under the run's limits, a worker pool and a journal.
 
-    def __init__(self, limits: Limits | None = None, pool: WorkerPool | None = None, journal: ToolJournal | None = None) -> None:
+    ``deadline`` (``time.monotonic()``) is when the run runs out of time: no
+    call starts after it, and no call is waited for past it.
+    """
+
+    def __init__(
+        self, limits: Limits | None = None, pool: WorkerPool | None = None, journal: ToolJournal | None = None,
+        deadline: float | None = None,
+    ) -> None:
         self.limits = limits if limits is not None else Limits()
-        self.pool = pool if pool is not None else WorkerPool()
+        self.pool = pool if pool is not None else WorkerPool(self.limits.tool_workers)
         self.journal = journal
+        self.deadline = deadline
 
     def run(self, calls: Sequence[ToolCall], place: Place | None = None) -> list[ToolResult]:
         """Run ``calls`` (concurrently when all are parallel-safe); results in the same order."""
@@ -203,6 +222,10 @@ class ToolExecutor:
                 return ToolResult(entry.observation or "", entry.error, "replayed")
             if entry is not None:
                 return ToolResult(unknown_outcome(call.tool.name, entry.started_at), True, "unknown")
+        if self.deadline is not None and self.deadline <= time.monotonic():
+            return ToolResult(OUT_OF_TIME.format(tool=call.tool.name), True, "timeout")
+        if key is not None:
+            assert self.journal is not None
             self.journal.begin(key, call.args)
         timeout = options.effective_timeout(self.limits.tool_timeout)
         retries = options.effective_retries(self.limits.tool_retries)
@@ -211,12 +234,15 @@ class ToolExecutor:
                 lambda deadline: self._attempt(call, options, retries, deadline, key),
                 timeout=timeout,
                 name=call.tool.name,
+                deadline=self.deadline,
             )
         except WorkersExhausted as exc:
             result = ToolResult(error_observation(exc) + " Answer with what you know, or try again later.", True, "busy")
             self._record(key, result)
             return result
-        return _Started(call, options, future, deadline, timeout)
+        run_clock = deadline is not None and deadline == self.deadline
+        seconds = (timeout or 0.0) if not run_clock or deadline is None else max(0.0, deadline - time.monotonic())
+        return _Started(call, options, future, deadline, seconds, run_clock)
 
     def _attempt(self, call: ToolCall, options: ToolOptions, retries: int, deadline: float | None, key: CallKey | None) -> ToolResult:
         began, attempts = time.monotonic(), 0
@@ -254,8 +280,10 @@ class ToolExecutor:
         try:
             return started.future.result(timeout=remaining)
         except FutureTimeout:
-            seconds = started.timeout or 0.0
-            observation = timeout_observation(started.call.tool.name, seconds, started.options)
+            observation = timeout_observation(started.call.tool.name, started.seconds, started.options, started.run_clock)
+            stats = self.pool.stats()
+            logger.warning("tool %s abandoned at its deadline (%.3g s); %d of %d tool workers are held by overdue calls",
+                           started.call.tool.name, started.seconds, stats["overdue"], stats["size"])
             return ToolResult(observation, True, "timeout", 0, time.monotonic() - started.began)
 
     def _key(self, call: ToolCall, place: Place | None) -> CallKey | None:

@@ -3,26 +3,33 @@
 Python cannot kill a thread, so a tool that hangs (a socket without a
 timeout, a runaway loop in C) can only be *abandoned*: the caller stops
 waiting at the deadline, reports a timeout to the model and moves on, while
-the thread lives on until the tool returns. Two rules keep that safe:
+the thread lives on until the tool returns. Three rules keep that safe:
 
 - the threads are daemons, so a hung tool never blocks the process from
   exiting (``concurrent.futures.ThreadPoolExecutor`` joins its workers at
   exit, which would);
 - at most ``size`` calls run at once, and an abandoned call keeps its slot
   until it really returns. A new call waits for a slot while some running
-  call can still finish in time; when every slot is held by an overdue call,
-  it fails at once with :class:`WorkersExhausted` instead of queueing behind
-  work that may never end. Threads therefore never pile up without bound.
+  call can still finish in time, but never past its own deadline; when every
+  slot is held by an overdue call, it fails at once with
+  :class:`WorkersExhausted` instead of queueing behind work that may never
+  end. Threads therefore never pile up without bound, and :meth:`stats`
+  counts the overdue ones;
+- every call knows its deadline (:func:`call_deadline`), so a tool that can
+  stop itself (``sql_query`` kills its query process, ``wait`` wakes up)
+  gives its slot back at the deadline instead of holding it.
 
-Each call gets a fresh thread (about 0.1 ms to start) carrying a copy of the
-caller's context variables, so LangGraph's ``get_config()`` works inside a
-tool.
+Workers are kept between calls (starting a thread per call was 28% of a
+step's CPU) and end after :data:`IDLE_SECONDS` without work, so a pool that
+is dropped leaves no threads behind. Each call runs in a copy of the caller's
+context variables, so LangGraph's ``get_config()`` works inside a tool.
 """
 
 from __future__ import annotations
 
 import contextvars
 import itertools
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -30,11 +37,30 @@ from concurrent.futures import Future
 from typing import Any
 
 DEFAULT_WORKERS = 8
-"""Tool calls that may run at once in one graph."""
+"""Tool calls that may run at once in one graph (``Limits.tool_workers``)."""
+IDLE_SECONDS = 30.0
+"""A worker without work for this long ends (a busy pool keeps its threads)."""
+
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("reinloop_call_deadline", default=None)
+
+
+def call_deadline() -> float | None:
+    """The ``time.monotonic()`` deadline of the tool call running here, or ``None`` (no deadline, or no call)."""
+    return _DEADLINE.get()
+
+
+def seconds_left(cap: float | None = None) -> float | None:
+    """Seconds before this call's deadline (at least 0) or ``cap``, whichever is less; ``None``: unbounded."""
+    deadline = call_deadline()
+    bounds = [b for b in (cap, None if deadline is None else max(0.0, deadline - time.monotonic())) if b is not None]
+    return min(bounds) if bounds else None
 
 
 class WorkersExhausted(RuntimeError):
-    """Every worker slot is held by a call that is past its deadline."""
+    """No worker slot came free: every one is held by a call past its deadline, or none freed in time."""
+
+
+_Job = tuple[Callable[[], None], str, int]
 
 
 class WorkerPool:
@@ -47,32 +73,44 @@ class WorkerPool:
         self._cond = threading.Condition()
         self._deadlines: dict[int, float | None] = {}  # running job -> monotonic deadline
         self._ids = itertools.count()
+        self._jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
+        self._idle = 0  # workers waiting for a job that no submit has claimed yet
+        self._threads = 0
 
-    def submit(self, fn: Callable[[float | None], Any], *, timeout: float | None, name: str = "tool") -> tuple[Future[Any], float | None]:
-        """Start ``fn(deadline)`` in a worker; returns its future and its deadline (``time.monotonic()``)."""
-        job, deadline = self._acquire(timeout)
+    def submit(
+        self, fn: Callable[[float | None], Any], *, timeout: float | None, name: str = "tool", deadline: float | None = None
+    ) -> tuple[Future[Any], float | None]:
+        """Start ``fn(deadline)`` in a worker; returns its future and its deadline (``time.monotonic()``).
+
+        The deadline is ``timeout`` seconds from now, or the given ``deadline`` if
+        that is sooner (the run's clock). Raises :class:`WorkersExhausted` if no
+        slot frees before it.
+        """
+        if timeout is not None:
+            own = time.monotonic() + timeout
+            deadline = own if deadline is None else min(own, deadline)
+        job = self._acquire(deadline)
         future: Future[Any] = Future()
         context = contextvars.copy_context()
+        context.run(_DEADLINE.set, deadline)
 
         def work() -> None:
             try:
                 future.set_result(context.run(fn, deadline))
             except BaseException as exc:  # delivered to the caller, who decides
                 future.set_exception(exc)
-            finally:
-                self._release(job)
 
-        threading.Thread(target=work, name=f"reinloop-{name}-{job}", daemon=True).start()
+        self._dispatch((work, f"reinloop-{name}-{job}", job))
         return future, deadline
 
     def stats(self) -> dict[str, int]:
-        """``running`` calls and how many of them are ``overdue`` (abandoned, still going)."""
+        """``running`` calls, how many of them are ``overdue`` (abandoned, still going), and live ``threads``."""
         with self._cond:
             now = time.monotonic()
             overdue = sum(1 for d in self._deadlines.values() if d is not None and d <= now)
-            return {"size": self.size, "running": len(self._deadlines), "overdue": overdue}
+            return {"size": self.size, "running": len(self._deadlines), "overdue": overdue, "threads": self._threads}
 
-    def _acquire(self, timeout: float | None) -> tuple[int, float | None]:
+    def _acquire(self, deadline: float | None) -> int:
         with self._cond:
             while len(self._deadlines) >= self.size:
                 now = time.monotonic()
@@ -82,15 +120,46 @@ class WorkerPool:
                         f"all {self.size} tool workers are still busy with calls that timed out "
                         "earlier; new calls are refused until one of them returns"
                     )
-                finite = [d - now for d in live if d is not None]
-                # Wake when a slot frees, or when the next running call turns overdue.
-                self._cond.wait(min(finite) if len(finite) == len(live) else None)
+                if deadline is not None and deadline <= now:
+                    raise WorkersExhausted(
+                        f"all {self.size} tool workers stayed busy until this call's deadline; it was not started"
+                    )
+                # Wake when a slot frees, when the next running call turns overdue, or at our deadline.
+                wakes = [d - now for d in [*live, deadline] if d is not None]
+                self._cond.wait(min(wakes) if wakes else None)
             job = next(self._ids)
-            deadline = None if timeout is None else time.monotonic() + timeout
             self._deadlines[job] = deadline
-            return job, deadline
+            return job
 
-    def _release(self, job: int) -> None:
+    def _dispatch(self, job: _Job) -> None:
         with self._cond:
-            self._deadlines.pop(job, None)
-            self._cond.notify_all()
+            start = self._idle == 0
+            if start:
+                self._threads += 1
+            else:
+                self._idle -= 1  # claimed: that worker will take this job
+        self._jobs.put(job)
+        if start:
+            threading.Thread(target=self._serve, name=job[1], daemon=True).start()
+
+    def _serve(self) -> None:
+        """A worker: run jobs until none comes for :data:`IDLE_SECONDS`."""
+        me = threading.current_thread()
+        while True:
+            try:
+                work, name, job = self._jobs.get(timeout=IDLE_SECONDS)
+            except queue.Empty:
+                with self._cond:
+                    if self._idle > 0:  # nobody claimed an idle worker: one of us may go
+                        self._idle -= 1
+                        self._threads -= 1
+                        return
+                continue  # every idle worker is claimed: a job for us is on its way
+            me.name = name
+            try:
+                work()
+            finally:  # the slot and the thread free together, so threads never outnumber slots
+                with self._cond:
+                    self._deadlines.pop(job, None)
+                    self._idle += 1
+                    self._cond.notify_all()

@@ -136,7 +136,7 @@ def test_time_spent_paused_at_a_break_does_not_count_toward_the_time_limit(make_
     time.sleep(1.5)  # the operator takes a while
     out = graph.invoke(Command(resume={"action": "continue", "extra_seconds": 5}), CONFIG)
     assert out["status"] == "done"
-    assert 0.25 <= out["counters"]["elapsed_seconds"] < 1.2  # at least 1.75 if the pause counted
+    assert 0.2 <= out["counters"]["elapsed_seconds"] < 1.2  # at least 1.7 if the pause counted (the nap is cut at 0.2)
 
 
 def test_a_new_task_on_a_paused_thread_closes_the_broken_run_and_starts_fresh(make_graph, saver):

@@ -215,7 +215,7 @@ def test_pool_stats_count_overdue_calls():
     pool = WorkerPool(size=3)
     pool.submit(lambda d: release.wait(10), timeout=0.01)
     time.sleep(0.05)
-    assert pool.stats() == {"size": 3, "running": 1, "overdue": 1}
+    assert pool.stats() == {"size": 3, "running": 1, "overdue": 1, "threads": 1}
     release.set()
 
 
