@@ -16,6 +16,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
 from .options import configure
+from .pool import seconds_left
 
 DEMO_ROWS: dict[str, dict[str, str]] = {
     "users": {"1": "张三, 年龄30", "2": "李四, 年龄25"},
@@ -105,7 +106,12 @@ def make_wait_tool(max_seconds: float = 60.0) -> BaseTool:
     )
 
     def wait(seconds: float) -> str:
-        time.sleep(seconds)
+        # Not much past the call's deadline: the worker comes back soon after the call is abandoned
+        # (0.1 s after it, so that the caller reports the timeout, not this error).
+        allowed = min(seconds, (seconds_left(seconds) or 0.0) + 0.1)
+        time.sleep(allowed)
+        if allowed < seconds:
+            raise TimeoutError(f"stopped after {allowed:.3g} s of {seconds:g}: the call's deadline came first")
         return f"waited {seconds:g} s"
 
     tool = StructuredTool.from_function(

@@ -10,10 +10,11 @@ the thread lives on until the tool returns. Three rules keep that safe:
   exit, which would);
 - at most ``size`` calls run at once, and an abandoned call keeps its slot
   until it really returns. A new call waits for a slot while some running
-  call can still finish in time, but never past its own deadline; when every
-  slot is held by an overdue call, it fails at once with
-  :class:`WorkersExhausted` instead of queueing behind work that may never
-  end. Threads therefore never pile up without bound, and :meth:`stats`
+  call can still finish in time (or is less than :data:`GRACE_SECONDS` past
+  its deadline, time for a tool that stops itself to return), but never past
+  its own deadline; when every slot is held by a call overdue beyond that,
+  it fails at once with :class:`WorkersExhausted` instead of queueing behind
+  work that may never end. Threads therefore never pile up without bound, and :meth:`stats`
   counts the overdue ones;
 - every call knows its deadline (:func:`call_deadline`), so a tool that can
   stop itself (``sql_query`` kills its query process, ``wait`` wakes up)
@@ -40,6 +41,9 @@ DEFAULT_WORKERS = 8
 """Tool calls that may run at once in one graph (``Limits.tool_workers``)."""
 IDLE_SECONDS = 30.0
 """A worker without work for this long ends (a busy pool keeps its threads)."""
+GRACE_SECONDS = 1.0
+"""How long after its deadline a call may take to give its worker back before it counts as hung
+(``sql_query`` kills its query process 0.5 s after it). New calls wait for such a slot."""
 
 _DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("reinloop_call_deadline", default=None)
 
@@ -114,7 +118,8 @@ class WorkerPool:
         with self._cond:
             while len(self._deadlines) >= self.size:
                 now = time.monotonic()
-                live = [d for d in self._deadlines.values() if d is None or d > now]
+                ends = [None if d is None else d + GRACE_SECONDS for d in self._deadlines.values()]
+                live = [e for e in ends if e is None or e > now]  # calls that may still give their slot back
                 if not live:
                     raise WorkersExhausted(
                         f"all {self.size} tool workers are still busy with calls that timed out "
@@ -124,7 +129,7 @@ class WorkerPool:
                     raise WorkersExhausted(
                         f"all {self.size} tool workers stayed busy until this call's deadline; it was not started"
                     )
-                # Wake when a slot frees, when the next running call turns overdue, or at our deadline.
+                # Wake when a slot frees, when the next running call is past its grace, or at our deadline.
                 wakes = [d - now for d in [*live, deadline] if d is not None]
                 self._cond.wait(min(wakes) if wakes else None)
             job = next(self._ids)

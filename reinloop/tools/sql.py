@@ -13,8 +13,15 @@ itself enforces the rules, in three independent layers:
    ``PRAGMA``, transactions, schema changes, and functions with side effects
    such as ``load_extension``;
 3. ``execute`` runs exactly one statement (stacked statements are refused
-   by the driver), a progress handler stops a query at its time limit, and
-   SQLite's own length limit bounds strings and blobs (``zeroblob(1e9)``).
+   by the driver).
+
+And the work of a query is bounded: each query runs in a short-lived process
+of its own (:mod:`.sqlengine`), where a progress handler stops it at its time
+limit, SQLite's length limit bounds strings and blobs (``zeroblob(1e9)``) and
+a heap limit bounds memory; a query stuck inside one SQLite function call
+(which no handler interrupts) is killed half a second after its limit. The
+limit is the tool's ``max_seconds``, or what is left of the tool call's
+deadline if that is less, so the worker thread always comes back in time.
 
 Results come back as a compact ``|``-separated table, cut at a row limit and
 at long cells, with a note saying what was left out.
@@ -22,10 +29,11 @@ at long cells, with a note saying what was left out.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
-import time
-import urllib.parse
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,91 +42,46 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
 from ..errors import ConfigurationError
+from . import sqlengine
 from .options import configure
+from .pool import seconds_left
+from .sqlengine import open_read_only
 
 MAX_ROWS = 50
-MAX_CELL_CHARS = 200
 MAX_QUERY_SECONDS = 5.0
-MAX_VALUE_BYTES = 1_000_000
-
-ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
-DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_rename_table"}
-"""Functions with side effects (the last four exist only in some builds; denied wherever they exist)."""
+KILL_GRACE_SECONDS = 0.5
+"""How long after its time limit a query process that did not stop by itself is killed."""
+ENGINE = Path(sqlengine.__file__)
 
 
 class QueryError(ValueError):
     """A query that was refused or failed; the message says why."""
 
 
-def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
-    """The read-only authorizer: reads and side-effect-free functions only."""
-    if action not in ALLOWED_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-def open_read_only(path: Path, max_seconds: float) -> sqlite3.Connection:
-    """A connection that can only read ``path``, and only for ``max_seconds`` per query."""
-    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-    conn.set_authorizer(authorize)
-    deadline = time.monotonic() + max_seconds
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
-    return conn
-
-
-def cell(value: Any) -> str:
-    """One value as table text: NULL, blobs by size, long text cut."""
-    if value is None:
-        return "NULL"
-    if isinstance(value, bytes):
-        return f"<blob {len(value)} bytes>"
-    text = str(value).replace("\n", "\\n").replace("|", "\\|")
-    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS] + "…"
-
-
-def format_table(columns: list[str], rows: list[tuple[Any, ...]], more: bool, max_rows: int) -> str:
-    """A compact ``a | b`` table with a row count, noting rows left out."""
-    lines = [" | ".join(columns)] + [" | ".join(cell(v) for v in row) for row in rows]
-    if more:
-        lines.append(f"(showing the first {max_rows} rows; more rows match: add LIMIT/WHERE or aggregate)")
-    else:
-        lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(lines)
-
-
-def explain(exc: sqlite3.Error, query: str) -> str:
-    """A model-facing reason for a failed query."""
-    text = str(exc)
-    if "not authorized" in text or "authorization denied" in text or "prohibited" in text:
-        return "refused: this tool can only read (one SELECT statement; no writes, ATTACH, PRAGMA or extension loading)"
-    if "one statement at a time" in text:
-        return "refused: send exactly one SELECT statement (no ';' followed by another statement)"
-    if "interrupted" in text:
-        return "the query ran too long and was stopped; add a LIMIT or a narrower WHERE"
-    if "readonly" in text:
-        return "refused: the database is opened read-only"
-    return f"SQL error: {text}"
-
-
 def run_query(path: Path, query: str, max_rows: int = MAX_ROWS, max_seconds: float = MAX_QUERY_SECONDS) -> str:
-    """Run one read-only query against ``path``; the result as a compact table."""
-    conn = open_read_only(path, max_seconds)
+    """Run one read-only query against ``path`` in its own process; the result as a compact table.
+
+    The query gets ``max_seconds``, or what is left of the tool call's deadline
+    if that is less; the process is killed :data:`KILL_GRACE_SECONDS` later if
+    it is still running, so the calling worker is always back in time.
+    """
+    seconds = seconds_left(max_seconds) or 0.0
+    if seconds <= 0:
+        raise QueryError(sqlengine.TOO_LONG.format(seconds=0))
+    request = json.dumps({"path": str(path), "query": query, "max_rows": max_rows, "max_seconds": seconds})
     try:
-        cursor = conn.execute(query)
-        if cursor.description is None:
-            raise QueryError("the statement returned no result set; send one SELECT statement")
-        columns = [d[0] for d in cursor.description]
-        rows = cursor.fetchmany(max_rows + 1)
-    except (sqlite3.Error, sqlite3.Warning) as exc:  # Warning: "You can only execute one statement" on 3.11
-        raise QueryError(explain(exc, query)) from None  # type: ignore[arg-type]
-    finally:
-        conn.close()
-    return format_table(columns, rows[:max_rows], len(rows) > max_rows, max_rows)
+        done = subprocess.run([sys.executable, "-I", "-S", str(ENGINE)], input=request.encode("ascii"),
+                              capture_output=True, timeout=seconds + KILL_GRACE_SECONDS, check=False)
+    except subprocess.TimeoutExpired:  # stuck inside one SQLite call: run() has killed it
+        raise QueryError(sqlengine.TOO_LONG.format(seconds=round(seconds, 2))) from None
+    try:
+        answer = json.loads(done.stdout)
+    except ValueError:
+        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        raise QueryError(f"the query process failed ({last[:200]}); try a simpler query") from None
+    if "error" in answer:
+        raise QueryError(answer["error"])
+    return str(answer["table"])
 
 
 def list_tables(path: Path) -> list[str]:

@@ -11,6 +11,7 @@ from langchain_core.tools import StructuredTool
 from reinloop import Limits
 from reinloop.tools import ToolCall, ToolExecutor, WorkerPool, configure, run_tool
 from reinloop.tools.executor import EMPTY_RESULT
+from reinloop.tools.pool import GRACE_SECONDS, WorkersExhausted
 
 
 def make_tool(fn, name="t", **options):
@@ -177,14 +178,14 @@ def test_each_parallel_call_keeps_its_own_deadline():
     assert [r.status for r in results] == ["timeout", "ok"]
 
 
-def test_when_every_worker_is_stuck_new_calls_fail_fast():
+def test_when_every_worker_is_stuck_new_calls_fail_after_a_short_grace():
     release = threading.Event()
     hung = make_tool(lambda x: release.wait(10) and "late", "hung", timeout=0.1)
     executor = ToolExecutor(pool=WorkerPool(size=2))
     assert [executor.run_one(hung, {"x": str(i)}).status for i in range(2)] == ["timeout", "timeout"]
     began = time.monotonic()
     result = executor.run_one(make_tool(lambda x: "fine", "other"), {"x": "a"})
-    assert time.monotonic() - began < 0.5
+    assert time.monotonic() - began < GRACE_SECONDS + 0.5
     assert result.status == "busy" and result.error
     assert result.observation.startswith("ERROR: WorkersExhausted: all 2 tool workers are still busy with calls that timed out")
     release.set()
@@ -222,3 +223,67 @@ def test_pool_stats_count_overdue_calls():
 def test_a_pool_needs_a_worker():
     with pytest.raises(ValueError, match="at least 1 worker, got 0"):
         WorkerPool(size=0)
+
+
+def test_workers_are_reused_between_calls_and_never_outnumber_the_slots():
+    pool = WorkerPool(size=2)
+    threads = set()  # the Thread objects themselves: kept alive, so never confused with a new one
+    for _ in range(50):
+        future, _ = pool.submit(lambda d: threading.current_thread(), timeout=5)
+        threads.add(future.result(timeout=5))
+    assert len(threads) == 1  # one thread served every call, one after the other
+    futures = [pool.submit(lambda d: time.sleep(0.05), timeout=5)[0] for _ in range(10)]
+    for future in futures:
+        future.result(timeout=5)
+    assert pool.stats()["threads"] <= 2
+
+
+def test_a_call_sees_its_deadline_and_the_run_deadline_caps_it():
+    from reinloop.tools.pool import call_deadline, seconds_left
+
+    pool = WorkerPool()
+    soon = time.monotonic() + 0.5
+    future, deadline = pool.submit(lambda d: (call_deadline(), seconds_left(60)), timeout=30, deadline=soon)
+    seen, left = future.result(timeout=5)
+    assert deadline == soon and seen == soon and 0 < left <= 0.5
+    assert call_deadline() is None and seconds_left(7) == 7  # outside a call: no deadline
+
+
+def test_waiting_for_a_worker_never_outlasts_the_calls_deadline():
+    release = threading.Event()
+    pool = WorkerPool(size=1)
+    pool.submit(lambda d: release.wait(10), timeout=None)  # holds the only slot, with no deadline
+    began = time.monotonic()
+    with pytest.raises(WorkersExhausted, match="stayed busy until this call's deadline"):
+        pool.submit(lambda d: "late", timeout=0.3)
+    assert time.monotonic() - began < 2
+    release.set()
+
+
+def test_the_runs_deadline_bounds_every_call_and_later_calls_do_not_start():
+    started = []
+    release = threading.Event()
+
+    def hang(x: str) -> str:
+        started.append(x)
+        release.wait(30)
+        return "late"
+
+    hung = make_tool(hang, "hung", timeout=None)
+    executor = ToolExecutor(Limits(tool_timeout=None), deadline=time.monotonic() + 0.5)
+    began = time.monotonic()
+    results = executor.run([ToolCall(hung, {"x": str(i)}, f"c{i}", i) for i in range(3)])
+    assert time.monotonic() - began < 2
+    assert started == ["0"]  # the later calls were not started: the run was out of time
+    assert [r.status for r in results] == ["timeout"] * 3
+    assert "the run's time limit (max_seconds) ran out" in results[0].observation
+    assert results[1].observation == "ERROR: ToolTimeout: hung was not started: the run is out of time (max_seconds)."
+    assert executor.pool.stats()["overdue"] == 1  # a thread that cannot be stopped is counted
+    release.set()
+
+
+def test_a_call_waits_for_a_worker_that_comes_back_soon_after_its_deadline():
+    stopping = make_tool(lambda x: time.sleep(0.4) or "late", "stopping", timeout=0.1)  # returns 0.3 s late
+    executor = ToolExecutor(pool=WorkerPool(size=1))
+    assert executor.run_one(stopping, {"x": "a"}).status == "timeout"
+    assert executor.run_one(make_tool(lambda x: "fine", "other"), {"x": "a"}).observation == "fine"

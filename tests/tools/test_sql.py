@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import time
+from pathlib import Path
 
 import pytest
 import sqlite_utils
 
+from reinloop import Limits
 from reinloop.errors import ConfigurationError
-from reinloop.tools import builtin, options_of, run_tool
-from reinloop.tools.sql import QueryError
+from reinloop.testing import tool_call
+from reinloop.tools import ToolExecutor, builtin, options_of, run_tool
+from reinloop.tools.sql import ENGINE, QueryError, run_query
+from reinloop.tools.sqlengine import MAX_VALUE_BYTES
 
 
 @pytest.fixture
@@ -154,3 +159,72 @@ def test_read_only_connection_really_is_read_only(shop):
     with pytest.raises(sqlite3.OperationalError, match="readonly"):
         conn.execute("DELETE FROM users")
     conn.close()
+
+
+def attacks() -> dict[str, str]:
+    """Queries that make SQLite work for seconds to minutes, most of it inside single function calls,
+    where neither a progress handler nor ``interrupt()`` is ever looked at."""
+    n = MAX_VALUE_BYTES - 1  # as long as a value may be
+    rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < {}) "
+    return {
+        "printf width loop": f"SELECT printf('%.*c', {2**31 - 1}, 'x')",
+        "printf per row": f"SELECT count(printf('%.*c', {10**8} + id, 'x')) FROM users",
+        "instr n*m": f"SELECT instr(printf('%.*c', {n}, 'a'), printf('%.*c', {n // 2}, 'a') || 'b')",
+        "instr over hex(zeroblob)": f"SELECT instr(hex(zeroblob({n // 2})), hex(zeroblob({n // 4})) || 'x')",
+        "replace n*m, many rows": rows.format(1000) + f"SELECT count(replace(printf('%.*c', {n}, 'a'), printf('%.*c', {n // 2}, 'a') || 'b', '')) FROM c",
+        "like with a huge pattern": f"SELECT printf('%.*c', {n}, 'a') LIKE printf('%.*c', 49999, '%') || 'b'",
+        "zeroblob": f"SELECT zeroblob({10**9})",
+        "randomblob": f"SELECT length(randomblob({10**9}))",
+        "group_concat": rows.format(10**7) + "SELECT length(group_concat(hex(randomblob(1000)))) FROM c",
+        "endless recursive cte": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c) SELECT count(*) FROM c",
+        "sort of many rows": rows.format(10**8) + "SELECT x FROM c ORDER BY random() LIMIT 1",
+    }
+
+
+def engine_processes() -> list[str]:
+    """Query processes of this checkout still alive."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError):
+            if str(ENGINE).encode() in (proc / "cmdline").read_bytes():
+                found.append(proc.name)
+    return found
+
+
+ATTACKS = attacks()
+
+
+@pytest.mark.parametrize("query", ATTACKS.values(), ids=ATTACKS.keys())
+def test_an_expensive_query_stops_by_its_deadline_and_gives_its_worker_back(shop, query):
+    executor = ToolExecutor(Limits(tool_timeout=0.5))  # the tool's own limit (5 s) is longer
+    began = time.monotonic()
+    executor.run_one(builtin("sql_query", path=shop), {"query": query})  # an error, or a result in time
+    while executor.pool.stats()["running"] and time.monotonic() - began < 15:
+        time.sleep(0.02)
+    assert time.monotonic() - began < 0.5 + 2  # the timeout, the kill 0.5 s after it, and slack
+    assert executor.pool.stats() == {"size": 8, "running": 0, "overdue": 0, "threads": 1}
+    assert engine_processes() == []  # the work really stopped: no process left burning CPU
+
+
+@pytest.mark.parametrize("query", [ATTACKS["printf width loop"], ATTACKS["instr n*m"]], ids=["printf", "instr"])
+def test_a_query_stuck_in_one_function_call_is_stopped_at_the_tools_own_limit(shop, query):
+    began = time.monotonic()
+    with pytest.raises(QueryError, match=r"ran too long and was stopped after 0.5 s; add a LIMIT"):
+        run_query(shop, query, max_seconds=0.5)
+    assert time.monotonic() - began < 0.5 + 2
+
+
+def test_a_reply_of_eight_runaway_queries_does_not_exhaust_the_graphs_workers(shop, make_graph):
+    runaway = [tool_call("sql_query", {"query": ATTACKS["printf width loop"]}, id=f"q{i}") for i in range(8)]
+    fine = [tool_call("sql_query", {"query": "SELECT name FROM users ORDER BY id"})]
+    graph, _ = make_graph([runaway, fine, "张三, 李四"], tools=[builtin("sql_query", path=shop)], limits=Limits(tool_timeout=1))
+    out = graph.invoke({"task": "names?"})
+    first, second = out["scratchpad"][:2]
+    assert all(a["observation"].startswith("ERROR: ToolTimeout: sql_query did not finish within 1 s") for a in first["actions"])
+    assert second["actions"][0]["observation"] == "name\n张三\n李四\n(2 rows)"  # not WorkersExhausted
+    assert out["status"] == "done"
+    pool = graph.reinloop_context.workers
+    deadline = time.monotonic() + 5
+    while pool.stats()["running"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert pool.stats()["overdue"] == 0 and pool.stats()["running"] == 0

@@ -1,0 +1,142 @@
+"""The engine of ``sql_query``: one read-only query, run in a process of its own.
+
+This module uses the standard library only, so that :mod:`.sql` can run it
+as a script (``python -I -S sqlengine.py``, about 50 ms to start) without
+importing reinloop. Why a process: SQLite checks its progress handler and
+``sqlite3_interrupt()`` between VM steps, never inside one function call,
+and one call can run for minutes (``printf('%.*c', 2147483647, 'x')`` loops
+2^31 times whatever the length limit says; ``instr``, ``replace`` and
+``LIKE`` compare long strings in O(n·m)). A thread stuck in such a call
+cannot be stopped, and it would hold its tool worker and a CPU long after
+the call was abandoned. A process can be killed: :mod:`.sql` kills it
+shortly after its time limit, so the worker comes back in time, whatever
+the query does.
+
+Inside the process the query is still bounded the polite way, so that most
+runaway queries stop by themselves with a clear message: a progress handler
+at the time limit, SQLite's length limit for strings and blobs, a heap limit
+for memory, and the read-only layers described in :mod:`.sql`.
+
+Protocol: one JSON request on stdin (``path``, ``query``, ``max_rows``,
+``max_seconds``), one JSON answer on stdout: ``{"table": text}`` or
+``{"error": reason}``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+MAX_CELL_CHARS = 200
+MAX_VALUE_BYTES = 1_000_000
+"""Longest string or blob a query may make (SQLITE_LIMIT_LENGTH)."""
+MAX_HEAP_BYTES = 256_000_000
+"""Memory SQLite may allocate in the query process (``PRAGMA hard_heap_limit``)."""
+PROGRESS_STEPS = 1_000
+"""VM steps between two looks at the clock."""
+
+ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
+DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_rename_table"}
+"""Functions with side effects (the last four exist only in some builds; denied wherever they exist)."""
+
+
+class Refused(Exception):
+    """A query that was refused or failed; the message is the model-facing reason."""
+
+
+def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+    """The read-only authorizer: reads and side-effect-free functions only."""
+    if action not in ALLOWED_ACTIONS:
+        return sqlite3.SQLITE_DENY
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+        return sqlite3.SQLITE_DENY
+    return sqlite3.SQLITE_OK
+
+
+def open_read_only(path: Path, max_seconds: float) -> sqlite3.Connection:
+    """A connection that can only read ``path``, and only for ``max_seconds`` per query."""
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
+    conn.set_authorizer(authorize)
+    deadline = time.monotonic() + max_seconds
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    return conn
+
+
+def cell(value: Any) -> str:
+    """One value as table text: NULL, blobs by size, long text cut."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes):
+        return f"<blob {len(value)} bytes>"
+    text = str(value).replace("\n", "\\n").replace("|", "\\|")
+    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS] + "…"
+
+
+def format_table(columns: list[str], rows: list[tuple[Any, ...]], more: bool, max_rows: int) -> str:
+    """A compact ``a | b`` table with a row count, noting rows left out."""
+    lines = [" | ".join(columns)] + [" | ".join(cell(v) for v in row) for row in rows]
+    if more:
+        lines.append(f"(showing the first {max_rows} rows; more rows match: add LIMIT/WHERE or aggregate)")
+    else:
+        lines.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
+    return "\n".join(lines)
+
+
+TOO_LONG = "the query ran too long and was stopped after {seconds:g} s; add a LIMIT or a narrower WHERE, or compute less per row"
+
+
+def explain(exc: BaseException, seconds: float) -> str:
+    """A model-facing reason for a failed query."""
+    text = str(exc)
+    if "not authorized" in text or "authorization denied" in text or "prohibited" in text:
+        return "refused: this tool can only read (one SELECT statement; no writes, ATTACH, PRAGMA or extension loading)"
+    if "one statement at a time" in text:
+        return "refused: send exactly one SELECT statement (no ';' followed by another statement)"
+    if "interrupted" in text:
+        return TOO_LONG.format(seconds=round(seconds, 2))
+    if "readonly" in text:
+        return "refused: the database is opened read-only"
+    if "too big" in text or "out of memory" in text:
+        return f"SQL error: {text}: the query builds values or results too large; compute less (at most {MAX_VALUE_BYTES} bytes per value)"
+    return f"SQL error: {text}"
+
+
+def query(path: Path, sql: str, max_rows: int, max_seconds: float) -> str:
+    """Run one read-only query against ``path``; the result as a compact table (raises :class:`Refused`)."""
+    sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {MAX_HEAP_BYTES}")  # process-wide
+    conn = open_read_only(path, max_seconds)
+    try:
+        cursor = conn.execute(sql)
+        if cursor.description is None:
+            raise Refused("the statement returned no result set; send one SELECT statement")
+        columns = [d[0] for d in cursor.description]
+        rows = cursor.fetchmany(max_rows + 1)
+    except (sqlite3.Error, sqlite3.Warning, MemoryError) as exc:  # Warning: "You can only execute one statement" on 3.11
+        raise Refused(explain(exc, max_seconds)) from None
+    finally:
+        conn.close()
+    return format_table(columns, rows[:max_rows], len(rows) > max_rows, max_rows)
+
+
+def main() -> None:
+    """Answer one request from stdin on stdout."""
+    request = json.loads(sys.stdin.buffer.read())
+    try:
+        answer = {"table": query(Path(request["path"]), request["query"], request["max_rows"], request["max_seconds"])}
+    except Refused as exc:
+        answer = {"error": str(exc)}
+    except Exception as exc:  # e.g. a lone surrogate in the query: still one clear answer
+        answer = {"error": f"SQL error: {type(exc).__name__}: {exc}"}
+    sys.stdout.buffer.write(json.dumps(answer).encode("ascii"))  # ASCII: whatever the locale
+
+
+if __name__ == "__main__":
+    main()
