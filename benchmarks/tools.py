@@ -6,7 +6,10 @@
    it again with nothing changed, changes one file and updates incrementally
    (only that file is re-read), then answers a query.
 2. Runs one calculator call N times directly (``tool.invoke``) and through
-   the executor (worker thread, retry wrapper, result checks).
+   the executor (worker thread, retry wrapper, result checks), with the
+   pool's kept workers and with a fresh thread per call (as before).
+3. Runs one small ``sql_query`` N/10 times in this process and as the tool
+   does, in a process of its own (what bounds a runaway query).
 
 Times are printed, side by side with ratios from the same run; nothing is
 asserted (machines differ).
@@ -17,11 +20,14 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import sqlite3
 import tempfile
+import threading
 import time
 from pathlib import Path
 
-from reinloop.tools import DocsIndex, ToolExecutor, calculator
+from reinloop.tools import DocsIndex, ToolExecutor, WorkerPool, calculator, sqlengine
+from reinloop.tools.sql import run_query
 
 TOPICS = "agent loop tool model guard budget retry timeout journal refund weather sandbox".split()
 
@@ -83,15 +89,61 @@ def bench_search(n: int) -> None:
     print(f"best hit: {hits[0].path} (score {hits[0].score}): {hits[0].snippet[:80]}…")
 
 
+class ThreadPerCall(WorkerPool):
+    """The pool as it was before: a fresh thread for every call."""
+
+    def _dispatch(self, job) -> None:  # type: ignore[no-untyped-def]
+        work, future, name, key = job
+
+        def run() -> None:
+            try:
+                future.set_result(work())
+            except BaseException as exc:
+                future.set_exception(exc)
+            finally:
+                with self._cond:
+                    self._deadlines.pop(key, None)
+                    self._cond.notify_all()
+
+        threading.Thread(target=run, name=name, daemon=True).start()
+
+
+def cpu_timed(fn):
+    began, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - began, time.process_time() - cpu
+
+
 def bench_executor(calls: int) -> None:
     args = {"expression": "(22*1.8)+32"}
-    executor = ToolExecutor()
-    _, direct = timed(lambda: [calculator.invoke(args) for _ in range(calls)])
-    _, through = timed(lambda: [executor.run_one(calculator, args) for _ in range(calls)])
-    print(f"\nexecutor overhead over {calls} calculator calls")
+    kept, fresh = ToolExecutor(), ToolExecutor(pool=ThreadPerCall())
+    paths = [
+        ("tool.invoke (direct)", lambda: calculator.invoke(args)),
+        ("ToolExecutor.run_one (kept workers)", lambda: kept.run_one(calculator, args)),
+        ("  ... a fresh thread per call (before)", lambda: fresh.run_one(calculator, args)),
+    ]
+    rows = [(name, *cpu_timed(lambda: [call() for _ in range(calls)])) for name, call in paths]
+    print(f"\nexecutor overhead over {calls} calculator calls (CPU: all threads of the process)")
+    print(f"{'path':<38} {'wall ms/call':>12} {'CPU ms/call':>12} {'CPU ratio':>10}")
+    for name, wall, cpu in rows:
+        print(f"{name:<38} {wall / calls * 1e3:>12.3f} {cpu / calls * 1e3:>12.3f} {cpu / rows[0][2]:>9.2f}x")
+
+
+def bench_sql(calls: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp, "shop.db")
+        with sqlite3.connect(path) as conn:
+            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+            conn.executemany("INSERT INTO users VALUES (?, ?)", [(i, f"user {i}") for i in range(100)])
+        conn.close()
+        query = "SELECT name FROM users WHERE id < 5"
+        inside, t_in = timed(lambda: [sqlengine.query(path, query, 50, 5.0) for _ in range(calls)])
+        own, t_own = timed(lambda: [run_query(path, query) for _ in range(calls)])
+    assert inside == own
+    print(f"\nsql_query over {calls} small queries")
     print(f"{'path':<38} {'ms per call':>12} {'ratio':>8}")
-    print(f"{'tool.invoke (direct)':<38} {direct / calls * 1e3:>12.3f} {1:>7.2f}x")
-    print(f"{'ToolExecutor.run_one (thread, checks)':<38} {through / calls * 1e3:>12.3f} {through / direct:>7.2f}x")
+    print(f"{'in this process (unbounded)':<38} {t_in / calls * 1e3:>12.3f} {1:>7.2f}x")
+    print(f"{'own process, killed at its limit':<38} {t_own / calls * 1e3:>12.3f} {t_own / t_in:>7.2f}x")
 
 
 def main() -> None:
@@ -101,6 +153,7 @@ def main() -> None:
     args = parser.parse_args()
     bench_search(args.docs)
     bench_executor(args.calls)
+    bench_sql(max(1, args.calls // 10))
 
 
 if __name__ == "__main__":

@@ -123,3 +123,5 @@ def test_every_limit_has_a_command_line_flag_that_can_switch_it_off():
     assert limits_from(args) == Limits(max_same_errors=None, max_consecutive_errors=7)
     flags = {a.dest for a in parser._actions}
     assert {f.name for f in dataclasses.fields(Limits)} <= flags
+    args = parser.parse_args(["--max-calls-per-step", "2", "--tool-workers", "3"])
+    assert limits_from(args) == Limits(max_calls_per_step=2, tool_workers=3)

@@ -114,3 +114,14 @@ def test_bad_limits_are_refused_with_the_fix():
         Limits(max_steps=0)
     with pytest.raises(ConfigurationError, match="unknown limit"):
         Limits().replace(max_stepz=3)
+    with pytest.raises(ConfigurationError, match=r"Limits.tool_workers must be positive, got 0$"):
+        Limits(tool_workers=0)
+    with pytest.raises(ConfigurationError, match=r"Limits.tool_workers must be a whole number >= 1, got None"):
+        Limits(tool_workers=None)
+    with pytest.raises(ConfigurationError, match=r"Limits.max_calls_per_step must be a whole number or None, got 2.5"):
+        Limits(max_calls_per_step=2.5)
+
+
+def test_the_graphs_tool_workers_follow_the_limit():
+    graph = build_graph(ScriptedChatModel(replies=[]), limits=Limits(tool_workers=3))
+    assert graph.reinloop_context.workers.stats()["size"] == 3

@@ -64,7 +64,7 @@ class WorkersExhausted(RuntimeError):
     """No worker slot came free: every one is held by a call past its deadline, or none freed in time."""
 
 
-_Job = tuple[Callable[[], None], str, int]
+_Job = tuple[Callable[[], Any], "Future[Any]", str, int]
 
 
 class WorkerPool:
@@ -97,14 +97,7 @@ class WorkerPool:
         future: Future[Any] = Future()
         context = contextvars.copy_context()
         context.run(_DEADLINE.set, deadline)
-
-        def work() -> None:
-            try:
-                future.set_result(context.run(fn, deadline))
-            except BaseException as exc:  # delivered to the caller, who decides
-                future.set_exception(exc)
-
-        self._dispatch((work, f"reinloop-{name}-{job}", job))
+        self._dispatch((lambda: context.run(fn, deadline), future, f"reinloop-{name}-{job}", job))
         return future, deadline
 
     def stats(self) -> dict[str, int]:
@@ -145,14 +138,14 @@ class WorkerPool:
                 self._idle -= 1  # claimed: that worker will take this job
         self._jobs.put(job)
         if start:
-            threading.Thread(target=self._serve, name=job[1], daemon=True).start()
+            threading.Thread(target=self._serve, name=job[2], daemon=True).start()
 
     def _serve(self) -> None:
         """A worker: run jobs until none comes for :data:`IDLE_SECONDS`."""
         me = threading.current_thread()
         while True:
             try:
-                work, name, job = self._jobs.get(timeout=IDLE_SECONDS)
+                work, future, name, job = self._jobs.get(timeout=IDLE_SECONDS)
             except queue.Empty:
                 with self._cond:
                     if self._idle > 0:  # nobody claimed an idle worker: one of us may go
@@ -162,9 +155,16 @@ class WorkerPool:
                 continue  # every idle worker is claimed: a job for us is on its way
             me.name = name
             try:
-                work()
-            finally:  # the slot and the thread free together, so threads never outnumber slots
-                with self._cond:
-                    self._deadlines.pop(job, None)
-                    self._idle += 1
-                    self._cond.notify_all()
+                value, error = work(), None
+            except BaseException as exc:  # delivered to the caller, who decides
+                value, error = None, exc
+            # Free the slot and offer this thread before the caller learns the result, so that
+            # its next call finds both (else it would start a thread while this one is ending).
+            with self._cond:
+                self._deadlines.pop(job, None)
+                self._idle += 1
+                self._cond.notify_all()
+            if error is None:
+                future.set_result(value)
+            else:
+                future.set_exception(error)

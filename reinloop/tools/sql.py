@@ -29,11 +29,15 @@ at long cells, with a note saying what was left out.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import select
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,27 +62,110 @@ class QueryError(ValueError):
     """A query that was refused or failed; the message says why."""
 
 
+class QueryProcesses:
+    """The processes queries run in: reused while they behave, killed when a query overruns.
+
+    A process answers one query at a time; a process whose query overran is
+    killed (never reused), so a kill costs only that query. Idle processes
+    wait on their stdin using no CPU; at most :attr:`max_idle` are kept, the
+    rest end. Those left at exit are stopped, or see their stdin close and end.
+    """
+
+    max_idle = 2
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[subprocess.Popen[bytes]] = []
+        self._owner = os.getpid()  # a forked child must not use its parent's processes
+        atexit.register(self.close)
+
+    def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any]:
+        """Send one request and wait at most ``timeout`` s for its answer (raises ``TimeoutError``)."""
+        proc = self._take()
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(request).encode("ascii") + b"\n")
+            proc.stdin.flush()
+            line = read_line(proc.stdout.fileno(), time.monotonic() + timeout)
+        except BaseException:
+            self._stop(proc)
+            raise
+        if not line:  # it died (a crash, the OOM killer): say how
+            self._stop(proc)
+            return {"error": f"the query process ended unexpectedly (exit status {proc.returncode}); try a simpler query"}
+        self._give_back(proc)
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def pids(self) -> list[int]:
+        """The process ids of the idle processes."""
+        with self._lock:
+            return [p.pid for p in self._idle]
+
+    def close(self) -> None:
+        """Stop the idle processes."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        if self._owner == os.getpid():
+            for proc in idle:
+                self._stop(proc)
+
+    def _take(self) -> subprocess.Popen[bytes]:
+        with self._lock:
+            if self._owner != os.getpid():
+                self._idle, self._owner = [], os.getpid()
+            while self._idle:
+                proc = self._idle.pop()
+                if proc.poll() is None:
+                    return proc
+        return subprocess.Popen([sys.executable, "-I", "-S", str(ENGINE)], bufsize=0,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def _give_back(self, proc: subprocess.Popen[bytes]) -> None:
+        with self._lock:
+            if len(self._idle) < self.max_idle and self._owner == os.getpid():
+                self._idle.append(proc)
+                return
+        self._stop(proc)
+
+    @staticmethod
+    def _stop(proc: subprocess.Popen[bytes]) -> None:
+        proc.kill()
+        proc.communicate()
+
+
+def read_line(fd: int, deadline: float) -> bytes:
+    """One ``\\n``-terminated line from ``fd``, or ``b""`` at end of file; ``TimeoutError`` at ``deadline``."""
+    data = bytearray()
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b""
+        data += chunk
+    return bytes(data)
+
+
+PROCESSES = QueryProcesses()
+
+
 def run_query(path: Path, query: str, max_rows: int = MAX_ROWS, max_seconds: float = MAX_QUERY_SECONDS) -> str:
-    """Run one read-only query against ``path`` in its own process; the result as a compact table.
+    """Run one read-only query against ``path`` in a query process; the result as a compact table.
 
     The query gets ``max_seconds``, or what is left of the tool call's deadline
-    if that is less; the process is killed :data:`KILL_GRACE_SECONDS` later if
-    it is still running, so the calling worker is always back in time.
+    if that is less; its process is killed :data:`KILL_GRACE_SECONDS` later if
+    it has not answered, so the calling worker is always back in time.
     """
     seconds = seconds_left(max_seconds) or 0.0
     if seconds <= 0:
         raise QueryError(sqlengine.TOO_LONG.format(seconds=0))
-    request = json.dumps({"path": str(path), "query": query, "max_rows": max_rows, "max_seconds": seconds})
+    request = {"path": str(path), "query": query, "max_rows": max_rows, "max_seconds": seconds}
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", str(ENGINE)], input=request.encode("ascii"),
-                              capture_output=True, timeout=seconds + KILL_GRACE_SECONDS, check=False)
-    except subprocess.TimeoutExpired:  # stuck inside one SQLite call: run() has killed it
+        answer = PROCESSES.ask(request, seconds + KILL_GRACE_SECONDS)
+    except TimeoutError:  # stuck inside one SQLite call: no handler can stop it, the kill did
         raise QueryError(sqlengine.TOO_LONG.format(seconds=round(seconds, 2))) from None
-    try:
-        answer = json.loads(done.stdout)
-    except ValueError:
-        last = (done.stderr.decode("utf-8", "replace").strip().splitlines() or [f"exit status {done.returncode}"])[-1]
-        raise QueryError(f"the query process failed ({last[:200]}); try a simpler query") from None
     if "error" in answer:
         raise QueryError(answer["error"])
     return str(answer["table"])

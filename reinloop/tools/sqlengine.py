@@ -1,8 +1,8 @@
-"""The engine of ``sql_query``: one read-only query, run in a process of its own.
+"""The engine of ``sql_query``: read-only queries, run in a process of their own.
 
 This module uses the standard library only, so that :mod:`.sql` can run it
-as a script (``python -I -S sqlengine.py``, about 50 ms to start) without
-importing reinloop. Why a process: SQLite checks its progress handler and
+as a script (``python -I -S sqlengine.py``, 50-100 ms to start, then reused)
+without importing reinloop. Why a process: SQLite checks its progress handler and
 ``sqlite3_interrupt()`` between VM steps, never inside one function call,
 and one call can run for minutes (``printf('%.*c', 2147483647, 'x')`` loops
 2^31 times whatever the length limit says; ``instr``, ``replace`` and
@@ -17,9 +17,11 @@ runaway queries stop by themselves with a clear message: a progress handler
 at the time limit, SQLite's length limit for strings and blobs, a heap limit
 for memory, and the read-only layers described in :mod:`.sql`.
 
-Protocol: one JSON request on stdin (``path``, ``query``, ``max_rows``,
-``max_seconds``), one JSON answer on stdout: ``{"table": text}`` or
-``{"error": reason}``.
+Protocol: one JSON request per line on stdin (``path``, ``query``,
+``max_rows``, ``max_seconds``), one JSON answer per line on stdout:
+``{"table": text}`` or ``{"error": reason}``. The process serves requests
+until its stdin closes; :mod:`.sql` reuses it while it answers in time and
+kills it when it does not.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ MAX_HEAP_BYTES = 256_000_000
 """Memory SQLite may allocate in the query process (``PRAGMA hard_heap_limit``)."""
 PROGRESS_STEPS = 1_000
 """VM steps between two looks at the clock."""
+MAX_TABLE_CHARS = 100_000
+"""Longest answer (2,000 columns of long cells would make megabytes that no prompt can hold)."""
 
 ALLOWED_ACTIONS = {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
 DENIED_FUNCTIONS = {"load_extension", "fts3_tokenizer", "readfile", "writefile", "edit", "sqlite_rename_table"}
@@ -111,7 +115,6 @@ def explain(exc: BaseException, seconds: float) -> str:
 
 def query(path: Path, sql: str, max_rows: int, max_seconds: float) -> str:
     """Run one read-only query against ``path``; the result as a compact table (raises :class:`Refused`)."""
-    sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {MAX_HEAP_BYTES}")  # process-wide
     conn = open_read_only(path, max_seconds)
     try:
         cursor = conn.execute(sql)
@@ -123,19 +126,29 @@ def query(path: Path, sql: str, max_rows: int, max_seconds: float) -> str:
         raise Refused(explain(exc, max_seconds)) from None
     finally:
         conn.close()
-    return format_table(columns, rows[:max_rows], len(rows) > max_rows, max_rows)
+    table = format_table(columns, rows[:max_rows], len(rows) > max_rows, max_rows)
+    if len(table) > MAX_TABLE_CHARS:
+        table = table[:MAX_TABLE_CHARS] + f"\n(cut at {MAX_TABLE_CHARS} characters: select fewer columns or rows)"
+    return table
+
+
+def answer(line: bytes) -> dict[str, str]:
+    """The answer to one request line."""
+    try:
+        request = json.loads(line)
+        return {"table": query(Path(request["path"]), request["query"], request["max_rows"], request["max_seconds"])}
+    except Refused as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # e.g. a lone surrogate in the query: still one clear answer
+        return {"error": f"SQL error: {type(exc).__name__}: {exc}"}
 
 
 def main() -> None:
-    """Answer one request from stdin on stdout."""
-    request = json.loads(sys.stdin.buffer.read())
-    try:
-        answer = {"table": query(Path(request["path"]), request["query"], request["max_rows"], request["max_seconds"])}
-    except Refused as exc:
-        answer = {"error": str(exc)}
-    except Exception as exc:  # e.g. a lone surrogate in the query: still one clear answer
-        answer = {"error": f"SQL error: {type(exc).__name__}: {exc}"}
-    sys.stdout.buffer.write(json.dumps(answer).encode("ascii"))  # ASCII: whatever the locale
+    """Answer requests from stdin, one per line, until it closes (the parent is done, or gone)."""
+    sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {MAX_HEAP_BYTES}")  # for the whole process
+    for line in sys.stdin.buffer:
+        sys.stdout.buffer.write(json.dumps(answer(line)).encode("ascii") + b"\n")  # ASCII: whatever the locale
+        sys.stdout.buffer.flush()
 
 
 if __name__ == "__main__":

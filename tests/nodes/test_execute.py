@@ -130,3 +130,38 @@ def test_parallel_safe_calls_of_one_reply_run_concurrently_in_the_graph(make_gra
     graph, _ = make_graph([reply, "done"], tools=[meet_tool])
     out = graph.invoke({"task": "t"})
     assert [a["observation"] for a in out["scratchpad"][0]["actions"]] == ["a met", "b met", "c met"]
+
+
+def test_a_run_with_a_tool_that_never_returns_ends_at_max_seconds_as_a_resumable_timeout(make_graph):
+    import threading
+    import time
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command
+
+    from reinloop.tools import builtin
+
+    forever = threading.Event()
+
+    @tool
+    def hang(x: str) -> str:
+        """Never returns (until the test ends)."""
+        forever.wait()
+        return "too late"
+
+    config = {"configurable": {"thread_id": "t"}}
+    for tool_timeout in (30.0, None):  # the default timeout, and none at all
+        replies = [[tool_call("hang", {"x": "a"})], [tool_call("calculator", {"expression": "6*7"})], "42"]
+        graph, _ = make_graph(replies, tools=[hang, builtin("calculator")], checkpointer=InMemorySaver(),
+                              limits=Limits(max_seconds=3, tool_timeout=tool_timeout))
+        began = time.monotonic()
+        out = graph.invoke({"task": "t"}, config)
+        assert time.monotonic() - began < 3 + 2
+        assert (out["status"], out["break_reason"]) == ("broken", "timeout")
+        [action] = out["scratchpad"][0]["actions"]
+        assert "did not finish within" in action["observation"] and "the run's time limit (max_seconds) ran out" in action["observation"]
+        stats = graph.reinloop_context.workers.stats()
+        assert (stats["running"], stats["overdue"]) == (1, 1)  # a thread that cannot be stopped is counted
+        out = graph.invoke(Command(resume={"action": "continue", "extra_seconds": 30}), config)
+        assert (out["status"], out["answer"]) == ("done", "42")
+    forever.set()

@@ -42,3 +42,33 @@ def test_bare_string_for_a_multi_parameter_tool_is_refused(make_graph):
     out = graph.invoke({"task": "t"})
     observation = out["scratchpad"][0]["actions"][0]["observation"]
     assert observation.startswith("ERROR: the arguments of db_query must be a JSON object, got 'users 1'")
+
+
+def test_a_reply_of_5000_calls_is_refused_as_one_error_and_nothing_runs(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop import Limits
+
+    ran = []
+
+    @tool
+    def note(text: str) -> str:
+        """Take a note."""
+        ran.append(text)
+        return "noted"
+
+    flood = [tool_call("note", {"text": str(i)}, id=f"c{i}") for i in range(5000)]
+    graph, model = make_graph([flood, [tool_call("note", {"text": "one"})], "done"], tools=[note])
+    out = graph.invoke({"task": "t"})
+    first = out["scratchpad"][0]
+    assert ran == ["one"] and first["actions"] == [] and first["error"] is True
+    assert first["parse_error"] == (
+        "it made 5000 tool calls, more than the 8 allowed in one reply; none of them was run. "
+        "Make at most 8 calls per reply, the most useful first"
+    )
+    assert "it made 5000 tool calls" in model.prompts[1][-1].content  # the model is told, once
+    assert out["status"] == "done"
+
+    graph, _ = make_graph([flood[:20], "done"], tools=[note], limits=Limits(max_calls_per_step=None))
+    graph.invoke({"task": "t"})
+    assert len(ran) == 1 + 20  # switched off: every call runs

@@ -15,7 +15,7 @@ from reinloop import Limits
 from reinloop.errors import ConfigurationError
 from reinloop.testing import tool_call
 from reinloop.tools import ToolExecutor, builtin, options_of, run_tool
-from reinloop.tools.sql import ENGINE, QueryError, run_query
+from reinloop.tools.sql import ENGINE, PROCESSES, QueryError, run_query
 from reinloop.tools.sqlengine import MAX_VALUE_BYTES
 
 
@@ -181,14 +181,14 @@ def attacks() -> dict[str, str]:
     }
 
 
-def engine_processes() -> list[str]:
-    """Query processes of this checkout still alive."""
+def busy_query_processes() -> list[int]:
+    """Query processes of this checkout still alive, besides those waiting idle for the next query."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         with contextlib.suppress(OSError):
             if str(ENGINE).encode() in (proc / "cmdline").read_bytes():
-                found.append(proc.name)
-    return found
+                found.append(int(proc.name))
+    return sorted(set(found) - set(PROCESSES.pids()))
 
 
 ATTACKS = attacks()
@@ -203,7 +203,7 @@ def test_an_expensive_query_stops_by_its_deadline_and_gives_its_worker_back(shop
         time.sleep(0.02)
     assert time.monotonic() - began < 0.5 + 2  # the timeout, the kill 0.5 s after it, and slack
     assert executor.pool.stats() == {"size": 8, "running": 0, "overdue": 0, "threads": 1}
-    assert engine_processes() == []  # the work really stopped: no process left burning CPU
+    assert busy_query_processes() == []  # the work really stopped: no process left burning CPU
 
 
 @pytest.mark.parametrize("query", [ATTACKS["printf width loop"], ATTACKS["instr n*m"]], ids=["printf", "instr"])
@@ -228,3 +228,21 @@ def test_a_reply_of_eight_runaway_queries_does_not_exhaust_the_graphs_workers(sh
     while pool.stats()["running"] and time.monotonic() < deadline:
         time.sleep(0.02)
     assert pool.stats()["overdue"] == 0 and pool.stats()["running"] == 0
+
+
+def test_query_processes_are_reused_until_one_overruns(shop):
+    run_query(shop, "SELECT 1")
+    [idle] = PROCESSES.pids()[-1:]
+    assert run_query(shop, "SELECT name FROM users WHERE id = 1") == "name\n张三\n(1 row)"
+    assert idle in PROCESSES.pids()  # the same process answered again
+    for _ in range(len(PROCESSES.pids())):  # use up the idle ones: the next query overruns in one of them
+        with pytest.raises(QueryError, match="ran too long"):
+            run_query(shop, ATTACKS["printf width loop"], max_seconds=0.2)
+    assert idle not in PROCESSES.pids() and not Path(f"/proc/{idle}").exists()  # killed, never reused
+
+
+def test_a_huge_result_is_cut_before_it_leaves_the_query_process(shop):
+    columns = ", ".join(f"printf('%.200c', 'x') AS c{i}" for i in range(600))
+    rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 60) "
+    out = run_query(shop, rows + f"SELECT {columns} FROM c")
+    assert len(out) < 101_000 and out.endswith("(cut at 100000 characters: select fewer columns or rows)")
