@@ -55,11 +55,16 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
                                     observation=result.observation, error=result.error, status=result.status,
                                     attempts=result.attempts, latency_ms=round(result.seconds * 1000, 3)))
     failed = [r for r in records if r["error"]]
+    summary = ", ".join(f"{r['tool']} -> {r['status']}" for r in records)
+    workers = ctx.workers.stats()
+    if workers["overdue"]:  # threads that could not be stopped: say so where the run is watched
+        summary += f"; {workers['overdue']} of {workers['size']} tool workers held by abandoned calls"
     emit(
         runtime,
         "execute",
-        ", ".join(f"{r['tool']} -> {r['status']}" for r in records),
+        summary,
         actions=records,
+        **({"workers": workers} if workers["overdue"] else {}),
         error="; ".join(f"{r['tool']}: {r['observation']}" for r in failed) or None,
     )
     return {"pending": {**pending, "actions": actions}}

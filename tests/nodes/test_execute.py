@@ -152,8 +152,9 @@ def test_a_run_with_a_tool_that_never_returns_ends_at_max_seconds_as_a_resumable
     config = {"configurable": {"thread_id": "t"}}
     for tool_timeout in (30.0, None):  # the default timeout, and none at all
         replies = [[tool_call("hang", {"x": "a"})], [tool_call("calculator", {"expression": "6*7"})], "42"]
+        events = []
         graph, _ = make_graph(replies, tools=[hang, builtin("calculator")], checkpointer=InMemorySaver(),
-                              limits=Limits(max_seconds=3, tool_timeout=tool_timeout))
+                              limits=Limits(max_seconds=3, tool_timeout=tool_timeout), sinks=[events.append])
         began = time.monotonic()
         out = graph.invoke({"task": "t"}, config)
         assert time.monotonic() - began < 3 + 2
@@ -162,6 +163,9 @@ def test_a_run_with_a_tool_that_never_returns_ends_at_max_seconds_as_a_resumable
         assert "did not finish within" in action["observation"] and "the run's time limit (max_seconds) ran out" in action["observation"]
         stats = graph.reinloop_context.workers.stats()
         assert (stats["running"], stats["overdue"]) == (1, 1)  # a thread that cannot be stopped is counted
+        [execute] = [e for e in events if e["node"] == "execute"]  # ... and reported
+        assert execute["summary"] == "hang -> timeout; 1 of 8 tool workers held by abandoned calls"
+        assert execute["data"]["workers"]["overdue"] == 1
         out = graph.invoke(Command(resume={"action": "continue", "extra_seconds": 30}), config)
         assert (out["status"], out["answer"]) == ("done", "42")
     forever.set()
