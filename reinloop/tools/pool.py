@@ -136,9 +136,16 @@ class WorkerPool:
                 self._threads += 1
             else:
                 self._idle -= 1  # claimed: that worker will take this job
-        self._jobs.put(job)
         if start:
-            threading.Thread(target=self._serve, name=job[2], daemon=True).start()
+            try:
+                threading.Thread(target=self._serve, name=job[2], daemon=True).start()
+            except RuntimeError as exc:  # "can't start new thread": the process is at its limit
+                with self._cond:
+                    self._threads -= 1
+                    self._deadlines.pop(job[3], None)
+                    self._cond.notify_all()
+                raise WorkersExhausted(f"no tool worker could be started ({exc})") from None
+        self._jobs.put(job)
 
     def _serve(self) -> None:
         """A worker: run jobs until none comes for :data:`IDLE_SECONDS`."""

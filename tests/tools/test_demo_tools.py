@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from reinloop import Limits
-from reinloop.tools import builtin, options_of, run_tool, translate
+from reinloop.tools import ToolExecutor, builtin, options_of, run_tool, translate
 
 
 def test_weather_failures_are_transient_and_retried():
@@ -59,3 +61,14 @@ def test_demo_tools_declare_their_options():
     assert options_of(builtin("get_weather")).transient == (TimeoutError, ConnectionError)
     assert options_of(builtin("calculator")).transient == ()
     assert options_of(builtin("wait")).parallel_safe and options_of(translate).parallel_safe
+
+
+def test_wait_gives_its_worker_back_soon_after_its_deadline():
+    executor = ToolExecutor(Limits(tool_timeout=0.3))
+    began = time.monotonic()
+    result = executor.run_one(builtin("wait"), {"seconds": 30})
+    assert result.status == "timeout"
+    while executor.pool.stats()["running"] and time.monotonic() - began < 10:
+        time.sleep(0.02)
+    assert time.monotonic() - began < 0.3 + 1.5  # not the 30 s asked for
+    assert executor.pool.stats()["overdue"] == 0
