@@ -15,11 +15,12 @@ itself enforces the rules, in three independent layers:
 3. ``execute`` runs exactly one statement (stacked statements are refused
    by the driver).
 
-And the work of a query is bounded: each query runs in a short-lived process
-of its own (:mod:`.sqlengine`), where a progress handler stops it at its time
-limit, SQLite's length limit bounds strings and blobs (``zeroblob(1e9)``) and
-a heap limit bounds memory; a query stuck inside one SQLite function call
-(which no handler interrupts) is killed half a second after its limit. The
+And the work of a query is bounded: queries run in separate processes
+(:mod:`.sqlengine`, one query at a time each), where a progress handler stops
+a query at its time limit, SQLite's length limit bounds strings and blobs
+(``zeroblob(1e9)``) and a heap limit bounds memory; a process stuck inside one
+SQLite function call (which no handler interrupts) is killed half a second
+after the limit and never reused. The
 limit is the tool's ``max_seconds``, or what is left of the tool call's
 deadline if that is less, so the worker thread always comes back in time.
 
