@@ -116,11 +116,11 @@ class WorkerPool:
                 if not live:
                     raise WorkersExhausted(
                         f"all {self.size} tool workers are still busy with calls that timed out "
-                        "earlier; new calls are refused until one of them returns"
+                        "earlier; new calls are refused until one of them returns."
                     )
                 if deadline is not None and deadline <= now:
                     raise WorkersExhausted(
-                        f"all {self.size} tool workers stayed busy until this call's deadline; it was not started"
+                        f"all {self.size} tool workers stayed busy until this call's deadline; it was not started."
                     )
                 # Wake when a slot frees, when the next running call is past its grace, or at our deadline.
                 wakes = [d - now for d in [*live, deadline] if d is not None]

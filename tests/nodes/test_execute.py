@@ -169,3 +169,26 @@ def test_a_run_with_a_tool_that_never_returns_ends_at_max_seconds_as_a_resumable
         out = graph.invoke(Command(resume={"action": "continue", "extra_seconds": 30}), config)
         assert (out["status"], out["answer"]) == ("done", "42")
     forever.set()
+
+
+def test_calls_waiting_for_a_worker_do_not_outlast_the_run(make_graph):
+    import threading
+    import time
+
+    from langchain_core.tools import StructuredTool
+
+    from reinloop.tools import configure
+
+    forever = threading.Event()
+    hang = configure(StructuredTool.from_function(lambda x: forever.wait() and "late", name="hang", description="Hang."),
+                     parallel_safe=True)
+    reply = [tool_call("hang", {"x": str(i)}, id=f"c{i}") for i in range(4)]  # two more than there are workers
+    graph, _ = make_graph([reply, "done"], tools=[hang], limits=Limits(max_seconds=2, tool_timeout=None, tool_workers=2))
+    began = time.monotonic()
+    out = graph.invoke({"task": "t"})
+    assert time.monotonic() - began < 2 + 2
+    assert out["break_reason"] == "timeout"
+    observations = [a["observation"] for a in out["scratchpad"][0]["actions"]]
+    assert all("ran out" in o for o in observations[:2])  # started, abandoned at the run's end
+    assert all("not started" in o for o in observations[2:])  # no worker came free before the run's end
+    forever.set()
