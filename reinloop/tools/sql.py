@@ -119,7 +119,7 @@ class QueryProcesses:
                 proc = self._idle.pop()
                 if proc.poll() is None:
                     return proc
-        return subprocess.Popen([sys.executable, "-I", "-S", str(ENGINE)], bufsize=0,
+        return subprocess.Popen([sys.executable, "-I", "-S", str(ENGINE), str(os.getpid())], bufsize=0,
                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
     def _give_back(self, proc: subprocess.Popen[bytes]) -> None:

@@ -27,8 +27,10 @@ kills it when it does not.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -143,8 +145,21 @@ def answer(line: bytes) -> dict[str, str]:
         return {"error": f"SQL error: {type(exc).__name__}: {exc}"}
 
 
+def watch_parent(parent: int, every: float = 0.5) -> None:
+    """End this process once its parent is gone: a hard-killed reinloop leaves no query burning CPU.
+
+    It runs in a thread of its own, which runs even while the query is stuck in
+    SQLite (the driver releases the GIL around each step).
+    """
+    while os.getppid() == parent:
+        time.sleep(every)
+    os._exit(3)
+
+
 def main() -> None:
     """Answer requests from stdin, one per line, until it closes (the parent is done, or gone)."""
+    parent = int(sys.argv[1]) if len(sys.argv) > 1 else os.getppid()  # given: it may be gone before we start
+    threading.Thread(target=watch_parent, args=(parent,), daemon=True).start()
     sqlite3.connect(":memory:").execute(f"PRAGMA hard_heap_limit = {MAX_HEAP_BYTES}")  # for the whole process
     for line in sys.stdin.buffer:
         sys.stdout.buffer.write(json.dumps(answer(line)).encode("ascii") + b"\n")  # ASCII: whatever the locale

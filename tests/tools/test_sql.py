@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -246,3 +249,34 @@ def test_a_huge_result_is_cut_before_it_leaves_the_query_process(shop):
     rows = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 60) "
     out = run_query(shop, rows + f"SELECT {columns} FROM c")
     assert len(out) < 101_000 and out.endswith("(cut at 100000 characters: select fewer columns or rows)")
+
+
+def stat(pid: int) -> list[str]:
+    """``/proc/PID/stat`` fields (state at [2], parent at [3]); [] once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+    except OSError:
+        return []
+
+
+def running(pid: int) -> bool:
+    return stat(pid)[:1] not in ([], ["Z"])  # a zombie waits for a reaper, but runs no more
+
+
+def test_a_query_process_does_not_outlive_a_hard_killed_parent(shop, tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text("from reinloop.tools.sql import run_query\n"
+                      f"run_query({str(shop)!r}, {ATTACKS['printf width loop']!r}, max_seconds=60)\n")
+    parent = subprocess.Popen([sys.executable, str(script)])
+    began = time.monotonic()
+    children: list[int] = []
+    while not children and time.monotonic() - began < 30:  # until its query process has started
+        children = [p for p in busy_query_processes() if stat(p)[1:] == [str(parent.pid)]]
+        time.sleep(0.05)
+    assert children, "the parent never started its query"
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    killed = time.monotonic()
+    while any(running(p) for p in children) and time.monotonic() - killed < 10:
+        time.sleep(0.05)
+    assert time.monotonic() - killed < 3  # not the parent's 60 s limit, nor the minutes printf takes
