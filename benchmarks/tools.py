@@ -116,7 +116,7 @@ def cpu_timed(fn):
 
 def bench_executor(calls: int) -> None:
     args = {"expression": "(22*1.8)+32"}
-    kept, fresh = ToolExecutor(), ToolExecutor(pool=ThreadPerCall())
+    kept, fresh = ToolExecutor(pool=WorkerPool()), ToolExecutor(pool=ThreadPerCall())
     paths = [
         ("tool.invoke (direct)", lambda: calculator.invoke(args)),
         ("ToolExecutor.run_one (kept workers)", lambda: kept.run_one(calculator, args)),

@@ -197,7 +197,9 @@ class ToolExecutor:
         deadline: float | None = None,
     ) -> None:
         self.limits = limits if limits is not None else Limits()
-        self.pool = pool if pool is not None else WorkerPool(self.limits.tool_workers)
+        # Without a pool given (``run_tool``, one-off executors) workers end with their call: kept
+        # workers belong to a long-lived pool, such as the graph's.
+        self.pool = pool if pool is not None else WorkerPool(self.limits.tool_workers, idle_seconds=0)
         self.journal = journal
         self.deadline = deadline
 

@@ -21,8 +21,9 @@ the thread lives on until the tool returns. Three rules keep that safe:
   gives its slot back at the deadline instead of holding it.
 
 Workers are kept between calls (starting a thread per call was 28% of a
-step's CPU) and end after :data:`IDLE_SECONDS` without work, so a pool that
-is dropped leaves no threads behind. Each call runs in a copy of the caller's
+step's CPU) and end after ``idle_seconds`` without work (:data:`IDLE_SECONDS`;
+``0`` for one-off pools such as ``run_tool``'s), so a pool that is dropped
+leaves no threads behind. Each call runs in a copy of the caller's
 context variables, so LangGraph's ``get_config()`` works inside a tool.
 """
 
@@ -70,10 +71,12 @@ _Job = tuple[Callable[[], Any], "Future[Any]", str, int]
 class WorkerPool:
     """Runs tool calls in daemon threads, at most ``size`` at once."""
 
-    def __init__(self, size: int = DEFAULT_WORKERS) -> None:
+    def __init__(self, size: int = DEFAULT_WORKERS, *, idle_seconds: float = IDLE_SECONDS) -> None:
         if type(size) is not int or size < 1:
             raise ValueError(f"a worker pool needs at least 1 worker, got {size!r}")
         self.size = size
+        self.idle_seconds = idle_seconds
+        """How long a worker waits for its next call before it ends (0: it ends when no call is waiting)."""
         self._cond = threading.Condition()
         self._deadlines: dict[int, float | None] = {}  # running job -> monotonic deadline
         self._ids = itertools.count()
@@ -148,18 +151,18 @@ class WorkerPool:
         self._jobs.put(job)
 
     def _serve(self) -> None:
-        """A worker: run jobs until none comes for :data:`IDLE_SECONDS`."""
+        """A worker: run jobs until none comes for :attr:`idle_seconds`."""
         me = threading.current_thread()
         while True:
             try:
-                work, future, name, job = self._jobs.get(timeout=IDLE_SECONDS)
+                work, future, name, job = self._jobs.get(timeout=self.idle_seconds)
             except queue.Empty:
                 with self._cond:
                     if self._idle > 0:  # nobody claimed an idle worker: one of us may go
                         self._idle -= 1
                         self._threads -= 1
                         return
-                continue  # every idle worker is claimed: a job for us is on its way
+                work, future, name, job = self._jobs.get()  # every idle worker is claimed: a job is on its way
             me.name = name
             try:
                 value, error = work(), None

@@ -287,3 +287,13 @@ def test_a_call_waits_for_a_worker_that_comes_back_soon_after_its_deadline():
     executor = ToolExecutor(pool=WorkerPool(size=1))
     assert executor.run_one(stopping, {"x": "a"}).status == "timeout"
     assert executor.run_one(make_tool(lambda x: "fine", "other"), {"x": "a"}).observation == "fine"
+
+
+def test_one_off_calls_leave_no_worker_thread_behind():
+    before = threading.active_count()
+    for i in range(50):
+        assert run_tool(make_tool(lambda x: "ok"), {"x": str(i)}).observation == "ok"
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() <= before  # not 50 idle workers waiting for calls that never come

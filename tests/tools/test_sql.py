@@ -205,7 +205,7 @@ def test_an_expensive_query_stops_by_its_deadline_and_gives_its_worker_back(shop
     while executor.pool.stats()["running"] and time.monotonic() - began < 15:
         time.sleep(0.02)
     assert time.monotonic() - began < 0.5 + 2  # the timeout, the kill 0.5 s after it, and slack
-    assert executor.pool.stats() == {"size": 8, "running": 0, "overdue": 0, "threads": 1}
+    assert (executor.pool.stats()["running"], executor.pool.stats()["overdue"]) == (0, 0)
     assert busy_query_processes() == []  # the work really stopped: no process left burning CPU
 
 
