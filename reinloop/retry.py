@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError
+from .redact import redact_url
 
 logger = logging.getLogger(__name__)
 
@@ -102,13 +103,19 @@ def describe(exc: BaseException, endpoint: str) -> str:
     return f"model endpoint {endpoint} failed: {type(exc).__name__}: {detail}"
 
 
-def endpoint_of(model: Any) -> str:
-    """Where a model sends its requests, for error messages."""
+def model_url(model: Any) -> str | None:
+    """Where a model sends its requests, as configured (credentials included), if it says."""
     for attr in ("openai_api_base", "base_url", "api_base", "endpoint"):
         value = getattr(model, attr, None)
         if value:
             return str(value)
-    return type(model).__name__
+    return None
+
+
+def endpoint_of(model: Any) -> str:
+    """Where a model sends its requests, for error messages (credentials removed)."""
+    url = model_url(model)
+    return redact_url(url) if url else type(model).__name__
 
 
 def call_with_retries(
