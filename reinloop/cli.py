@@ -181,6 +181,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
+    with open_db(args.db, write=True, create=True):  # an unusable --db is one line, before the run's header
+        pass
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
     settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
