@@ -115,10 +115,10 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,
+            url=model_url(ctx.model),
         )
-    except Exception as exc:
+    except Exception as exc:  # not a client error: re-raised as it is, unless it quotes the credentials
         url = model_url(ctx.model)
         if url and scrub(repr(exc), url) != repr(exc):
-            raise ModelCallError(scrub(f"{type(exc).__name__}: {exc}" if not isinstance(exc, ModelCallError)
-                                       else str(exc), url)) from None
+            raise ModelCallError(scrub(f"{type(exc).__name__}: {exc}", url)) from None
         raise

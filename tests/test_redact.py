@@ -138,17 +138,18 @@ def test_credentials_in_base_url_are_never_stored_or_printed(openai_server, run_
     url = with_credentials(openai_server.base_url)
     env = {"OPENAI_API_KEY": SECRETS[3]}
     calc = completion(tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}}])
-    echo = Raw(401, json.dumps({"error": {"message": f"no access for {url}"}}))  # a server that quotes the URL
-    openai_server.responses += [calc, completion("42"), calc, echo]
+    echo = json.dumps({"error": {"message": f"no access for {url}"}})  # a server that quotes the URL back
+    openai_server.responses += [calc, completion("42"), calc, Raw(429, echo, {"Retry-After": "0"}), Raw(401, echo)]
     outputs = [
         cli("run", "multiply", "--base-url", url, "--thread", "ok1", "--tools", "calculator", env=env),
         cli("run", "multiply", "--base-url", url, "--thread", "bad1", "--tools", "calculator", "--json",
-            "--model-retries", "0", env=env),
+            "--model-retries", "1", env=env),
     ]
     assert [p.returncode for p in outputs] == [0, 1]
-    failed = outputs[1].stderr.strip().splitlines()
-    assert len(failed) == 1 and "model endpoint http://operator" not in failed[0]
-    assert f"model endpoint {redact_url(url)} answered HTTP 401" in failed[0]
+    retried, failed = outputs[1].stderr.strip().splitlines()  # the retry's warning, then the error
+    assert f"model endpoint {redact_url(url)} answered HTTP 429" in retried
+    assert failed.startswith("reinloop: error: run bad1 stopped: ")
+    assert f"model endpoint {redact_url(url)} answered HTTP 401" in failed
     assert leaks(run_db, SECRETS) == []
 
     again = cli("resume", "bad1", env=env)  # the credentials are not in the database: they must be given again

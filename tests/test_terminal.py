@@ -97,15 +97,16 @@ def cli(*argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 def test_nothing_the_cli_prints_can_drive_the_terminal(openai_server, tmp_path, run_db):
     reply = completion(HOSTILE, tool_calls=[{"name": "calculator", "args": {"expression": HOSTILE}}])
-    openai_server.responses += [reply, completion(HOSTILE), Raw(400, json.dumps({"error": {"message": HOSTILE}})),
+    hostile = json.dumps({"error": {"message": HOSTILE}})
+    openai_server.responses += [reply, completion(HOSTILE), Raw(429, hostile, {"Retry-After": "0"}), Raw(400, hostile),
                                 completion(HOSTILE)]
     (tmp_path / "tasks.jsonl").write_text(json.dumps({"task": HOSTILE, "thread_id": "b1"}) + "\n", encoding="utf-8")
     url = openai_server.base_url
     outputs = [cli("run", HOSTILE, "--base-url", url, "--thread", "h1", "--tools", "calculator", cwd=tmp_path),
-               cli("run", HOSTILE, "--base-url", url, "--thread", "h2", "--model-retries", "0", cwd=tmp_path),
+               cli("run", HOSTILE, "--base-url", url, "--thread", "h2", "--model-retries", "1", cwd=tmp_path),
                cli("batch", "tasks.jsonl", "--base-url", url, "--concurrency", "1", cwd=tmp_path)]
     assert [p.returncode for p in outputs] == [0, 1, 0], [p.stderr for p in outputs]
-    assert "\\x1b]0;pwned" in outputs[1].stderr  # the error line shows the server's text, escaped
+    assert outputs[1].stderr.count("\\x1b]0;pwned") == 2  # the retry warning and the error show the server's text
     for argv in (["runs", "list"], ["runs", "show", "h1"], ["runs", "show", "h1", "--format", "html"]):
         outputs.append(cli(*argv, cwd=tmp_path))
     shown = cli("runs", "show", "h1", "--json", cwd=tmp_path)
