@@ -213,6 +213,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    sinks = run_log(args)  # an unusable --db is one line, before the banner
     console = make_console(args, Limits())
     text = console if isinstance(console, RunConsole) else None
     if text is not None:
@@ -232,7 +233,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     with console or contextlib.nullcontext():
         results = demo(on_event=console.handle if console else None, on_scenario=announce,
-                       on_outcome=report, sinks=run_log(args))
+                       on_outcome=report, sinks=sinks)
     ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
         say(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
