@@ -116,21 +116,22 @@ def check_regular(path: Path) -> None:
         raise StorageError(f"{path} is {kind}; --db needs a database file")
 
 
-_checked: set[tuple[int, int]] = set()
-"""Files (device, inode) this process has found whole: each is checked once per process, not at every open."""
+_checked: set[tuple[int, int, int, int]] = set()
+"""Files (device, inode, size, mtime) this process found whole: not read again until they change."""
 
 
 def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse a damaged database before anything is written to it (``PRAGMA quick_check``: every page is read).
 
-    Once per file and process: a batch worker opens the database for every task.
+    A file is not read again while it has not changed since it was found whole.
     """
     info = path.stat()
-    if (info.st_dev, info.st_ino) in _checked:
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key in _checked:
         return
     problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
     if problems == ["ok"]:
-        _checked.add((info.st_dev, info.st_ino))
+        _checked.add(key)
     else:
         lines = [line.strip() for p in problems for line in p.splitlines() if line.strip() and "in database" not in line]
         found = "; ".join(lines[:3]) or "quick_check failed"
