@@ -417,7 +417,8 @@ def add_runs_parsers(sub: Any) -> None:
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     p.add_argument("--model", help="override the stored model string")
-    p.add_argument("--base-url", help="override the stored OpenAI-compatible endpoint")
+    p.add_argument("--base-url", help="override the stored OpenAI-compatible endpoint (needed again when it had "
+                                      "credentials: they are never stored)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), help="override the stored protocol")
     add_output_flags(p)
     add_db_flag(p)
@@ -458,7 +459,8 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout``, ``--model-retries`` and ``--tool-detail``."""
     parser.add_argument("--model", default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
                         help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio); a user:password@ "
+                                           "or ?api_key= in it is used, never stored or printed")
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling",
                         help="how the model states its actions; auto falls back to json [tool_calling]")
     parser.add_argument("--model-timeout", type=_limit(float), default=RetryPolicy().timeout, metavar="S",
