@@ -10,7 +10,6 @@ come out as plain text. With ``as_json=True`` each task is one JSON object
 
 from __future__ import annotations
 
-import json
 import sys
 import threading
 from typing import Any, TextIO
@@ -21,6 +20,7 @@ from rich.table import Table
 
 from .batch import BatchReport, TaskOutcome
 from .console import short
+from .terminal import safe_json, safe_text
 
 MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "error": ("!", "red")}
 
@@ -50,8 +50,8 @@ class BatchConsole:
         """The batch is queued: say what runs, and show the bar on a terminal."""
         if self.as_json:
             return
-        self.console.print(f"batch {name}: {total} tasks ({added} new), {concurrency} at a time, worker {worker}",
-                           markup=False)
+        self.console.print(safe_text(f"batch {name}: {total} tasks ({added} new), {concurrency} at a time, "
+                                     f"worker {worker}"), markup=False)
         if self.console.is_terminal and self.console.color_system is not None:
             self.bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                 console=self.console, transient=True)
@@ -62,9 +62,9 @@ class BatchConsole:
         """One task finished (by this worker); ``counts`` is where the whole batch stands."""
         with self.lock:
             if self.as_json:
-                print(json.dumps({"type": "task", **outcome.as_dict()}, ensure_ascii=False), file=self.out, flush=True)
+                print(safe_json({"type": "task", **outcome.as_dict()}), file=self.out, flush=True)
                 return
-            self.console.print(task_line(outcome), style=MARKS[outcome.status][1], markup=False)
+            self.console.print(safe_text(task_line(outcome)), style=MARKS[outcome.status][1], markup=False)
             if self.bar is not None:
                 finished = sum(n for status, n in counts.items() if status not in ("queued", "running"))
                 self.bar.update(self.bar_task, completed=finished, total=sum(counts.values()))
@@ -72,9 +72,9 @@ class BatchConsole:
     def summary(self, report: BatchReport) -> None:
         """The summary table of the whole batch, and this worker's share."""
         if self.as_json:
-            print(json.dumps({"type": "summary", **report.as_dict()}, ensure_ascii=False), file=self.out, flush=True)
+            print(safe_json({"type": "summary", **report.as_dict()}), file=self.out, flush=True)
             return
-        table = Table(title=f"batch {report.batch}", title_justify="left")
+        table = Table(title=safe_text(f"batch {report.batch}"), title_justify="left")
         for name in ("status", "tasks", "tokens", "task time"):
             table.add_column(name, justify="left" if name == "status" else "right")
         rows = report.summary()

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from . import __version__
 from .api import new_thread_id
@@ -30,6 +30,7 @@ from .nodes.guard import HOW_TO_RESUME
 from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
+from .terminal import safe_json, safe_text
 from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 from .tools.detail import TOOL_DETAILS
@@ -147,36 +148,43 @@ def run_log(args: argparse.Namespace) -> list[RunLog]:
     return [RunLog(args.db)]
 
 
+def say(text: str = "", *, file: TextIO | None = None, flush: bool = False) -> None:
+    """Print a line with its control characters escaped (see :mod:`reinloop.terminal`)."""
+    print(safe_text(text), file=file, flush=flush)
+
+
 def print_outcome(outcome: Outcome, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
     if as_json:
-        print(json.dumps({"type": "outcome", **outcome.as_dict()}, ensure_ascii=False))
+        say(safe_json({"type": "outcome", **outcome.as_dict()}))
         return
     c = outcome.counters
     if outcome.status == "done":
-        print(f"answer: {outcome.answer}")
+        say(f"answer: {outcome.answer}")
     else:
-        print(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
-    print(
+        say(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
+    say(
         f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
         f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, "
         f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
     if outcome.paused:
         how = HOW_TO_RESUME.get(outcome.break_reason or "", "continue or abort").replace("THREAD", outcome.thread_id)
-        print(f"paused at the break: {how}; or end it: reinloop resume {outcome.thread_id} --abort")
+        say(f"paused at the break: {how}; or end it: reinloop resume {outcome.thread_id} --abort")
 
 
 def print_index_progress(done: int, total: int, path: str) -> None:
     """search_docs indexing progress on stderr: every 100 files and the last one."""
     if done % 100 == 0 or done == total:
-        print(f"indexing docs: {done}/{total} files", file=sys.stderr, flush=True)
+        say(f"indexing docs: {done}/{total} files", file=sys.stderr, flush=True)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
+    with open_db(args.db, write=True, create=True):  # an unusable --db is one line, before the run's header
+        pass
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
     settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
@@ -207,6 +215,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    sinks = run_log(args)  # an unusable --db is one line, before the banner
     console = make_console(args, Limits())
     text = console if isinstance(console, RunConsole) else None
     if text is not None:
@@ -222,14 +231,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
         if args.json:
             line = {"type": "outcome", "scenario": scenario.name, **outcome.as_dict(),
                     "as_expected": as_expected(scenario, outcome)}
-            print(json.dumps(line, ensure_ascii=False), flush=True)
+            say(safe_json(line), flush=True)
 
     with console or contextlib.nullcontext():
         results = demo(on_event=console.handle if console else None, on_scenario=announce,
-                       on_outcome=report, sinks=run_log(args))
+                       on_outcome=report, sinks=sinks)
     ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
-        print(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
+        say(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
     return EXIT_DONE if ok else EXIT_ERROR
 
 
@@ -238,14 +247,14 @@ def write_output(data: str | bytes, output: str | None) -> None:
     if output is not None:
         path = Path(output)
         path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data, encoding="utf-8")
-        print(f"wrote {output}", file=sys.stderr)
+        say(f"wrote {output}", file=sys.stderr)
     elif isinstance(data, bytes):
         if sys.stdout.isatty():
             raise ConfigurationError("this format is binary: write it to a file with -o FILE (e.g. -o graph.png)")
         sys.stdout.flush()
         sys.stdout.buffer.write(data)
     else:
-        sys.stdout.write(data if data.endswith("\n") else data + "\n")
+        sys.stdout.write(safe_text(data if data.endswith("\n") else data + "\n"))
 
 
 def cmd_graph(args: argparse.Namespace) -> int:
@@ -286,15 +295,15 @@ def _short(text: Any, width: int) -> str:
 def cmd_runs_list(args: argparse.Namespace) -> int:
     records = list_runs(args.db, status=args.status)
     if args.json:
-        print(json.dumps([r.as_dict() for r in records], ensure_ascii=False))
+        say(safe_json([r.as_dict() for r in records]))
         return EXIT_DONE
     if not records:
-        print("no runs" + (f" with status {args.status}" if args.status else ""))
+        say("no runs" + (f" with status {args.status}" if args.status else ""))
     for r in records:
         status = "paused" if r.paused else (r.status or "?")
         outcome = r.answer if r.status == "done" else r.break_reason or ""
-        print(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {(r.updated_at or '')[:19]}  "
-              f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
+        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {(r.updated_at or '')[:19]}  "
+            f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
     return EXIT_DONE
 
 
@@ -308,48 +317,48 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     detail = show_run(args.thread, args.db)
     if fmt == "json":
         data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
-        write_output(json.dumps(data, ensure_ascii=False, default=str), args.output)
+        write_output(safe_json(data, default=str), args.output)
         return EXIT_DONE
     state, record = detail.state, detail.run
-    print(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
-          + (" (paused at a break)" if state.get("decision") == "pause" else ""))
-    print(f"task: {state.get('task', record.task if record else '')}")
+    say(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
+        + (" (paused at a break)" if state.get("decision") == "pause" else ""))
+    say(f"task: {state.get('task', record.task if record else '')}")
     if record is not None:
         shown = (record.options or {}).get("tool_detail") or "full"
-        print(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])} ({shown})")
+        say(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])} ({shown})")
     if state.get("answer") is not None:
-        print(f"answer: {state['answer']}")
+        say(f"answer: {state['answer']}")
     if state.get("break_reason"):
-        print(f"break: {state['break_reason']}: {state.get('break_message')}")
-    print("counters: " + json.dumps(state.get("counters") or {}, ensure_ascii=False))
+        say(f"break: {state['break_reason']}: {state.get('break_message')}")
+    say("counters: " + safe_json(state.get("counters") or {}))
     for step in detail.steps:
-        print(f"[run {step.get('run', 1)} step {step.get('index')}] {_short(step.get('thought'), 100)}")
+        say(f"[run {step.get('run', 1)} step {step.get('index')}] {_short(step.get('thought'), 100)}")
         for action in step.get("actions") or []:
-            print(f"  {action.get('tool')} {json.dumps(action.get('args') or {}, ensure_ascii=False)}"
-                  f" -> {_short(action.get('observation'), 100)}")
+            say(f"  {action.get('tool')} {safe_json(action.get('args') or {})}"
+                f" -> {_short(action.get('observation'), 100)}")
         if step.get("answer") is not None:
-            print(f"  answer: {_short(step['answer'], 100)}")
+            say(f"  answer: {_short(step['answer'], 100)}")
         if step.get("parse_error"):
-            print(f"  parse error: {_short(step['parse_error'], 100)}")
+            say(f"  parse error: {_short(step['parse_error'], 100)}")
     for b in detail.breaks:
-        resolved = json.dumps(b.resolution, ensure_ascii=False) if b.resolution else "pending"
-        print(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
+        resolved = safe_json(b.resolution) if b.resolution else "pending"
+        say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
     return EXIT_DONE
 
 
 def cmd_runs_prune(args: argparse.Namespace) -> int:
     report = prune_runs(args.db, keep_last=args.keep_last, older_than_days=args.older_than, vacuum=args.vacuum)
     if args.json:
-        print(json.dumps(report.as_dict()))
+        say(safe_json(report.as_dict()))
         return EXIT_DONE
-    print(f"pruned {report.threads} runs: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
-          + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
+    say(f"pruned {report.threads} runs: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
+        + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
     return EXIT_DONE
 
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
     delete_run(args.thread, args.db)
-    print(f"deleted run {args.thread}")
+    say(f"deleted run {args.thread}")
     return EXIT_DONE
 
 
@@ -368,8 +377,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
                            on_outcome=view.outcome, on_start=view.start)
     except BatchInterrupted as exc:
         # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
-        print(f"reinloop: interrupted: {exc.running} running task(s) left to the other workers (their lease "
-              f"ends in {args.lease:g} s at most)", file=sys.stderr, flush=True)
+        say(f"reinloop: interrupted: {exc.running} running task(s) left to the other workers (their lease "
+            f"ends in {args.lease:g} s at most)", file=sys.stderr, flush=True)
         sys.stdout.flush()
         os._exit(EXIT_ERROR)
     view.summary(report)
@@ -410,7 +419,8 @@ def add_runs_parsers(sub: Any) -> None:
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     p.add_argument("--model", help="override the stored model string")
-    p.add_argument("--base-url", help="override the stored OpenAI-compatible endpoint")
+    p.add_argument("--base-url", help="override the stored OpenAI-compatible endpoint (needed again when it had "
+                                      "credentials: they are never stored)")
     p.add_argument("--protocol", choices=list(PROTOCOLS), help="override the stored protocol")
     add_output_flags(p)
     add_db_flag(p)
@@ -451,7 +461,8 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
     """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout``, ``--model-retries`` and ``--tool-detail``."""
     parser.add_argument("--model", default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
                         help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]")
-    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio)")
+    parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio); a user:password@ "
+                                           "or ?api_key= in it is used, never stored or printed")
     parser.add_argument("--protocol", choices=list(PROTOCOLS), default="tool_calling",
                         help="how the model states its actions; auto falls back to json [tool_calling]")
     parser.add_argument("--model-timeout", type=_limit(float), default=RetryPolicy().timeout, metavar="S",
@@ -542,10 +553,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args))
     except ReinloopError as exc:
-        print(f"reinloop: error: {exc}", file=sys.stderr)
+        say(f"reinloop: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("reinloop: interrupted", file=sys.stderr)
+        say("reinloop: interrupted", file=sys.stderr)
         return EXIT_ERROR
 
 

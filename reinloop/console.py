@@ -29,6 +29,7 @@ from rich.text import Text
 
 from .events import StepEvent
 from .limits import Limits
+from .terminal import safe_json, safe_text
 
 LABEL = 13  # width of "observation: "
 
@@ -74,7 +75,7 @@ class _Status:
         o = self.owner
         elapsed = o.counters.get("elapsed_seconds", 0.0) + (time.time() - o.since)
         line = progress(o.limits, {**o.counters, "steps": o.counters.get("steps", 0) + 1}, elapsed)
-        return Text.assemble(("● ", "cyan"), line, (f" · after {o.node}" if o.node else "", "dim"))
+        return Text.assemble(("● ", "cyan"), line, (f" · after {safe_text(o.node)}" if o.node else "", "dim"))
 
 
 class RunConsole:
@@ -112,8 +113,8 @@ class RunConsole:
             self._live = None
 
     def print(self, text: str | Text = "", style: str = "") -> None:
-        """Print a line of text (above the live progress line)."""
-        self.console.print(text, style=style, markup=False)
+        """Print a line of text (above the live progress line); control characters come out escaped."""
+        self.console.print(safe_text(text) if isinstance(text, str) else text, style=style, markup=False)
 
     def handle(self, event: StepEvent) -> None:
         """Take one event: a completed step is printed when its guard has decided."""
@@ -133,7 +134,7 @@ class RunConsole:
             self.events = []
 
     def _line(self, label: str, value: str, style: str = "") -> None:
-        self.print(Text.assemble((f"  {label + ':':<{LABEL}}", style or "dim"), (value, style)))
+        self.print(Text.assemble((f"  {label + ':':<{LABEL}}", style or "dim"), (safe_text(value), style)))
 
     def _print_step(self, events: list[StepEvent]) -> None:
         by_node = {e["node"]: e for e in events}
@@ -186,5 +187,4 @@ class JsonConsole:
 
     def handle(self, event: StepEvent) -> None:
         """Print one event as a JSON line."""
-        print(json.dumps({"type": "event", **event}, ensure_ascii=False, default=str),
-              file=self.out or sys.stdout, flush=True)
+        print(safe_json({"type": "event", **event}, default=str), file=self.out or sys.stdout, flush=True)

@@ -15,10 +15,11 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from .errors import ConfigurationError, ModelSetupError
+from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .protocols.json_protocol import JsonProtocol
-from .retry import call_with_retries, endpoint_of
+from .redact import scrub
+from .retry import call_with_retries, endpoint_of, model_url
 from .tools.registry import ToolRegistry
 
 KEY_VARIABLES = {
@@ -66,7 +67,7 @@ def resolve_model(
     except ImportError as exc:
         raise ModelSetupError(f"model {model!r}: {exc}") from None
     except ValueError as exc:
-        first = str(exc).splitlines()[0]
+        first = scrub(str(exc), base_url).splitlines()[0]
         raise ModelSetupError(
             f"model {model!r}: {first} Use 'provider:model', e.g. 'openai:gpt-4o-mini'."
         ) from None
@@ -77,7 +78,7 @@ def resolve_model(
                 f"model {model!r} needs an API key: set {var} (or use --base-url for a local "
                 f"OpenAI-compatible server such as Ollama or vLLM)"
             ) from None
-        raise ModelSetupError(f"model {model!r} could not be created: {exc}") from None
+        raise ModelSetupError(f"model {model!r} could not be created: {scrub(str(exc), base_url)}") from None
 
 
 def prepare_model(
@@ -102,10 +103,22 @@ def prepare_model(
 
 
 def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None]) -> BaseMessage:
-    """Call ``llm`` with the run's retry policy; permanent failures raise :class:`ModelCallError`."""
-    return call_with_retries(
-        lambda: llm.invoke(prompt),
-        endpoint=endpoint_of(ctx.model),
-        policy=ctx.retry,
-        seconds_left=seconds_left,
-    )
+    """Call ``llm`` with the run's retry policy; permanent failures raise :class:`ModelCallError`.
+
+    A failure whose message quotes the endpoint's credentials (a client that
+    puts the URL in its errors) is raised as a :class:`ModelCallError` without
+    them: the error is stored with the run and printed.
+    """
+    try:
+        return call_with_retries(
+            lambda: llm.invoke(prompt),
+            endpoint=endpoint_of(ctx.model),
+            policy=ctx.retry,
+            seconds_left=seconds_left,
+            url=model_url(ctx.model),
+        )
+    except Exception as exc:  # not a client error: re-raised as it is, unless it quotes the credentials
+        url = model_url(ctx.model)
+        if url and scrub(repr(exc), url) != repr(exc):
+            raise ModelCallError(scrub(f"{type(exc).__name__}: {exc}", url)) from None
+        raise

@@ -36,6 +36,7 @@ from .errors import ConfigurationError, ThreadNotFoundError
 from .events import StepEvent
 from .graph import ROUTES
 from .runlog import read_steps
+from .terminal import safe_html, safe_json
 
 REPORT_FORMATS = ("html", "json")
 FAILING_NODES = ("parse", "validate", "execute")  # memorize and guard only restate a step's failure
@@ -352,7 +353,7 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
         "observations</th><th>tokens in/out</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
         f"<tbody>\n{rows}\n</tbody></table>"
     )
-    return html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE)
+    return safe_html(html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE))
 
 
 def visualize(graph: Any = None, run: str | None = None, path: str | Path | None = None, *,
@@ -370,7 +371,7 @@ def visualize(graph: Any = None, run: str | None = None, path: str | Path | None
                        for e in (graph or default_graph()).get_graph().edges]}, ensure_ascii=False, indent=2)
     else:
         report = run_report(graph, run, db=db)
-        text = render_html(report, graph) if format == "html" else json.dumps(report, ensure_ascii=False, indent=2, default=str)
+        text = render_html(report, graph) if format == "html" else safe_json(report, indent=2, default=str)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")
     return text

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError
+from .redact import redact_url, scrub
+from .terminal import safe_text
 
 logger = logging.getLogger(__name__)
 
@@ -91,9 +93,10 @@ def retry_after(exc: BaseException) -> float | None:
 
 
 def describe(exc: BaseException, endpoint: str) -> str:
-    """One line: what failed, where, and the fix."""
+    """One line: what failed, where, and the fix (the server's text escaped for a terminal)."""
     status = status_of(exc)
-    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    # the server's own text: shown escaped, since it goes to logs and terminals as it is
+    detail = safe_text(" ".join(str(exc).split())[:200]) or type(exc).__name__
     if status is not None and 200 <= status < 300:
         return f"model endpoint {endpoint} sent a malformed response: {type(exc).__name__}: {detail}"
     if status is not None:
@@ -102,13 +105,19 @@ def describe(exc: BaseException, endpoint: str) -> str:
     return f"model endpoint {endpoint} failed: {type(exc).__name__}: {detail}"
 
 
-def endpoint_of(model: Any) -> str:
-    """Where a model sends its requests, for error messages."""
+def model_url(model: Any) -> str | None:
+    """Where a model sends its requests, as configured (credentials included), if it says."""
     for attr in ("openai_api_base", "base_url", "api_base", "endpoint"):
         value = getattr(model, attr, None)
         if value:
             return str(value)
-    return type(model).__name__
+    return None
+
+
+def endpoint_of(model: Any) -> str:
+    """Where a model sends its requests, for error messages (credentials removed)."""
+    url = model_url(model)
+    return redact_url(url) if url else type(model).__name__
 
 
 def call_with_retries(
@@ -118,15 +127,24 @@ def call_with_retries(
     policy: RetryPolicy,
     seconds_left: Callable[[], float | None],
     sleep: Callable[[float], None] = time.sleep,
+    url: str | None = None,
 ) -> Any:
-    """Run ``call`` until it succeeds, a permanent error occurs, or retries or time run out."""
+    """Run ``call`` until it succeeds, a permanent error occurs, or retries or time run out.
+
+    ``url`` is the endpoint as configured: its credentials are taken out of
+    every message, should the server quote them back.
+    """
+
+    def explain(exc: BaseException) -> str:
+        return scrub(describe(exc, endpoint), url)
+
     for attempt in range(1, policy.attempts + 1):
         try:
             return call()
         except Exception as exc:
             if not is_transient(exc):
                 if status_of(exc) is not None or _is_client_error(exc):
-                    raise ModelCallError(describe(exc, endpoint)) from exc
+                    raise ModelCallError(explain(exc)) from exc
                 raise
             wait = retry_after(exc)
             if wait is None:
@@ -134,16 +152,16 @@ def call_with_retries(
             left = seconds_left()
             if attempt == policy.attempts:
                 raise ModelCallError(
-                    f"{describe(exc, endpoint)}; gave up after {attempt} attempts. "
+                    f"{explain(exc)}; gave up after {attempt} attempts. "
                     f"The run is saved: resume it when the endpoint is back"
                 ) from exc
             if left is not None and wait >= left:
                 raise ModelCallError(
-                    f"{describe(exc, endpoint)}; not retrying: the next wait ({wait:.1f} s) is longer "
+                    f"{explain(exc)}; not retrying: the next wait ({wait:.1f} s) is longer "
                     f"than the {max(left, 0):.1f} s left of max_seconds. The run is saved: resume it with more time"
                 ) from exc
             logger.warning("model call failed (attempt %d/%d), retrying in %.1f s: %s",
-                           attempt, policy.attempts, wait, describe(exc, endpoint))
+                           attempt, policy.attempts, wait, explain(exc))
             sleep(wait)
     raise AssertionError("unreachable")  # pragma: no cover
 

@@ -33,7 +33,7 @@ import sqlite_utils
 
 from .checkpoints import ReinloopSaver, is_postgres_url, open_saver
 from .checkpoints.schema import STEPS
-from .checkpoints.sqlitedb import create_table
+from .checkpoints.sqlitedb import DEFAULT_TIMEOUT, connect, create_table
 from .errors import StorageError
 from .events import StepEvent
 
@@ -151,8 +151,20 @@ def read_steps(db: str | Path | sqlite_utils.Database | ReinloopSaver, thread_id
     if is_postgres_url(db):
         with open_saver(str(db), create=False) as saver:
             return [from_row(row) for row in saver.read_steps(thread_id)]
-    database = open_database(db) if isinstance(db, sqlite_utils.Database) or Path(db).exists() else None
-    if database is None or not database.table("steps").exists():
+    if isinstance(db, sqlite_utils.Database):
+        return _steps_of(db, thread_id)
+    if not Path(db).exists():
+        return []
+    # only reading: a read-only file is read as it is, with no -wal/-shm made beside it
+    database = sqlite_utils.Database(connect(db, timeout=DEFAULT_TIMEOUT, read_only=True, create=False))
+    try:
+        return _steps_of(database, thread_id)
+    finally:
+        database.conn.close()
+
+
+def _steps_of(database: sqlite_utils.Database, thread_id: str) -> list[StepEvent]:
+    if not database.table("steps").exists():
         return []
     rows = database.query("select * from steps where thread_id = ? order by id", [thread_id])
     return [from_row(row) for row in rows]

@@ -14,9 +14,9 @@ The database is ``db`` if given, else ``$REINLOOP_DB``, else ``./reinloop.db``:
 a SQLite file path, or a ``postgresql://`` URL (the same tables and behaviour
 on PostgreSQL, for many workers on many machines; see :mod:`reinloop.batch`).
 ``run`` stores the run's settings (model string, base URL, protocol, tool
-names, limits, system prompt; never an API key) beside its checkpoints, so
-``resume`` can rebuild the same graph in a new process; anything passed to
-``resume`` overrides what was stored.
+names, limits, system prompt; never an API key, and the base URL without its
+credentials) beside its checkpoints, so ``resume`` can rebuild the same graph
+in a new process; anything passed to ``resume`` overrides what was stored.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ from .limits import Limits
 from .models import resolve_model
 from .outcome import Outcome
 from .protocols import OutputProtocol
+from .redact import is_redacted, redact_url
 from .memory.config import Memory
 from .memory.embeddings import HashEmbeddings
 from .retry import RetryPolicy
@@ -61,6 +62,7 @@ DEFAULT_DB = "reinloop.db"
 """The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
 DB_VARIABLE = "REINLOOP_DB"
 TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"
 
 
 def db_location(db: str | Path | None = None) -> str:
@@ -352,7 +354,8 @@ def _rebuild(
     retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
     return _graph(
         saver,
-        resolve_model(model, base_url=base_url or (record.base_url if record else None), timeout=retry.timeout),
+        resolve_model(model, base_url=resume_endpoint(thread_id, base_url, record.base_url if record else None),
+                      timeout=retry.timeout),
         _tool_list(tools, ToolSettings(**options.get("tool_settings") or {})),
         limits=final,
         protocol=protocol or (record.protocol if record and record.protocol else "tool_calling"),
@@ -360,6 +363,23 @@ def _rebuild(
         retry=retry,
         memory=memory_from_settings(options.get("memory")),
         tool_detail=options.get("tool_detail") or "full",
+    )
+
+
+def resume_endpoint(thread_id: str, given: str | None, stored: str | None) -> str | None:
+    """The endpoint a run resumes with: ``given``, else the stored one, whose credentials are never stored.
+
+    A stored endpoint that had credentials is taken from ``$OPENAI_BASE_URL``
+    when that is the same endpoint; otherwise the operator must pass it again.
+    """
+    if given or not is_redacted(stored):
+        return given or stored
+    from_env = os.environ.get(BASE_URL_VARIABLE)
+    if from_env and redact_url(from_env) == stored:
+        return from_env
+    raise ConfigurationError(
+        f"run {thread_id!r} used the endpoint {stored}, whose credentials reinloop never stores; pass the endpoint "
+        f"again with --base-url (base_url= in Python), or set {BASE_URL_VARIABLE} to it"
     )
 
 

@@ -28,9 +28,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, StorageError
+from ..redact import redact_url, scrub
 from .base import now_iso
 from .schema import (
     MIGRATIONS_SPEC,
@@ -53,12 +54,8 @@ def is_postgres_url(db: object) -> bool:
 
 
 def safe_location(url: str) -> str:
-    """The URL without its password, for messages and ``saver.location``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}@{host}"))
+    """The URL without its password or secret parameters (the user name stays), for messages and ``saver.location``."""
+    return redact_url(url, keep_user=True)
 
 
 def _target(url: str) -> tuple[str, str, str]:
@@ -70,7 +67,7 @@ def _target(url: str) -> tuple[str, str, str]:
 
 def describe(exc: Exception, url: str) -> str:
     """A one-line explanation of a psycopg error, naming the server and the fix."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = scrub(" ".join(str(exc).split()), url) or type(exc).__name__
     lowered = text.lower()
     host, user, database = _target(url)
     where = "--db (or REINLOOP_DB)"

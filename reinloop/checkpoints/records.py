@@ -22,6 +22,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from ..errors import ConfigurationError
+from ..redact import redact_urls
 from .base import (
     RUN_SETTINGS,
     BreakRecord,
@@ -85,10 +86,14 @@ class RecordTables:
             )
 
     def record_settings(self, thread_id: str, settings: Mapping[str, Any]) -> None:
-        """Store how a run was started (model, base_url, protocol, tools, limits, system_prompt)."""
+        """Store how a run was started (model, base_url, protocol, tools, limits, system_prompt).
+
+        Every URL among them is stored without its credentials (:func:`~reinloop.redact.redact_url`).
+        """
         unknown = sorted(set(settings) - set(RUN_SETTINGS))
         if unknown:
             raise ConfigurationError(f"unknown run setting(s) {', '.join(unknown)}; valid: {', '.join(RUN_SETTINGS)}")
+        settings = {k: redact_urls(v) if k in ("base_url", "options") else v for k, v in settings.items()}
         columns = {k: (dumps_json(v) if k in ("tools", "limits", "options") and v is not None else v) for k, v in settings.items()}
         now = now_iso()
         names = ", ".join(columns)
@@ -223,14 +228,16 @@ def json_value(data: Any, default: Any) -> Any:
 
 
 def run_record(row: Mapping[str, Any]) -> RunRecord:
-    """A :class:`RunRecord` from a ``runs`` row."""
+    """A :class:`RunRecord` from a ``runs`` row (URLs redacted, also those an older reinloop stored whole)."""
+    plain = ("paused", "counters", "tools", "limits", "options", "base_url")
     return RunRecord(
-        **{k: row[k] for k in RunRecord.__dataclass_fields__ if k not in ("paused", "counters", "tools", "limits", "options")},
+        **{k: row[k] for k in RunRecord.__dataclass_fields__ if k not in plain},
         paused=bool(row["paused"]),
         counters=json_value(row["counters"], {}),
         tools=json_value(row["tools"], None),
         limits=json_value(row["limits"], None),
-        options=json_value(row["options"], None),
+        options=redact_urls(json_value(row["options"], None)),
+        base_url=redact_urls(row["base_url"]),
     )
 
 

@@ -102,6 +102,45 @@ def check_file(path: Path) -> None:
         )
 
 
+def file_kind(mode: int) -> str | None:
+    """What a path that is not a regular file is ("a directory", "a named pipe (FIFO)" ...), or None for a file."""
+    kinds = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+             (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), None if stat.S_ISREG(mode) else "not a regular file")
+
+
+def check_regular(path: Path) -> None:
+    """Refuse a directory, a FIFO (reading it would wait forever), a device such as /dev/null, a socket."""
+    kind = file_kind(path.stat().st_mode)
+    if kind is not None:
+        raise StorageError(f"{path} is {kind}; --db needs a database file")
+
+
+_checked: set[tuple[int, int, int, int]] = set()
+"""Files (device, inode, size, mtime) this process found whole: not read again until they change."""
+
+
+def check_integrity(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse a damaged database before anything is written to it (``PRAGMA quick_check``: every page is read).
+
+    A file is not read again while it has not changed since it was found whole.
+    """
+    info = path.stat()
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    if key in _checked:
+        return
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check(3)")]
+    if problems == ["ok"]:
+        _checked.add(key)
+    else:
+        lines = [line.strip() for p in problems for line in p.splitlines() if line.strip() and "in database" not in line]
+        found = "; ".join(lines[:3]) or "quick_check failed"
+        raise StorageError(
+            f"{path} is damaged ({found}); nothing was written to it: restore it from a backup, "
+            "or use another database with --db"
+        )
+
+
 def is_read_only(path: Path) -> bool:
     """True when the file is not writable, or marked read-only (mode bits) even for root."""
     return not os.access(path, os.W_OK) or not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
@@ -121,19 +160,26 @@ def connect(path: str | Path, *, timeout: float, read_only: bool, create: bool) 
         if not p.parent.is_dir():
             raise StorageError(f"cannot create {p}: the directory {p.parent} does not exist")
     else:
-        if p.is_dir():
-            raise StorageError(f"{p} is a directory; --db needs a database file")
+        check_regular(p)
         check_file(p)
         if not read_only and is_read_only(p):
             raise StorageError(
                 f"{p} is read-only (mode {stat.filemode(p.stat().st_mode)}); make it writable "
                 f"(chmod u+w {p}), or use another database with --db"
             )
-    mode = "ro" if read_only else "rwc"
-    uri = f"file:{quote(str(p.resolve()))}?mode={mode}"
+    uri = f"file:{quote(str(p.resolve()))}?mode={'ro' if read_only else 'rwc'}"
+    wal = p.with_name(p.name + "-wal")
+    if read_only and p.exists() and is_read_only(p) and not wal.exists():
+        uri += "&immutable=1"  # nobody writes a read-only file: read it without creating -wal and -shm beside it
     with storage_errors(str(p), timeout):
         conn = sqlite3.connect(uri, uri=True, timeout=timeout, check_same_thread=False, isolation_level=None)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fails now on a damaged file
+        try:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # fails now on a damaged file
+            if not read_only and p.stat().st_size > 0:
+                check_integrity(conn, p)
+        except BaseException:
+            conn.close()
+            raise
     return conn
 
 

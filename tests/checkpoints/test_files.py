@@ -6,6 +6,9 @@ import hashlib
 import os
 import random
 import sqlite3
+import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -194,3 +197,80 @@ def test_resuming_a_finished_run_is_refused_and_changes_nothing(good_db, capsys)
         "`reinloop run TASK --thread t1`"
     )
     assert digest(good_db) == before
+
+
+# --- odd files, through the CLI in a new process -------------------------------------------------------
+
+
+def cli(*argv: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    """``reinloop ARGV`` in a new process; a hang fails the test after 60 s instead of blocking the suite."""
+    return subprocess.run([sys.executable, "-m", "reinloop", *argv], capture_output=True, text=True, timeout=60,
+                          cwd=cwd, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.returncode == 1, (proc.args, proc.stdout, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("reinloop: error: ") and proc.stdout == "", proc.args
+    return lines[0]
+
+
+def snapshot(folder) -> dict[str, str]:
+    """Every file in ``folder`` with its content hash: shows a changed byte or a new -wal/-shm file."""
+    return {p.name: digest(p) for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+@pytest.fixture
+def cli_db(tmp_path, openai_server):
+    """A run database made by ``reinloop run`` (two steps, in the steps table too), closed."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    path = folder / "runs.db"
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}}]),
+                                completion("42")]
+    made = cli("run", "multiply", "--base-url", openai_server.base_url, "--db", str(path), "--thread", "t1",
+               "--tools", "calculator")
+    assert made.returncode == 0, made.stderr
+    assert snapshot(folder).keys() == {"runs.db"}
+    return path
+
+
+def test_run_on_a_database_damaged_inside_refuses_before_writing_anything(cli_db, openai_server):
+    data = bytearray(cli_db.read_bytes())
+    data[2 * 4096: 5 * 4096] = b"\x5a" * (3 * 4096)  # pages 3-5; the header and the schema page are intact
+    cli_db.write_bytes(bytes(data))
+    before, asked = snapshot(cli_db.parent), len(openai_server.requests)
+    openai_server.responses.append(completion("hi"))
+    line = one_error_line(cli("run", "hello", "--base-url", openai_server.base_url, "--db", str(cli_db)))
+    assert line.startswith(f"reinloop: error: {cli_db} is damaged (") and "nothing was written to it" in line
+    assert snapshot(cli_db.parent) == before and len(openai_server.requests) == asked
+
+
+def test_reading_a_read_only_database_leaves_no_wal_or_shm_beside_it(cli_db):
+    os.chmod(cli_db, 0o444)
+    before = snapshot(cli_db.parent)
+    for argv in (["runs", "list"], ["runs", "list", "--json"], ["runs", "show", "t1"], ["runs", "show", "t1", "--json"],
+                 ["runs", "show", "t1", "--format", "html"]):
+        proc = cli(*argv, "--db", str(cli_db))
+        assert proc.returncode == 0 and "t1" in proc.stdout, (argv, proc.stderr)
+        assert snapshot(cli_db.parent) == before, argv
+
+
+def odd_paths(tmp_path) -> dict[str, tuple[str, str]]:
+    """Paths that are not database files, with what the error calls them."""
+    os.mkfifo(tmp_path / "pipe")
+    (tmp_path / "folder").mkdir()
+    return {"/dev/null": ("/dev/null", "a character device"), "fifo": (str(tmp_path / "pipe"), "a named pipe (FIFO)"),
+            "dir": (str(tmp_path / "folder"), "a directory")}
+
+
+@pytest.mark.parametrize("kind", ["/dev/null", "fifo", "dir"])
+def test_a_device_a_fifo_or_a_directory_as_db_gets_one_line_and_no_hang(kind, tmp_path, openai_server):
+    path, called = odd_paths(tmp_path)[kind]
+    before = snapshot(tmp_path)
+    for argv in (["run", "hi", "--base-url", openai_server.base_url], ["runs", "list"], ["runs", "show", "t1"],
+                 ["resume", "t1"]):
+        line = one_error_line(cli(*argv, "--db", path))
+        assert line == f"reinloop: error: {path} is {called}; --db needs a database file", argv
+    assert snapshot(tmp_path) == before and openai_server.requests == []
+    assert not list((tmp_path / "folder").iterdir()) and stat.S_ISFIFO(os.stat(tmp_path / "pipe").st_mode)
