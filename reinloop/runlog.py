@@ -32,6 +32,7 @@ from typing import Any
 import sqlite_utils
 
 from .checkpoints import ReinloopSaver, is_postgres_url, open_saver
+from .checkpoints.blobs import preview_value
 from .checkpoints.schema import STEPS
 from .checkpoints.sqlitedb import create_table
 from .errors import StorageError
@@ -70,8 +71,13 @@ def open_database(db: str | Path | sqlite_utils.Database) -> sqlite_utils.Databa
 
 
 def to_row(event: StepEvent) -> dict[str, Any]:
-    """An event as a ``steps`` row: known columns only, lists and dicts as JSON."""
-    row = {k: v for k, v in event.items() if k in STEPS_COLUMNS and k != "id"}
+    """An event as a ``steps`` row: known columns only, lists and dicts as JSON, long strings as previews.
+
+    A string longer than :data:`~reinloop.checkpoints.blobs.PREVIEW_CHARS` (a tool's arguments, an
+    observation, a long answer) keeps its start, its length and its sha256; the run's state holds it
+    whole (in the ``blobs`` table of a run database, under that hash).
+    """
+    row = {k: preview_value(v) for k, v in event.items() if k in STEPS_COLUMNS and k != "id"}
     for key in JSON_COLUMNS:
         if key in row:
             row[key] = json.dumps(row[key], ensure_ascii=False, default=str)
