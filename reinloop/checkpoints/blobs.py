@@ -32,6 +32,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import orjson
+
 BLOB_MIN_CHARS = 1024
 """Strings at least this long (in characters) are stored once, in ``blobs``."""
 
@@ -44,8 +46,8 @@ REF = "\x00blob:"
 JSON_REFS = "json-refs"
 """The ``type`` of a value stored as JSON text whose long strings are references to blobs."""
 
-REF_PATTERN = re.compile(r"\\u0000blob:([0-9a-f]{64})")
-"""A reference as it appears in the JSON text of a stored value."""
+REF_PATTERN = re.compile(r'"\\u0000blob:([0-9a-f]{64})"')
+"""A reference as a JSON string; it is one only where a string can start (see :func:`is_ref`)."""
 
 _DIGESTS: OrderedDict[int, tuple[str, str]] = OrderedDict()
 _DIGEST_CACHE = 64  # the same 20 MB string is encoded about ten times per step: hash it once
@@ -83,39 +85,37 @@ def externalize(value: Any, blobs: dict[str, str]) -> Any:
     return value
 
 
-def references(value: Any, found: set[str]) -> set[str]:
-    """The blob hashes ``value`` (a decoded ``json-refs`` value) refers to, added to ``found``."""
-    kind = type(value)
-    if kind is str:
-        if value.startswith(REF):
-            found.add(value[len(REF):])
-    elif kind is list:
-        for v in value:
-            references(v, found)
-    elif kind is dict:
-        for v in value.values():
-            references(v, found)
-    return found
+def as_text(data: str | bytes | memoryview) -> str:
+    """Stored JSON text (PostgreSQL returns bytes) as ``str``."""
+    return data if isinstance(data, str) else bytes(data).decode("utf-8", "surrogatepass")
 
 
-def internalize(value: Any, texts: Mapping[str, str]) -> Any:
-    """``value`` with its references replaced by the texts they name."""
-    kind = type(value)
-    if kind is str:
-        return texts[value[len(REF):]] if value.startswith(REF) else value
-    if kind is list:
-        return [internalize(v, texts) for v in value]
-    if kind is dict:
-        return {k: internalize(v, texts) for k, v in value.items()}
-    return value
+def is_ref(match: re.Match[str]) -> bool:
+    """True when a :data:`REF_PATTERN` match is a whole JSON string value, not part of a string or a key.
+
+    In compact JSON a string starts the text or follows ``[``, ``,`` or ``:``; inside a string
+    a quote is always escaped (``\\"``), so a match there follows a backslash; a key is followed by ``:``.
+    """
+    start, end, text = match.start(), match.end(), match.string
+    return (start == 0 or text[start - 1] in "[,:") and (end == len(text) or text[end] != ":")
+
+
+def references(text: str) -> set[str]:
+    """The blob hashes the JSON text of a ``json-refs`` value refers to."""
+    return {m.group(1) for m in REF_PATTERN.finditer(text) if is_ref(m)}
+
+
+def inline(text: str, texts: Mapping[str, str]) -> str:
+    """The JSON text of a ``json-refs`` value with each reference replaced by the (JSON) text it names."""
+    return REF_PATTERN.sub(lambda m: orjson.dumps(texts[m.group(1)]).decode() if is_ref(m) else m.group(0), text)
 
 
 def referenced_in(texts: Iterable[str | bytes | None]) -> set[str]:
-    """The blob hashes named in stored JSON texts (a superset is harmless: it only keeps a blob)."""
+    """The blob hashes named in the JSON texts of stored values."""
     found: set[str] = set()
     for text in texts:
         if text is not None:
-            found.update(REF_PATTERN.findall(text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")))
+            found |= references(as_text(text))
     return found
 
 

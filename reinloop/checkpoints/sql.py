@@ -38,7 +38,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import ConfigurationError, StorageError
 from .base import JSON, PROJECTED, BlobKey, ListHead, ReinloopSaver, decode, dumps_json, encode, list_row, now_iso, reachable
-from .blobs import BLOB_MIN_CHARS, JSON_REFS, externalize, internalize, referenced_in, references
+from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
 from .queue import TaskQueue
 from .records import RecordTables
 from .schema import Table, table, thread_tables
@@ -253,8 +253,8 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         """A stored value, its references to blobs replaced by their texts."""
         if type_ != JSON_REFS:
             return decode(self.serde, type_, data)
-        value = orjson.loads(data)
-        return internalize(value, self._texts(tx, thread_id, references(value, set()), memo))
+        text = as_text(data)
+        return orjson.loads(inline(text, self._texts(tx, thread_id, references(text), memo)))
 
     def _texts(self, tx: Tx, thread_id: str, hashes: set[str], memo: Memo | None) -> dict[str, str]:
         """The texts of the blobs ``hashes`` of a thread (those already in ``memo`` are not read again)."""
@@ -265,7 +265,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
             for h, text in tx.execute(
                 f"SELECT hash, value FROM blobs WHERE thread_id = ? AND hash IN ({marks})", (thread_id, *wanted)
             ).fetchall():
-                known[h] = text if isinstance(text, str) else bytes(text).decode("utf-8", "surrogatepass")
+                known[h] = as_text(text)
         missing = sorted(hashes - known.keys())
         if missing:
             raise StorageError(

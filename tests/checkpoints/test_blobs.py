@@ -124,7 +124,9 @@ def test_a_paused_run_with_long_strings_resumes_and_the_model_sees_them_whole(db
 
 
 def test_strings_that_look_like_blob_references_come_back_unchanged(tmp_path):
-    tricky = {"short": REF + "0" * 64, "long": REF + "x" * BLOB_MIN_CHARS, "list": [REF, "a" * BLOB_MIN_CHARS]}
+    ref = REF + "0" * 64
+    tricky = {"short": ref, "quoted": f'"{ref}"', "keys": {"a": 1, ref: [f",{ref}", f'["{ref}"]'], ref[:-1] + "1": ref},
+              "long": REF + "x" * BLOB_MIN_CHARS, "list": [REF, "a" * BLOB_MIN_CHARS]}
     with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
         from langgraph.checkpoint.base import empty_checkpoint
