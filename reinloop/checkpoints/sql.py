@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import json
 import threading
-
-import orjson
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
+import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -115,6 +114,8 @@ WRITE_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task
 WRITE_REPLACE = upsert(table("checkpoint_writes"), WRITE_COLUMNS)
 WRITE_KEEP = upsert(table("checkpoint_writes"), WRITE_COLUMNS, replace=False)
 BLOB_INSERT = upsert(table("blobs"), ("thread_id", "hash", "chars", "value", "created_at"), replace=False)
+BATCH = 500
+"""Hashes per ``IN (...)`` list (SQLite allows 32,766 parameters per statement)."""
 BLOB_CHANNEL = "\x00blobs"
 """The channel name under which a :data:`Memo` keeps the blob texts of a thread it read (hash -> text)."""
 
@@ -241,13 +242,21 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         """Write the texts of ``blobs`` the thread does not have yet."""
         if not blobs:
             return
-        marks = ", ".join("?" * len(blobs))
-        have = {r[0] for r in tx.execute(
-            f"SELECT hash FROM blobs WHERE thread_id = ? AND hash IN ({marks})", (thread_id, *blobs)).fetchall()}
+        have = {r[0] for r in self._blob_rows(tx, "hash", thread_id, list(blobs))}
         now = now_iso()
         rows = [(thread_id, h, len(text), self._blob(text), now) for h, text in blobs.items() if h not in have]
         if rows:
             tx.executemany(BLOB_INSERT, rows)
+
+    @staticmethod
+    def _blob_rows(tx: Tx, columns: str, thread_id: str, hashes: list[str]) -> list[Any]:
+        """``columns`` of the thread's blobs with these hashes, :data:`BATCH` hashes per query."""
+        rows: list[Any] = []
+        for start in range(0, len(hashes), BATCH):
+            chunk = hashes[start:start + BATCH]
+            rows += tx.execute(f"SELECT {columns} FROM blobs WHERE thread_id = ? AND hash IN ({', '.join('?' * len(chunk))})",
+                               (thread_id, *chunk)).fetchall()
+        return rows
 
     def _decode(self, tx: Tx, thread_id: str, type_: str, data: Any, memo: Memo | None = None) -> Any:
         """A stored value, its references to blobs replaced by their texts."""
@@ -259,13 +268,8 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
     def _texts(self, tx: Tx, thread_id: str, hashes: set[str], memo: Memo | None) -> dict[str, str]:
         """The texts of the blobs ``hashes`` of a thread (those already in ``memo`` are not read again)."""
         known = {} if memo is None else memo.setdefault((thread_id, "", BLOB_CHANNEL), {})
-        wanted = [h for h in hashes if h not in known]
-        if wanted:
-            marks = ", ".join("?" * len(wanted))
-            for h, text in tx.execute(
-                f"SELECT hash, value FROM blobs WHERE thread_id = ? AND hash IN ({marks})", (thread_id, *wanted)
-            ).fetchall():
-                known[h] = as_text(text)
+        for h, text in self._blob_rows(tx, "hash, value", thread_id, [h for h in hashes if h not in known]):
+            known[h] = as_text(text)
         missing = sorted(hashes - known.keys())
         if missing:
             raise StorageError(

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from langchain_core.tools import tool
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from reinloop import Limits, Memory, runs
@@ -129,8 +130,6 @@ def test_strings_that_look_like_blob_references_come_back_unchanged(tmp_path):
               "long": REF + "x" * BLOB_MIN_CHARS, "list": [REF, "a" * BLOB_MIN_CHARS]}
     with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
         config = {"configurable": {"thread_id": "t", "checkpoint_ns": ""}}
-        from langgraph.checkpoint.base import empty_checkpoint
-
         checkpoint = empty_checkpoint()
         checkpoint["channel_values"] = {"x": tricky}
         checkpoint["channel_versions"] = {"x": saver.get_next_version(None)}
@@ -138,6 +137,18 @@ def test_strings_that_look_like_blob_references_come_back_unchanged(tmp_path):
         saver.put_writes(stored, [("x", tricky)], "task-1")
         got = saver.get_tuple(stored)
         assert got.checkpoint["channel_values"]["x"] == tricky and got.pending_writes[0][2] == tricky
+
+
+def test_a_value_with_more_long_strings_than_one_query_reads_back_whole(tmp_path):
+    texts = [f"{i:05d} " + "y" * BLOB_MIN_CHARS for i in range(1200)]  # more hashes than one IN (...) list holds
+    with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
+        checkpoint = empty_checkpoint()
+        checkpoint["channel_values"] = {"x": {"texts": texts}}
+        checkpoint["channel_versions"] = {"x": saver.get_next_version(None)}
+        stored = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {},
+                           checkpoint["channel_versions"])
+        assert saver.get_tuple(stored).checkpoint["channel_values"]["x"]["texts"] == texts
+        assert saver.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 1200
 
 
 def test_pruning_and_deleting_drop_the_blobs_nothing_refers_to_any_more(db_url):
