@@ -32,6 +32,7 @@ from typing import Any
 import sqlite_utils
 
 from .checkpoints import ReinloopSaver, is_postgres_url, open_saver
+from .checkpoints.blobs import PREVIEW_CHARS, preview_value
 from .checkpoints.schema import STEPS
 from .checkpoints.sqlitedb import DEFAULT_TIMEOUT, connect, create_table
 from .errors import StorageError
@@ -42,6 +43,9 @@ STEPS_COLUMNS: tuple[str, ...] = tuple(c.name for c in STEPS.columns)
 """The ``steps`` table: an autoincrement ``id`` (the order of events), then the event's keys."""
 
 JSON_COLUMNS = ("actions", "hints", "counters", "memory", "data")
+
+ANSWER_CHARS = 20_000
+"""Longest final answer the ``steps`` table keeps whole (a longer one is a preview with its hash)."""
 
 
 def create_steps_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
@@ -70,8 +74,15 @@ def open_database(db: str | Path | sqlite_utils.Database) -> sqlite_utils.Databa
 
 
 def to_row(event: StepEvent) -> dict[str, Any]:
-    """An event as a ``steps`` row: known columns only, lists and dicts as JSON."""
-    row = {k: v for k, v in event.items() if k in STEPS_COLUMNS and k != "id"}
+    """An event as a ``steps`` row: known columns only, lists and dicts as JSON, long strings as previews.
+
+    A string longer than :data:`~reinloop.checkpoints.blobs.PREVIEW_CHARS` (a tool's arguments, an
+    observation, a thought) keeps its start, its length and its sha256; the run's state holds it
+    whole (in the ``blobs`` table of a run database, under that hash). A final answer, which reports
+    show from this table, is kept whole up to :data:`ANSWER_CHARS`.
+    """
+    row = {k: preview_value(v, ANSWER_CHARS if k == "answer" else PREVIEW_CHARS)
+           for k, v in event.items() if k in STEPS_COLUMNS and k != "id"}
     for key in JSON_COLUMNS:
         if key in row:
             row[key] = json.dumps(row[key], ensure_ascii=False, default=str)

@@ -78,11 +78,17 @@ def facts_summary(messages: Sequence[BaseMessage], max_chars: int = 160) -> str:
 
     It reads reinloop's summarizer prompt (``Step N:`` blocks) and keeps, per
     step, the sentences of its observations and answer that contain a digit
-    (else the first sentence), cut to ``max_chars`` per step.
+    (else the first sentence), cut to ``max_chars`` per step. Asked to merge
+    summary lines, it keeps their sentences with a digit, up to ``2 * max_chars``.
     """
     body = message_text(messages[-1]) if messages else ""
+    blocks = _STEP.split(body)[1:]
+    if not blocks:  # summary lines to merge (reinloop.memory.summary.refold_lines): keep their numbers
+        lines = [line.split(": ", 1)[-1] for line in body.split("\n\n", 1)[-1].splitlines()]
+        sentences = [s.strip() for line in lines for s in _SENTENCE.findall(line) if s.strip()]
+        return " ".join(s for s in sentences if any(ch.isdigit() for ch in s))[: 2 * max_chars] or "nothing of note"
     facts = []
-    for block in _STEP.split(body)[1:]:
+    for block in blocks:
         results = [line.split(" -> ", 1)[-1] for line in block.splitlines() if " -> " in line or "answer:" in line]
         sentences = [s.strip() for r in results for s in _SENTENCE.findall(r) if s.strip()]
         numeric = [s for s in sentences if any(ch.isdigit() for ch in s)]

@@ -132,3 +132,26 @@ def test_the_run_database_uses_wal_so_readers_do_not_block_a_run(tmp_path):
     assert sqlite3.connect(tmp_path / "w.db").execute("pragma journal_mode").fetchone() == ("wal",)
 
 
+
+
+def test_a_step_row_keeps_a_preview_of_a_long_observation_and_a_long_answer_whole(tmp_path):
+    from langchain_core.tools import tool
+
+    from reinloop import build_graph
+    from reinloop.checkpoints.blobs import PREVIEW_CHARS
+    from reinloop.testing import ScriptedChatModel, tool_call
+
+    @tool
+    def dump(part: int) -> str:
+        """A long log."""
+        return "log line. " * 150
+
+    answer = "The whole answer. " * 200
+    log = RunLog(tmp_path / "runs.db")
+    graph = build_graph(ScriptedChatModel(replies=[[tool_call("dump", {"part": 1})], answer]), [dump], sinks=[log])
+    graph.invoke({"task": "t"})
+    rows = {r["node"]: r for r in log.db.query("select node, actions, answer from steps where node in ('execute', 'parse')")}
+    observation = json.loads(rows["execute"]["actions"])[0]["observation"]
+    assert observation.startswith("log line. ") and len(observation) < PREVIEW_CHARS + 100 and "1,500 chars in all; sha256 " in observation
+    (memorized,) = log.db.query("select answer from steps where node = 'memorize' and answer is not null")
+    assert memorized["answer"] == answer.strip() and len(answer) > 3000

@@ -21,7 +21,10 @@ twice:
   version (``kind='append'``); every :data:`JUMP`-th version instead stores
   the items since the previous such version, so reading walks about
   ``JUMP + n/JUMP`` rows back to a whole value (one recursive query), and
-  values already read are reused.
+  values already read are reused;
+- a long string (a tool's arguments, an observation) is stored once per
+  thread in ``blobs``, and every value or pending write that holds it keeps a
+  reference (:mod:`reinloop.checkpoints.blobs`).
 
 Values that are plain data are stored as JSON text, so ``sqlite-utils`` or
 Datasette can read a run without Python; anything else (LangGraph's own

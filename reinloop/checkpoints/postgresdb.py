@@ -203,6 +203,8 @@ def migrate(conn: Any, location: str, *, read_only: bool = False, create: bool =
             for spec in migration.tables:
                 for statement in table_ddl(spec):
                     conn.execute(statement)
+            for name, column in migration.columns:
+                conn.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {column.name} {PG_TYPES[column.type]}")
             conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (%s, %s, %s)",
                          (migration.version, migration.name, now_iso()))
     return latest_version()

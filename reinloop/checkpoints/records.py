@@ -33,6 +33,7 @@ from .base import (
     resume_value,
     run_summary,
 )
+from .blobs import BLOB_MIN_CHARS, digest, preview
 from .schema import table
 
 JOURNAL_KEY = ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")
@@ -52,6 +53,8 @@ class RecordTables:
     dialect: Any
     _read: Any
     _write: Any
+    _store_blobs: Any
+    _texts: Any
 
     # -- runs and breaks -----------------------------------------------------------------------
 
@@ -162,26 +165,49 @@ class RecordTables:
         with self._write() as tx:
             tx.execute(
                 insert_sql("tool_journal", list(row)) + f" ON CONFLICT ({', '.join(JOURNAL_KEY)}) DO UPDATE SET {updates}"
-                ", finished_at = NULL, observation = NULL, error = NULL",
+                ", finished_at = NULL, observation = NULL, observation_hash = NULL, error = NULL",
                 tuple(row.values()),
             )
 
     def journal_finish(self, key: Mapping[str, Any], result: Mapping[str, Any]) -> None:
-        """Record the result (``finished_at``, ``observation``, ``error``) of a journaled call."""
+        """Record the result (``finished_at``, ``observation``, ``error``) of a journaled call.
+
+        A long observation is stored once, in ``blobs``; the row keeps a preview and its hash.
+        """
+        result = dict(result)
+        text = result.get("observation")
+        blobs = {}
+        if isinstance(text, str) and len(text) >= BLOB_MIN_CHARS:
+            blobs[digest(text)] = text
+            result.update(observation=preview(text), observation_hash=digest(text))
         sets = ", ".join(f"{c} = ?" for c in result)
         with self._write() as tx:
+            self._store_blobs(tx, str(key["thread_id"]), blobs)
             tx.execute(f"UPDATE tool_journal SET {sets} WHERE {_match(JOURNAL_KEY)}",
                        (*result.values(), *(key[c] for c in JOURNAL_KEY)))
 
     def journal_get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The journal row with this key, or None."""
-        rows = self.query(f"SELECT * FROM tool_journal WHERE {_match(JOURNAL_KEY)}", tuple(key[c] for c in JOURNAL_KEY))
+        """The journal row with this key (its whole observation), or None."""
+        rows = self._journal(f"WHERE {_match(JOURNAL_KEY)}", tuple(key[c] for c in JOURNAL_KEY))
         return rows[0] if rows else None
 
     def journal_rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """Every journal row (of one thread), oldest first."""
+        """Every journal row (of one thread), oldest first, with whole observations."""
         where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
-        return self.query(f"SELECT * FROM tool_journal {where} ORDER BY started_at", params)
+        return self._journal(f"{where} ORDER BY started_at", params)
+
+    def _journal(self, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        """Journal rows, each observation stored in ``blobs`` read back whole."""
+        with self._read() as tx:
+            cursor = tx.execute(f"SELECT * FROM tool_journal {where}", params)
+            rows = cursor.fetchall()
+            names = [d[0] for d in cursor.description]
+            found = [dict(zip(names, row)) for row in rows]
+            for row in found:
+                if row.get("observation_hash"):
+                    texts = self._texts(tx, row["thread_id"], {row["observation_hash"]}, None)
+                    row["observation"] = texts[row["observation_hash"]]
+        return found
 
     # -- memories: the memory store's seam -----------------------------------------------------
 

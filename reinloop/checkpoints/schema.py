@@ -7,9 +7,11 @@ sqlite-utils, :mod:`reinloop.checkpoints.postgresdb` with PostgreSQL's types
 migrations it has applied (table ``migrations``); opening it applies the
 missing ones, in order, in one transaction each.
 
-To add a table (per-step records, a tool journal, memories ...), append a
-``Migration`` with the next number to :data:`MIGRATIONS`; never edit an
-applied one.
+To add a table (per-step records, a tool journal, memories ...) or a column
+to an existing table, append a ``Migration`` with the next number to
+:data:`MIGRATIONS`; never edit an applied one. :func:`table` and
+:func:`tables` give the latest shape of each table: its columns from every
+migration.
 
 Column types are logical: ``text``, ``integer``, ``float``, ``json`` (JSON
 text, readable with ``json_extract``) and ``value`` (a serialised value whose
@@ -20,7 +22,7 @@ an embedding).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from ..errors import StorageError
@@ -65,11 +67,13 @@ class Table:
 
 @dataclass(frozen=True)
 class Migration:
-    """A numbered schema change: the tables it creates."""
+    """A numbered schema change: the tables it creates, and the columns it adds to older tables."""
 
     version: int
     name: str
     tables: tuple[Table, ...] = field(default_factory=tuple)
+    columns: tuple[tuple[str, Column], ...] = field(default_factory=tuple)
+    """``(table name, column)``: added with ``ALTER TABLE ... ADD COLUMN`` (nullable, no default)."""
 
 
 def _key(*names: str) -> tuple[Column, ...]:
@@ -281,11 +285,27 @@ TASKS = Table(
     per_thread=False,  # a queue entry, not the run's data: deleting a run leaves the batch's record
 )
 
+BLOBS = Table(
+    "blobs",
+    "Long strings of a thread (model replies, tool arguments, observations), stored once, keyed by the "
+    "sha256 of their UTF-8 text: channel values and writes of type 'json-refs' and the tool journal "
+    "point at them (reinloop.checkpoints.blobs).",
+    columns=(
+        Column("thread_id", "text", not_null=True),
+        Column("hash", "text", not_null=True),
+        Column("chars", "integer", not_null=True),
+        Column("value", "value", not_null=True),
+        Column("created_at"),
+    ),
+    pk=("thread_id", "hash"),
+)
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "checkpoints, channel values and writes", (CHECKPOINTS, CHANNEL_VALUES, CHECKPOINT_WRITES)),
     Migration(2, "runs and breaks", (RUNS, BREAKS)),
     Migration(3, "step records, tool journal and memories", (STEPS, TOOL_JOURNAL, MEMORIES)),
     Migration(4, "the batch task queue", (TASKS,)),
+    Migration(5, "long strings stored once", (BLOBS,), columns=(("tool_journal", Column("observation_hash")),)),
 )
 """Every schema change, in order. Append only."""
 
@@ -295,7 +315,7 @@ MIGRATIONS_TABLE = "migrations"
 
 def thread_tables() -> list[str]:
     """Every table whose rows belong to a thread: what deleting or copying a thread touches."""
-    return [t.name for m in MIGRATIONS for t in m.tables if t.per_thread and any(c.name == "thread_id" for c in t.columns)]
+    return [t.name for t in LATEST.values() if t.per_thread and any(c.name == "thread_id" for c in t.columns)]
 
 
 def latest_version() -> int:
@@ -303,18 +323,28 @@ def latest_version() -> int:
     return max(m.version for m in MIGRATIONS)
 
 
-def table(name: str) -> Table:
-    """The spec of one of reinloop's tables."""
+def _latest() -> dict[str, Table]:
+    """Every table in its latest shape (the columns later migrations added included), in migration order."""
+    shapes: dict[str, Table] = {}
     for migration in MIGRATIONS:
         for t in migration.tables:
-            if t.name == name:
-                return t
-    raise KeyError(name)
+            shapes[t.name] = t
+        for name, column in migration.columns:
+            shapes[name] = replace(shapes[name], columns=(*shapes[name].columns, column))
+    return shapes
+
+
+LATEST = _latest()
+
+
+def table(name: str) -> Table:
+    """The spec of one of reinloop's tables, in its latest shape."""
+    return LATEST[name]
 
 
 def tables() -> list[Table]:
     """Every table of the latest schema, in migration order."""
-    return [t for m in MIGRATIONS for t in m.tables]
+    return list(LATEST.values())
 
 
 MIGRATIONS_SPEC = Table(

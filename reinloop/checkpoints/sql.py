@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, NamedTuple, Protocol
 
+import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
     WRITES_IDX_MAP,
@@ -35,7 +36,8 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import ConfigurationError, StorageError
-from .base import PROJECTED, BlobKey, ListHead, ReinloopSaver, decode, encode, list_row, reachable
+from .base import JSON, PROJECTED, BlobKey, ListHead, ReinloopSaver, decode, dumps_json, encode, list_row, now_iso, reachable
+from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
 from .queue import TaskQueue
 from .records import RecordTables
 from .schema import Table, table, thread_tables
@@ -111,6 +113,11 @@ VALUE_INSERT = upsert(table("channel_values"), VALUE_COLUMNS)
 WRITE_COLUMNS = ("thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "task_path", "idx", "channel", "type", "value")
 WRITE_REPLACE = upsert(table("checkpoint_writes"), WRITE_COLUMNS)
 WRITE_KEEP = upsert(table("checkpoint_writes"), WRITE_COLUMNS, replace=False)
+BLOB_INSERT = upsert(table("blobs"), ("thread_id", "hash", "chars", "value", "created_at"), replace=False)
+BATCH = 500
+"""Hashes per ``IN (...)`` list (SQLite allows 32,766 parameters per statement)."""
+BLOB_CHANNEL = "\x00blobs"
+"""The channel name under which a :data:`Memo` keeps the blob texts of a thread it read (hash -> text)."""
 
 
 class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
@@ -168,14 +175,15 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         md = get_serializable_checkpoint_metadata(config, metadata)
         with self.lock:
             parent = self._parent_versions(thread_id, ns, conf.get("checkpoint_id"))
-            rows, lists = [], {}
+            rows, lists, blobs = [], {}, {}
             for channel, version in new_versions.items():
-                row, head = self._value_row(thread_id, ns, channel, str(version), values, parent.get(channel))
+                row, head = self._value_row(thread_id, ns, channel, str(version), values, parent.get(channel), blobs)
                 rows.append(row)
                 if head is not None:
                     lists[(thread_id, ns, channel)] = head
             type_, data = encode(self.serde, skeleton)
             with self._write() as tx:
+                self._store_blobs(tx, thread_id, blobs)
                 if rows:
                     tx.executemany(VALUE_INSERT, rows)
                 tx.execute(CHECKPOINT_INSERT, (
@@ -202,19 +210,73 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         return dict(decode(self.serde, *row).get("channel_versions") or {}) if row else {}
 
     def _value_row(
-        self, thread_id: str, ns: str, channel: str, version: str, values: Mapping[str, Any], base: Any
+        self, thread_id: str, ns: str, channel: str, version: str, values: Mapping[str, Any], base: Any,
+        blobs: dict[str, str],
     ) -> tuple[tuple[Any, ...], ListHead | None]:
         """The ``channel_values`` row for one changed channel, and the list head to remember."""
         if channel not in values:
             return (thread_id, ns, channel, version, "empty", None, None, "empty", None), None
         value = values[channel]
         if type(value) is not list:
-            type_, data = encode(self.serde, value)
-            return (thread_id, ns, channel, version, "value", None, None, type_, self._blob(data)), None
+            type_, data = self._encode(value, blobs)
+            return (thread_id, ns, channel, version, "value", None, None, type_, data), None
         head = self._lists.get((thread_id, ns, channel))
         kind, base_version, payload, new_head = list_row(head, None if base is None else str(base), version, value)
-        type_, data = encode(self.serde, payload)
-        return (thread_id, ns, channel, version, kind, base_version, len(value), type_, self._blob(data)), new_head
+        type_, data = self._encode(payload, blobs)
+        return (thread_id, ns, channel, version, kind, base_version, len(value), type_, data), new_head
+
+    # -- long strings, stored once (reinloop.checkpoints.blobs) ------------------------------
+
+    def _encode(self, value: Any, blobs: dict[str, str]) -> tuple[str, Any]:
+        """``(type, data)`` of a value to store; its long strings become references, their texts go to ``blobs``."""
+        type_, data = encode(self.serde, value)
+        if type_ == JSON and len(data) >= BLOB_MIN_CHARS:  # a shorter text cannot hold a long string
+            found: dict[str, str] = {}
+            slim = externalize(value, found)
+            if found:
+                blobs.update(found)
+                type_, data = JSON_REFS, dumps_json(slim)
+        return type_, self._blob(data)
+
+    def _store_blobs(self, tx: Tx, thread_id: str, blobs: Mapping[str, str]) -> None:
+        """Write the texts of ``blobs`` the thread does not have yet."""
+        if not blobs:
+            return
+        have = {r[0] for r in self._blob_rows(tx, "hash", thread_id, list(blobs))}
+        now = now_iso()
+        rows = [(thread_id, h, len(text), self._blob(text), now) for h, text in blobs.items() if h not in have]
+        if rows:
+            tx.executemany(BLOB_INSERT, rows)
+
+    @staticmethod
+    def _blob_rows(tx: Tx, columns: str, thread_id: str, hashes: list[str]) -> list[Any]:
+        """``columns`` of the thread's blobs with these hashes, :data:`BATCH` hashes per query."""
+        rows: list[Any] = []
+        for start in range(0, len(hashes), BATCH):
+            chunk = hashes[start:start + BATCH]
+            rows += tx.execute(f"SELECT {columns} FROM blobs WHERE thread_id = ? AND hash IN ({', '.join('?' * len(chunk))})",
+                               (thread_id, *chunk)).fetchall()
+        return rows
+
+    def _decode(self, tx: Tx, thread_id: str, type_: str, data: Any, memo: Memo | None = None) -> Any:
+        """A stored value, its references to blobs replaced by their texts."""
+        if type_ != JSON_REFS:
+            return decode(self.serde, type_, data)
+        text = as_text(data)
+        return orjson.loads(inline(text, self._texts(tx, thread_id, references(text), memo)))
+
+    def _texts(self, tx: Tx, thread_id: str, hashes: set[str], memo: Memo | None) -> dict[str, str]:
+        """The texts of the blobs ``hashes`` of a thread (those already in ``memo`` are not read again)."""
+        known = {} if memo is None else memo.setdefault((thread_id, "", BLOB_CHANNEL), {})
+        for h, text in self._blob_rows(tx, "hash, value", thread_id, [h for h in hashes if h not in known]):
+            known[h] = as_text(text)
+        missing = sorted(hashes - known.keys())
+        if missing:
+            raise StorageError(
+                f"{self.location}: thread {thread_id!r} refers to {len(missing)} stored text(s) that are missing from "
+                f"the blobs table (first: {missing[0]}); the database was edited or damaged"
+            )
+        return known
 
     def _remember(self, lists: Mapping[tuple[str, str, str], ListHead]) -> None:
         for key, item in lists.items():
@@ -232,11 +294,12 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         conf = config["configurable"]
         key = (str(conf["thread_id"]), str(conf.get("checkpoint_ns", "")), str(conf["checkpoint_id"]))
         replace = all(w[0] in WRITES_IDX_MAP for w in writes)
-        rows = []
+        rows, blobs = [], {}
         for idx, (channel, value) in enumerate(writes):
-            type_, data = encode(self.serde, value)
-            rows.append((*key, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel, type_, self._blob(data)))
+            type_, data = self._encode(value, blobs)
+            rows.append((*key, task_id, task_path, WRITES_IDX_MAP.get(channel, idx), channel, type_, data))
         with self._write() as tx:
+            self._store_blobs(tx, key[0], blobs)
             if rows:
                 tx.executemany(WRITE_REPLACE if replace else WRITE_KEEP, rows)
             self._record_breaks(tx, key, writes)
@@ -333,7 +396,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
             checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=(json.loads(metadata) if isinstance(metadata, str) else dict(metadata)) if metadata else {},
             parent_config=ref(parent_id) if parent_id else None,
-            pending_writes=[(w[0], w[1], decode(self.serde, w[2], w[3])) for w in writes],
+            pending_writes=[(w[0], w[1], self._decode(tx, thread_id, w[2], w[3], memo)) for w in writes],
         )
 
     def _values(self, tx: Tx, thread_id: str, ns: str, versions: Mapping[str, Any], memo: Memo) -> dict[str, Any]:
@@ -355,7 +418,8 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
             known = memo.setdefault((thread_id, ns, channel), {})
             if version not in known:
                 known[version] = (
-                    decode(self.serde, type_, data) if kind == "value" else self._chain(tx, (thread_id, ns, channel), version, known)
+                    self._decode(tx, thread_id, type_, data, memo) if kind == "value"
+                    else self._chain(tx, (thread_id, ns, channel), version, known, memo)
                 )
             value = known[version]
             if isinstance(value, Prefix):
@@ -366,7 +430,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
             values[channel] = value
         return values
 
-    def _chain(self, tx: Tx, key: tuple[str, str, str], version: str, known: dict[str, Any]) -> list[Any]:
+    def _chain(self, tx: Tx, key: tuple[str, str, str], version: str, known: dict[str, Any], memo: Memo) -> list[Any]:
         """Rebuild an appended list: walk back to a whole value (or one already known), then append."""
         thread_id, ns, channel = key
         cached = self._lists.get(key)
@@ -384,9 +448,9 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
                 start = start.items[: start.length] if isinstance(start, Prefix) else start
                 break
             if kind == "value":
-                start = decode(self.serde, type_, data)
+                start = self._decode(tx, thread_id, type_, data, memo)
                 break
-            suffixes.append(decode(self.serde, type_, data))
+            suffixes.append(self._decode(tx, thread_id, type_, data, memo))
         if start is None:
             raise StorageError(
                 f"{self.location}: the stored value of channel {channel!r} at version {version} of thread "
@@ -491,4 +555,17 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
                 "DELETE FROM channel_values WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?",
                 doomed,
             )
+        self._collect_blobs(tx, thread_id)
         self._forget(thread_id)
+
+    def _collect_blobs(self, tx: Tx, thread_id: str) -> None:
+        """Delete the blobs of a thread that no stored value, write or journal row refers to any more."""
+        texts = [r[0] for name in ("channel_values", "checkpoint_writes") for r in tx.execute(
+            f"SELECT value FROM {name} WHERE thread_id = ? AND type = ?", (thread_id, JSON_REFS)).fetchall()]
+        live = referenced_in(texts) | {r[0] for r in tx.execute(
+            "SELECT observation_hash FROM tool_journal WHERE thread_id = ? AND observation_hash IS NOT NULL", (thread_id,)
+        ).fetchall()}
+        stored = {r[0] for r in tx.execute("SELECT hash FROM blobs WHERE thread_id = ?", (thread_id,)).fetchall()}
+        doomed = [(thread_id, h) for h in stored - live]
+        if doomed:
+            tx.executemany("DELETE FROM blobs WHERE thread_id = ? AND hash = ?", doomed)

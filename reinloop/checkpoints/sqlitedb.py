@@ -33,6 +33,7 @@ from .base import now_iso
 from .schema import (
     MIGRATIONS_SPEC,
     MIGRATIONS_TABLE,
+    Column,
     Table,
     latest_version,
     missing_migrations,
@@ -199,6 +200,12 @@ def create_table(db: sqlite_utils.Database, spec: Table) -> None:
         db[spec.name].create_index(cols, unique=True, if_not_exists=True)  # type: ignore[union-attr]
 
 
+def add_column(db: sqlite_utils.Database, name: str, column: Column) -> None:
+    """Add a column to a table, unless it has it already."""
+    if column.name not in db[name].columns_dict:  # type: ignore[union-attr]
+        db[name].add_column(column.name, SQL_TYPES[column.type])  # type: ignore[union-attr]
+
+
 def applied_versions(db: sqlite_utils.Database) -> set[int]:
     """The migrations this database has applied."""
     if MIGRATIONS_TABLE not in db.table_names():
@@ -266,6 +273,8 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
                 create_table(db, MIGRATIONS_SPEC)
                 for spec in migration.tables:
                     create_table(db, spec)
+                for name, column in migration.columns:
+                    add_column(db, name, column)
                 db.conn.execute(
                     f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, now_iso()),

@@ -35,7 +35,7 @@ class Memory:
     summary_batch: int = 3
     """Steps folded per summarizer call, at least (one call per batch, never one per step)."""
     summary_max_tokens: int = 600
-    """The newest summary lines shown, up to this many tokens (older lines stay recallable)."""
+    """The running summary's bound: past it, its older lines are merged into one (so all of it is shown)."""
     summarizer: Any = None
     """The summarizer's chat model (or ``init_chat_model`` string); ``None`` uses the run's model."""
     dedup: bool = True

@@ -23,10 +23,10 @@ from langchain_core.messages import BaseMessage
 from ..state import MemoryCursor, Step
 from .config import Memory
 from .longterm import recall, remember
-from .prompt import assemble, memory_of
+from .prompt import SUMMARY_HEADER, assemble, listing, memory_of, summary_fits
 from .store import Recalled
-from .summary import Folded, SummaryError, append_line, newest_lines, summarize_steps, summary_lines
-from .tokens import TokenCounter, active_counter
+from .summary import Folded, SummaryError, append_line, newest_lines, refold_lines, summarize_steps, summary_lines
+from .tokens import TokenCounter, active_counter, count_message_tokens
 from .window import hidden_duplicates, steps_to_fold, unfolded_steps
 
 
@@ -105,17 +105,43 @@ class Folding:
             self.summary = append_line(self.summary, folded.line)
             self.events.append({"event": "summarized", "steps": indices(steps), "line": folded.line,
                                 "tokens_in": folded.prompt_tokens, "tokens_out": folded.completion_tokens})
+            self.bound_summary()
         self.cursor = MemoryCursor(folded=steps[-1]["index"], failures=0)
         if self.memory.recall:
             self.events.append(remember(self.memory, thread_id=self.thread_id, run=self.state.get("run", 0),
                                         task=self.state["task"], steps=steps, line=folded.line if folded else None))
         return True
 
+    def bound_summary(self) -> None:
+        """Past its bound, merge the summary's older lines into one; the newest, up to half the bound, stay."""
+        limit = self.memory.summary_max_tokens
+        lines = summary_lines(self.summary)
+        if summary_fits(lines, limit, self.counter):
+            return
+        room = limit - count_message_tokens([listing(SUMMARY_HEADER, [])], self.counter)
+        keep = newest_lines(lines, room / 2, self.counter)
+        old = lines[: len(lines) - len(keep)]
+        try:  # the merged line takes the other half (less its line break)
+            merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1))
+        except SummaryError as exc:  # the lines stay; the next fold tries again
+            self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
+            return
+        self.calls += 1
+        self.prompt_tokens += merged.prompt_tokens
+        self.completion_tokens += merged.completion_tokens
+        self.summary = "\n".join([merged.line, *keep])
+        self.events.append({"event": "summary_refolded", "lines": len(old), "line": merged.line,
+                            "tokens_in": merged.prompt_tokens, "tokens_out": merged.completion_tokens})
+
+    @property
+    def model(self) -> Any:
+        """The summarizer: its own model, or the run's."""
+        return self.memory.summarizer if self.memory.summarizer is not None else self.ctx.model
+
     def summarize(self, steps: Sequence[Step]) -> Folded | None:
         """The summary of ``steps`` and its cost, or ``None`` after a failure (reported)."""
-        model = self.memory.summarizer if self.memory.summarizer is not None else self.ctx.model
         try:
-            folded = summarize_steps(model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens)
+            folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens)
         except SummaryError as exc:
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}
             self.events.append({"event": "summary_failed", "steps": indices(steps), "error": str(exc),
@@ -154,8 +180,13 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     result = assemble(state, ctx, steps=visible, summary=folding.summary, recalled=recalled,
                       window_steps=window, counter=counter)
     events = dedup_events(steps, hidden) + folding.events + recall_events + result.events
+    # Only what changed: a channel written anew is stored anew, at every step.
+    update: dict[str, Any] = {}
+    if folding.summary != (state.get("summary") or ""):
+        update["summary"] = folding.summary
+    if folding.cursor != state.get("memory_cursor"):
+        update["memory_cursor"] = folding.cursor
     return Prepared(
         messages=result.messages, parts=result.parts, events=events, prompt_tokens=folding.prompt_tokens,
-        completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name,
-        update={"summary": folding.summary, "memory_cursor": folding.cursor},
+        completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name, update=update,
     )

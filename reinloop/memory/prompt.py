@@ -143,6 +143,11 @@ def fit_listing(
     return None, 0
 
 
+def summary_fits(lines: list[str], max_tokens: float, counter: TokenCounter) -> bool:
+    """True when the prompt shows every line of a summary within ``max_tokens`` (its own bound)."""
+    return not lines or count_message_tokens([listing(SUMMARY_HEADER, lines)], counter) <= max_tokens
+
+
 class Budget:
     """Tokens left in the prompt, spent part by part."""
 

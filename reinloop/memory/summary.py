@@ -2,10 +2,13 @@
 
 Seed 002's idea: a batch of steps becomes one or two sentences that keep
 every number and conclusion. Each batch adds one line to the summary
-(``Steps 4–6: ...``); lines are never rewritten, so a fact, once summarized,
-cannot be lost by a later rewrite. The prompt shows the newest lines up to
-``Memory.summary_max_tokens``; older lines stay in the state (and in the
-long-term store when recall is on).
+(``Steps 4–6: ...``). The summary is bounded by ``Memory.summary_max_tokens``:
+when a new line takes it past that, its older lines are merged into one
+(``Steps 1–30: ...``, :func:`refold_lines`) and the newest lines, up to half
+the bound, stay as they were. So the summary in the state stays small however
+long the run (a run database stores each new version of it: unbounded, that
+made storage grow with the square of the steps), and the folded steps stay
+recallable from the long-term store when recall is on.
 
 The summarizer is called with the tag :data:`SUMMARIZER_TAG`, so callbacks,
 tracing and the scripted test model can tell its calls from the agent's.
@@ -16,6 +19,7 @@ steps stay in the prompt and the fold is retried at the next step.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +29,15 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from ..bounds import bounded_message, check_value
 from ..state import Step
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens
+
+REFOLD_RULES = (
+    "You keep the working memory of an agent that uses tools. The lines below summarize its earlier "
+    "steps. Merge them into one or two sentences. Keep every number, name, identifier, result and "
+    "conclusion exactly as written; leave out chatter and formatting. Reply with the merged summary only."
+)
+
+LABEL = re.compile(r"^Steps? (\d+)(?:–(\d+))?:")
+"""The ``Step 4:`` / ``Steps 4–6:`` label a summary line starts with."""
 
 SUMMARIZER_TAG = "reinloop:summarizer"
 """The LangChain tag on every summarizer call."""
@@ -91,6 +104,30 @@ def summarize_steps(
 ) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
     prompt = summarizer_prompt(task, steps, max_tokens, counter)
+    text, prompt_tokens, completion_tokens = ask(model, prompt, counter)
+    return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def merged_label(lines: Sequence[str]) -> str:
+    """``Steps 1–30`` for lines from ``Steps 1–3: ...`` to ``Steps 28–30: ...`` (``Earlier steps`` if unlabelled)."""
+    first, last = LABEL.match(lines[0]), LABEL.match(lines[-1])
+    if first is None or last is None:
+        return "Earlier steps"
+    start, end = first.group(1), last.group(2) or last.group(1)
+    return f"Step {start}" if start == end else f"Steps {start}–{end}"
+
+
+def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int) -> Folded:
+    """Merge summary ``lines`` into one line of at most ``max_tokens``; raises :class:`SummaryError`."""
+    prompt = [SystemMessage(content=REFOLD_RULES), HumanMessage(content=f"Task: {task}\n\n" + "\n".join(lines))]
+    text, prompt_tokens, completion_tokens = ask(model, prompt, counter)
+    label = f"{merged_label(lines)}: "
+    line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
+    return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+
+
+def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[str, int, int]:
+    """The summarizer's reply to ``prompt`` as one line of text, and its prompt and completion tokens."""
     try:
         reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
@@ -105,11 +142,8 @@ def summarize_steps(
     if calls or invalid or not text:
         raise SummaryError("the summarizer replied with no text")
     usage = getattr(reply, "usage_metadata", None) or {}
-    return Folded(
-        line=f"{step_label(steps)}: {text}",
-        prompt_tokens=int(usage.get("input_tokens") or count_message_tokens(prompt, counter)),
-        completion_tokens=int(usage.get("output_tokens") or count_tokens(text, counter)),
-    )
+    return (text, int(usage.get("input_tokens") or count_message_tokens(prompt, counter)),
+            int(usage.get("output_tokens") or count_tokens(text, counter)))
 
 
 def summary_lines(summary: str) -> list[str]:

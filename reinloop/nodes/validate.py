@@ -20,7 +20,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState
-from ..tools.registry import ToolRegistry, single_field
+from ..tools.registry import ToolRegistry, echo, single_field
 
 
 def check_action(action: Action, tools: ToolRegistry) -> Action:
@@ -31,7 +31,7 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
     tool = tools.get(name)
     if tool is None:
         available = ", ".join(tools.names()) or "(none)"
-        return {**action, "problem": f"unknown tool {name!r}; available tools: {available}"}
+        return {**action, "problem": f"unknown tool {echo(name)}; available tools: {available}"}
     args = action.get("args") or {}
     if "raw_args" in action and not args:
         field = single_field(tool)
@@ -39,7 +39,7 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
             return {
                 **action,
                 "problem": f"the arguments of {name} must be a JSON object, got "
-                f"{action['raw_args']!r}. Expected: {tools.schema(name)}",
+                f"{echo(action['raw_args'])}. Expected: {tools.schema(name)}",
             }
         args = {field: action["raw_args"]}
     problem = tools.validate_args(name, args)

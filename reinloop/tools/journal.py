@@ -36,6 +36,7 @@ from typing import Any
 import sqlite_utils
 
 from ..checkpoints import ReinloopSaver
+from ..checkpoints.blobs import preview_value
 from ..checkpoints.schema import TOOL_JOURNAL
 from ..checkpoints.sqlitedb import create_table
 
@@ -107,8 +108,13 @@ class ToolJournal:
             create_journal_table(self.db)
 
     def begin(self, key: CallKey, args: dict[str, Any]) -> None:
-        """Record the intent to run a call (committed before this returns)."""
-        row = {**key.as_row(), "args": json.dumps(args, ensure_ascii=False, default=str), "started_at": time.time()}
+        """Record the intent to run a call (committed before this returns).
+
+        ``args`` is kept as a preview (long strings cut, with their length and sha256): the key's
+        ``args_hash`` identifies the whole arguments, which the run's state holds.
+        """
+        text = json.dumps(preview_value(args), ensure_ascii=False, default=str)
+        row = {**key.as_row(), "args": text, "started_at": time.time()}
         if self.saver is not None:
             self.saver.journal_begin(row)
             return

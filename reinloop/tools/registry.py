@@ -113,12 +113,22 @@ def args_json_schema(tool: BaseTool) -> dict[str, Any]:
     return params
 
 
+ECHO_CHARS = 200
+"""Longest echo of the model's own input in a refusal: a 20 MB argument must not come back as a 20 MB error."""
+
+
+def echo(value: Any, limit: int = ECHO_CHARS) -> str:
+    """``repr(value)``, cut to ``limit`` characters with its full length said."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} chars in all)"
+
+
 def format_validation_error(name: str, exc: ValidationError, schema: dict[str, Any]) -> str:
     """One line per bad field, then the schema, so the model can fix its call."""
     problems = []
     for err in exc.errors(include_url=False):
         where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
-        got = "" if err["type"] == "missing" else f" (got {err.get('input')!r})"
+        got = "" if err["type"] == "missing" else f" (got {echo(err.get('input'))})"
         problems.append(f"{where}: {err['msg']}{got}")
     expected = json.dumps(schema, ensure_ascii=False)
     return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {expected}"

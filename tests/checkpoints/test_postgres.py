@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
-from reinloop.checkpoints import PostgresCheckpointer, open_saver
+from reinloop.checkpoints import MIGRATIONS, PostgresCheckpointer, open_saver
 from reinloop.checkpoints.postgresdb import pg_sql, safe_location
 from reinloop.errors import StorageError
 
@@ -93,7 +93,8 @@ def test_workers_opening_a_new_database_at_once_apply_each_migration_once(pg_url
         t.join()
     assert errors == []
     with psycopg.connect(pg_url) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM migrations ORDER BY version")] == [1, 2, 3, 4]
+        assert [r[0] for r in conn.execute("SELECT version FROM migrations ORDER BY version")] == [
+            m.version for m in MIGRATIONS]
 
 
 def test_sqlite_style_parameters_become_psycopg_ones():

@@ -6,8 +6,12 @@ import pytest
 
 from reinloop import Limits, Memory, build_graph
 from reinloop.memory import SUMMARIZER_TAG
-from reinloop.memory.summary import summarizer_prompt
-from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text
+from langgraph.checkpoint.memory import InMemorySaver
+
+from reinloop.memory import active_counter
+from reinloop.memory.prompt import summary_fits
+from reinloop.memory.summary import REFOLD_RULES, summarizer_prompt
+from reinloop.testing import ScriptedChatModel, answer_from_prompt, facts_summary, prompt_text
 
 from .conftest import FACT, page_text, read_page, reads
 
@@ -132,12 +136,40 @@ def test_the_summarizer_is_the_runs_model_by_default_and_tagged():
     assert [SUMMARIZER_TAG in tags for tags in seen] == [False] * 4 + [True, False, False]
 
 
-def test_summary_lines_over_the_cap_leave_the_prompt_but_stay_in_the_state():
+def test_a_summary_past_its_bound_is_merged_into_one_line_and_stays_within_it():
     out, model = run_pages(Memory(window_steps=3, summary_max_tokens=40))
-    assert len(out["summary"].splitlines()) == 3
+    lines = out["summary"].splitlines()
+    assert lines[0].startswith("Steps 1–6: ") and lines[1].startswith("Steps 7–9: ") and len(lines) == 2
+    assert summary_fits(lines, 40, active_counter("o200k_base"))
+    merged = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_refolded"]
+    assert merged and merged[-1]["line"].startswith("Steps 1–6: ")
+    assert len(model.summary_prompts) == 3 + len(merged)  # three batches of steps, and the merges
     last = prompt_text(model.prompts[-1])
-    assert "Steps 7–9: " in last and "Steps 1–3: " not in last
-    assert out["answer"] == "The code is unknown"  # the fact was in the oldest line: recall would bring it back
+    assert "Steps 1–6: " in last and "Steps 7–9: " in last  # the whole summary fits its share of the prompt
+
+
+def test_a_fact_in_old_summary_lines_survives_their_merge():
+    def summarizer(messages):
+        if messages[0].content == REFOLD_RULES:  # a merge: keep the fact, as a real model is asked to
+            return answer_from_prompt(r"vault code is (\d+)", "The vault code is {0}.", "nothing of note")(messages)
+        return facts_summary(messages)
+
+    out, model = run_pages(Memory(window_steps=3, summary_max_tokens=80), pages=20,
+                           summarizer=ScriptedChatModel(summary_reply=summarizer))
+    assert any(e["event"] == "summary_refolded" for s in out["scratchpad"] for e in s["memory"])
+    assert out["summary"].splitlines()[0].endswith(": The vault code is 4711.")
+    assert out["answer"] == "The code is 4711"
+
+
+def test_an_unchanged_summary_is_not_written_again():
+    saver = InMemorySaver()
+    graph = build_graph(ScriptedChatModel(replies=[*reads(range(1, 12)), "done"]), [read_page],
+                        memory=Memory(window_steps=3), checkpointer=saver, limits=Limits(max_steps=13))
+    config = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"task": "Find the vault code in the report."}, config)
+    added = [s for s in out["scratchpad"] if any(e["event"] == "summarized" for e in s["memory"])]
+    versions = {t.checkpoint["channel_versions"].get("summary") for t in saver.list(config)} - {None}
+    assert len(added) == 3 and len(versions) == 1 + 3  # set when the run starts, then once per line added
 
 
 def test_the_summarizer_prompt_also_fits_the_budget():

@@ -72,3 +72,12 @@ def test_a_reply_of_5000_calls_is_refused_as_one_error_and_nothing_runs(make_gra
     graph, _ = make_graph([flood[:20], "done"], tools=[note], limits=Limits(max_calls_per_step=None))
     graph.invoke({"task": "t"})
     assert len(ran) == 1 + 20  # switched off: every call runs
+
+
+def test_a_refusal_echoes_a_huge_argument_or_tool_name_in_a_few_hundred_characters(make_graph):
+    huge = "x" * 1_000_000
+    graph, _ = make_graph([[tool_call("calculator", {"expression": [huge]}), tool_call(huge, {})], "x"])
+    out = graph.invoke({"task": "t"})
+    bad_args, bad_name = (a["observation"] for a in out["scratchpad"][0]["actions"])
+    assert len(bad_args) < 1000 and "(1,000,004 chars in all)" in bad_args
+    assert len(bad_name) < 1000 and "(1,000,002 chars in all)" in bad_name
