@@ -212,11 +212,13 @@ class ScriptedChatModel(BaseChatModel):
             message.usage_metadata = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
         return message
 
-    def cap(self, message: AIMessage, asked: int | None) -> AIMessage:
+    def _capped(self, message: AIMessage, asked: int | None) -> AIMessage:
         """``message`` cut to the endpoint's cap (the smaller of its own and the one asked for), if it has one."""
-        limit = min(n for n in (self.max_tokens, asked or self.max_tokens) if n is not None) if self.max_tokens else None
+        if self.max_tokens is None:
+            return message
+        limit = min(self.max_tokens, asked or self.max_tokens)
         text = message.content if isinstance(message.content, str) else ""
-        if limit is None or len(text) <= limit * 4:
+        if len(text) <= limit * 4:
             return message
         return message.model_copy(update={"content": text[: limit * 4], "tool_calls": [],
                                           "response_metadata": {**message.response_metadata, "finish_reason": "length"}})
@@ -235,5 +237,5 @@ class ScriptedChatModel(BaseChatModel):
         else:
             self._prompts.append(list(messages))
             self._call_options.append({k: v for k, v in kwargs.items() if k != "tools"})
-            message = self.cap(self._next(messages), kwargs.get("max_tokens"))
+            message = self._capped(self._next(messages), kwargs.get("max_tokens"))
         return ChatResult(generations=[ChatGeneration(message=message)])
