@@ -65,7 +65,7 @@ def test_a_length_finish_from_an_openai_endpoint_is_a_failed_step_not_the_answer
                       protocol="json", max_output_tokens=20).invoke({"task": "17*23?"})
     assert out["status"] == "done" and out["answer"] == "391"
     assert out["scratchpad"][0]["finish_reason"] == "length" and out["scratchpad"][0]["actions"] == []
-    assert "cut off at the 20-token limit" in json.dumps(openai_server.requests[1])
+    assert "replies may be at most 20 tokens" in json.dumps(openai_server.requests[1])
 
 
 def test_a_stored_run_keeps_its_cap_when_it_is_resumed(openai_server):

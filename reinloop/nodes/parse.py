@@ -29,10 +29,10 @@ from ..state import AgentState, Pending
 
 def truncation_problem(reason: str, cap: int | None) -> str:
     """The parse error of a reply the token cap cut off."""
-    limit = f"the {cap}-token limit" if cap else "the output token limit"
+    asked = f"; replies may be at most {cap} tokens" if cap else ""
     return (
-        f"your reply was cut off at {limit} (finish reason {reason!r}) before it was complete, so none of it "
-        f"was used. Write much less: one tool call or the final answer, with a thought of one sentence"
+        f"your reply reached the output token limit and was cut off (finish reason {reason!r}{asked}), so none "
+        f"of it was used. Write much less: one tool call or the final answer, with a thought of one sentence"
     )
 
 

@@ -18,7 +18,7 @@ def test_a_reply_cut_off_at_the_token_cap_is_never_the_final_answer(make_graph):
     assert out["answer"] == "4" and model.calls == 2
     first = out["scratchpad"][0]
     assert first["error"] and first["answer"] is None and first["finish_reason"] == "length"
-    assert "cut off at the 1024-token limit" in first["parse_error"]
+    assert "was cut off (finish reason 'length'; replies may be at most 1024 tokens)" in first["parse_error"]
     assert out["counters"]["errors"] == 1
     assert "Write much less" in prompt_text(model.prompts[1])  # the model is asked for a shorter reply
 
