@@ -14,6 +14,7 @@ from .events import EventSink
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
 from .memory.config import Memory
+from .models import DEFAULT_MAX_OUTPUT_TOKENS
 from .outcome import Outcome
 from .retry import RetryPolicy
 from .tools.catalog import DEFAULT_TOOLS, builtins
@@ -57,13 +58,15 @@ def run(
     on_event: EventHandler | None = None,
     memory: Memory | None = None,
     sinks: Sequence[EventSink] = (),
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> Outcome:
     """Run one task to its end and return its :class:`Outcome`.
 
     ``tools`` is a list of LangChain tools or a comma-separated string of
     built-in tool names (default: the seeds' demo tools); ``on_event`` sees each
     node's event as it streams, ``sinks`` get them from inside the graph (e.g. a
-    :class:`~reinloop.runlog.RunLog`).
+    :class:`~reinloop.runlog.RunLog`); ``max_output_tokens`` caps each reply
+    (``None``: the provider's default).
     """
     if tools is None or isinstance(tools, str):
         tools = builtins(tools or list(DEFAULT_TOOLS))
@@ -78,5 +81,6 @@ def run(
         retry=retry,
         memory=memory,
         sinks=sinks,
+        max_output_tokens=max_output_tokens,
     )
     return stream_run(graph, {"task": task}, thread_id or new_thread_id(), on_event)

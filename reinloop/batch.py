@@ -47,7 +47,7 @@ from langchain_core.tools import BaseTool
 from .checkpoints import ReinloopSaver, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
 from .limits import Limits
-from .models import resolve_model
+from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .retry import RetryPolicy
@@ -253,6 +253,7 @@ class Settings:
     lease: float
     poll: float
     tool_detail: ToolDetail = "full"
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     _toolsets: dict[tuple[str, ...] | None, list[BaseTool]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -299,7 +300,7 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
         saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
         protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
         system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
-        tool_detail=spec.get("tool_detail") or settings.tool_detail,
+        tool_detail=spec.get("tool_detail") or settings.tool_detail, max_output_tokens=settings.max_output_tokens,
     )
 
 
@@ -460,6 +461,7 @@ def batch(
     retry: RetryPolicy | None = None,
     lease: float = DEFAULT_LEASE,
     tool_detail: ToolDetail = "full",
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     poll: float | None = None,
     on_outcome: Callable[[TaskOutcome, dict[str, int]], None] | None = None,
     on_start: Callable[[str, int, int, str, int], None] | None = None,
@@ -472,7 +474,8 @@ def batch(
     takes it over; ``on_start(batch, tasks, added, worker, concurrency)`` is
     called once the tasks are queued, ``on_outcome(outcome, counts)`` for each
     task this worker finishes, with the whole batch's counts; ``tool_detail``
-    is how every task's tools are shown to the model. Returns when no
+    is how every task's tools are shown to the model, ``max_output_tokens`` caps
+    every reply (``None``: the provider's default). Returns when no
     task of the batch is left queued or running.
     """
     if concurrency < 1:
@@ -483,7 +486,8 @@ def batch(
     retry = retry or RetryPolicy()
     settings = Settings(model, resolve_model(model, base_url=base_url, timeout=retry.timeout), base_url, tools,
                         (tool_settings or ToolSettings()).resolved(), protocol, limits or Limits(), retry, lease,
-                        poll if poll is not None else min(1.0, lease / 10), check_detail(tool_detail))
+                        poll if poll is not None else min(1.0, lease / 10), check_detail(tool_detail),
+                        check_output_cap(max_output_tokens))
     began = time.monotonic()
     with open_db(db, write=True, create=True) as saver:
         added = saver.enqueue(name, specs)

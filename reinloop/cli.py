@@ -23,7 +23,7 @@ from .drawing import FORMATS, draw_graph
 from .errors import ConfigurationError, ReinloopError
 from .limits import Limits
 from .memory import HashEmbeddings, Memory, active_counter
-from .models import resolve_model
+from .models import DEFAULT_MAX_OUTPUT_TOKENS, resolve_model
 from .outcome import EXIT_DONE, EXIT_ERROR, Outcome
 from .protocols import PROTOCOLS
 from .nodes.guard import HOW_TO_RESUME
@@ -46,6 +46,14 @@ def _limit(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     convert.__name__ = kind.__name__
     return convert
+
+
+def _output_cap(text: str) -> int | None:
+    """``--max-output-tokens``: a positive number of tokens, or 'none'."""
+    value = _limit(int)(text)
+    if value is not None and value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of tokens or 'none', got {text}")
+    return value
 
 
 LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
@@ -201,6 +209,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             tool_settings=settings,
             protocol=args.protocol,
             tool_detail=args.tool_detail,
+            max_output_tokens=args.max_output_tokens,
             limits=limits,
             thread_id=thread_id,
             base_url=args.base_url,
@@ -373,7 +382,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
                            base_url=args.base_url, tools=args.tools, tool_settings=settings, protocol=args.protocol,
-                           tool_detail=args.tool_detail, limits=limits_from(args), retry=retry, lease=args.lease,
+                           tool_detail=args.tool_detail, max_output_tokens=args.max_output_tokens,
+                           limits=limits_from(args), retry=retry, lease=args.lease,
                            on_outcome=view.outcome, on_start=view.start)
     except BatchInterrupted as exc:
         # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
@@ -458,7 +468,8 @@ def add_runs_parsers(sub: Any) -> None:
 
 
 def add_model_flags(parser: argparse.ArgumentParser) -> None:
-    """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout``, ``--model-retries`` and ``--tool-detail``."""
+    """``--model``, ``--base-url``, ``--protocol``, ``--model-timeout``, ``--model-retries``, ``--max-output-tokens``
+    and ``--tool-detail``."""
     parser.add_argument("--model", default=os.environ.get("REINLOOP_MODEL", DEFAULT_MODEL),
                         help=f"an init_chat_model string [{DEFAULT_MODEL}, or $REINLOOP_MODEL]")
     parser.add_argument("--base-url", help="an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio); a user:password@ "
@@ -469,6 +480,10 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
                         help=f"seconds per model request [{RetryPolicy().timeout}]")
     parser.add_argument("--model-retries", type=int, default=RetryPolicy().attempts - 1, metavar="N",
                         help=f"retries of a failed model request (429, 5xx, timeouts) [{RetryPolicy().attempts - 1}]")
+    parser.add_argument("--max-output-tokens", type=_output_cap, default=DEFAULT_MAX_OUTPUT_TOKENS, metavar="N",
+                        help="tokens the model may write per step; a reply cut off at the cap is never used, "
+                             f"the model is asked for a shorter one ('none': the provider's default) "
+                             f"[{DEFAULT_MAX_OUTPUT_TOKENS}]")
     parser.add_argument("--tool-detail", choices=TOOL_DETAILS, default="full",
                         help="tool schemas shown to the model: full, or compact (signatures; a fraction of "
                              "the tokens; calls are still checked in full) [full]")

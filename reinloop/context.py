@@ -16,8 +16,9 @@ from langchain_core.runnables import Runnable
 
 from .events import EventSink
 from .limits import Limits
-from .protocols import JsonProtocol
+from .protocols import JsonProtocol, ReactProtocol
 from .memory.config import Memory
+from .models import DEFAULT_MAX_OUTPUT_TOKENS
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
 from .tools.journal import ToolJournal
@@ -25,6 +26,8 @@ from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
 
 FALLBACK = JsonProtocol()
+TEXT_PROTOCOLS: dict[str, OutputProtocol] = {"json": FALLBACK, "react": ReactProtocol()}
+"""Where ``protocol="auto"`` goes when native tool calling does not work, by ``state["protocol"]``."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,11 +53,13 @@ class AgentContext:
     """Where side-effecting tool calls are journaled (at most once across crashes); ``None``: not journaled."""
     memory: Memory = field(default_factory=Memory)
     """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
+    """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
-        """The protocol and model to use now: ``auto`` may have fallen back to JSON."""
-        if self.protocol.name == "auto" and state.get("protocol") == FALLBACK.name:
-            return FALLBACK, self.model
+        """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct."""
+        if self.protocol.name == "auto" and state.get("protocol") in TEXT_PROTOCOLS:
+            return TEXT_PROTOCOLS[state["protocol"]], self.model
         return self.protocol, self.llm
 
     def elapsed(self, state: Mapping[str, Any], now: float) -> float:

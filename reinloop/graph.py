@@ -33,7 +33,7 @@ from .limits import Limits
 from .memory.config import Memory
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
-from .models import prepare_model, resolve_model
+from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, prepare_model, resolve_model
 from .nodes import (
     decide,
     execute,
@@ -163,6 +163,7 @@ def build_graph(
     memory: Memory | None = None,
     sinks: Sequence[EventSink] = (),
     tool_detail: ToolDetail | None = None,
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -175,6 +176,8 @@ def build_graph(
     ``tool_detail`` is how the tools are shown to the model: ``"full"``
     schemas (the default) or ``"compact"`` ones, a fraction of the tokens
     (see :mod:`reinloop.tools.detail`); calls are validated in full either way.
+    ``max_output_tokens`` caps each reply (``None``: the provider's default);
+    a reply the cap cut off is never used (see :mod:`reinloop.models`).
     Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
@@ -203,6 +206,7 @@ def build_graph(
         memory=resolve_memory(memory, resolve_model),
         sinks=tuple(sinks),
         workers=WorkerPool(limits.tool_workers),
+        max_output_tokens=check_output_cap(max_output_tokens),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

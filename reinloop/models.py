@@ -3,6 +3,13 @@
 A model is any LangChain chat model object, or an ``init_chat_model`` string
 such as ``"openai:gpt-4o-mini"``. ``base_url`` points an OpenAI-compatible
 client at a local server (Ollama, vLLM, LM Studio, llama.cpp).
+
+Every agent step's reply is capped (``max_output_tokens``, default
+:data:`DEFAULT_MAX_OUTPUT_TOKENS`): the cap is passed with each call under the
+name the model class takes (``max_tokens`` for OpenAI, which langchain-openai
+sends as ``max_completion_tokens``; ``max_output_tokens`` for Gemini;
+``num_predict`` for Ollama). A reply the cap cut off is recognised by its
+finish reason (:func:`finish_reason`, :func:`is_truncated`) and is never used.
 """
 
 from __future__ import annotations
@@ -21,6 +28,21 @@ from .protocols.json_protocol import JsonProtocol
 from .redact import scrub
 from .retry import call_with_retries, endpoint_of, model_url
 from .tools.registry import ToolRegistry
+
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
+"""Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
+final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
+or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
+
+OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
+"""Names chat model classes give their reply cap, in the order they are looked for."""
+
+TRUNCATED_FINISHES = frozenset({"length", "max_tokens", "max_output_tokens", "max_new_tokens"})
+"""Finish reasons (lower-cased) that mean the reply was cut off at the token cap: OpenAI and compatible
+servers say ``length``, Anthropic and Bedrock ``max_tokens``, Gemini ``MAX_TOKENS``."""
+
+FINISH_KEYS = ("finish_reason", "stop_reason", "stopReason", "done_reason")
+"""Where providers put the finish reason in ``AIMessage.response_metadata``."""
 
 KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
@@ -102,16 +124,54 @@ def prepare_model(
         ) from None
 
 
+def check_output_cap(value: int | None) -> int | None:
+    """``value`` if it is a usable reply cap (a positive int, or ``None`` for the provider's default)."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise ConfigurationError(
+            f"max_output_tokens must be a positive integer or None (the provider's default), got {value!r}"
+        )
+    return value
+
+
+def output_cap(model: Any, max_output_tokens: int | None) -> dict[str, int]:
+    """The call keyword that caps ``model``'s reply at ``max_output_tokens`` (``{}``: no cap to send).
+
+    A cap the model object was configured with that is lower stays in force. A model class with
+    none of :data:`OUTPUT_CAP_FIELDS` is called as it is (its own settings apply).
+    """
+    fields = getattr(type(model), "model_fields", {})
+    name = next((f for f in OUTPUT_CAP_FIELDS if f in fields), None)
+    if max_output_tokens is None or name is None:
+        return {}
+    own = getattr(model, name, None)
+    if isinstance(own, int) and not isinstance(own, bool) and 0 < own <= max_output_tokens:
+        return {}
+    return {name: max_output_tokens}
+
+
+def finish_reason(message: BaseMessage) -> str | None:
+    """Why the model stopped writing, as its provider said it (``stop``, ``length``, ``max_tokens`` ...)."""
+    meta = getattr(message, "response_metadata", None) or {}
+    value = next((meta[k] for k in FINISH_KEYS if meta.get(k)), None)
+    return None if value is None else str(getattr(value, "name", value))
+
+
+def is_truncated(reason: str | None) -> bool:
+    """True when a finish reason says the reply was cut off at the token cap."""
+    return reason is not None and reason.lower() in TRUNCATED_FINISHES
+
+
 def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None]) -> BaseMessage:
-    """Call ``llm`` with the run's retry policy; permanent failures raise :class:`ModelCallError`.
+    """Call ``llm`` with the run's retry policy and reply cap; permanent failures raise :class:`ModelCallError`.
 
     A failure whose message quotes the endpoint's credentials (a client that
     puts the URL in its errors) is raised as a :class:`ModelCallError` without
     them: the error is stored with the run and printed.
     """
+    cap = output_cap(ctx.model, getattr(ctx, "max_output_tokens", None))
     try:
         return call_with_retries(
-            lambda: llm.invoke(prompt),
+            lambda: llm.invoke(prompt, **cap),
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,

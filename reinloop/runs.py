@@ -46,7 +46,7 @@ from .checkpoints.sqlitedb import is_read_only
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, ThreadNotFoundError
 from .graph import ReinloopGraph, build_graph
 from .limits import Limits
-from .models import resolve_model
+from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, resolve_model
 from .outcome import Outcome
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
@@ -112,6 +112,7 @@ def _tool_list(
 def _graph(
     saver: ReinloopSaver, model: BaseChatModel, tools: list[BaseTool], *, limits: Limits,
     protocol: Any, system_prompt: str | None, retry: RetryPolicy, memory: Memory, tool_detail: ToolDetail = "full",
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> ReinloopGraph:
     """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
     if memory.recall and memory.store is None:
@@ -119,6 +120,7 @@ def _graph(
     return build_graph(
         model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt, checkpointer=saver,
         retry=retry, memory=memory, journal=saver, sinks=[RunLog(saver)], tool_detail=tool_detail,
+        max_output_tokens=max_output_tokens,
     )
 
 
@@ -169,6 +171,7 @@ def run(
     on_event: EventHandler | None = None,
     progress: Progress | None = None,
     tool_detail: ToolDetail = "full",
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> Outcome:
     """Run one task with its checkpoints and settings stored in the run database.
 
@@ -177,6 +180,7 @@ def run(
     run (``Outcome.paused``); :func:`resume` continues it.
     """
     check_detail(tool_detail)
+    check_output_cap(max_output_tokens)
     settings = (tool_settings or ToolSettings()).resolved()
     tool_list = _tool_list(tools, settings, progress)
     retry = retry or RetryPolicy()
@@ -186,7 +190,7 @@ def run(
         return run_with(
             saver, task, model=model, chat_model=chat_model, tools=tool_list, protocol=protocol, limits=limits,
             thread_id=thread_id, base_url=base_url, system_prompt=system_prompt, tool_settings=settings, retry=retry,
-            memory=memory, on_event=on_event, tool_detail=tool_detail,
+            memory=memory, on_event=on_event, tool_detail=tool_detail, max_output_tokens=max_output_tokens,
         )
 
 
@@ -207,6 +211,7 @@ def run_with(
     memory: Memory | None = None,
     on_event: EventHandler | None = None,
     tool_detail: ToolDetail = "full",
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> Outcome:
     """:func:`run` on an open run database, with the model already built (``model`` is what gets stored)."""
     retry = retry or RetryPolicy()
@@ -214,7 +219,7 @@ def run_with(
     limits = limits or Limits()
     thread_id = thread_id or new_thread_id()
     graph = _graph(saver, chat_model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt,
-                   retry=retry, memory=memory, tool_detail=tool_detail)
+                   retry=retry, memory=memory, tool_detail=tool_detail, max_output_tokens=max_output_tokens)
     saver.record_settings(
         thread_id,
         {
@@ -225,7 +230,8 @@ def run_with(
             "limits": limits.as_dict(),
             "system_prompt": system_prompt,
             "options": {"tool_settings": (tool_settings or ToolSettings()).as_dict(), "retry": asdict(retry),
-                        "memory": memory.as_dict(), "tool_detail": tool_detail},
+                        "memory": memory.as_dict(), "tool_detail": tool_detail,
+                        "max_output_tokens": max_output_tokens},
         },
     )
     return stream_stored(graph, {"task": task}, thread_id, on_event)
@@ -363,6 +369,8 @@ def _rebuild(
         retry=retry,
         memory=memory_from_settings(options.get("memory")),
         tool_detail=options.get("tool_detail") or "full",
+        # runs stored before the option existed ran uncapped
+        max_output_tokens=options.get("max_output_tokens") if "max_output_tokens" in options else None,
     )
 
 

@@ -21,7 +21,7 @@ Status = Literal["running", "done", "broken"]
 """Where a run stands: still looping, finished with an answer, or stopped by a guard."""
 
 BreakReason = Literal[
-    "max_steps", "timeout", "token_budget", "repeated_action", "consecutive_errors", "aborted"
+    "max_steps", "timeout", "token_budget", "repeated_action", "consecutive_errors", "same_errors", "aborted"
 ]
 """Machine-readable reason a guard stopped the run."""
 
@@ -34,6 +34,7 @@ BREAK_REASONS: tuple[str, ...] = (
     "token_budget",
     "repeated_action",
     "consecutive_errors",
+    "same_errors",
     "aborted",
 )
 
@@ -43,6 +44,7 @@ class Action(TypedDict, total=False):
 
     id: str
     tool: str
+    asked_tool: str  # the name as the model wrote it, when it named the tool loosely ("Calculator")
     args: dict[str, Any]
     raw_args: str  # arguments that were not a JSON object, verbatim
     problem: str | None  # why the call could not run (set by parse or validate)
@@ -54,6 +56,8 @@ class Reply(TypedDict, total=False):
     """The model's raw reply for the current step (before parsing)."""
 
     text: str
+    finish_reason: str | None  # why the model stopped, as its provider said it (stop, length, max_tokens ...)
+    truncated: bool  # the token cap cut the reply off: it is never used
     tool_calls: list[dict[str, Any]]
     invalid_tool_calls: list[dict[str, Any]]
     prompt_tokens: int
@@ -71,6 +75,7 @@ class Pending(TypedDict, total=False):
     answer: str | None
     parse_error: str | None
     fallback: str | None  # protocol="auto": the reply showed the model needs this protocol
+    prose: bool  # a text protocol took a plain-text reply after a tool result as the answer
 
 
 class Step(TypedDict, total=False):
@@ -89,6 +94,9 @@ class Step(TypedDict, total=False):
     hints: list[str]  # hints the model saw before this step
     prompt_parts: dict[str, int]  # tokens of each part of this step's prompt (system, task, steps ...)
     memory: list[dict[str, Any]]  # memory events before this step (evicted, summarized, recalled ...)
+    feedback: str  # the correction the model is shown after this step's unusable reply
+    switched_to: str  # protocol="auto": the protocol the run uses from the next step on
+    finish_reason: str  # why the model stopped writing, when its provider said
 
 
 class Counters(TypedDict):
@@ -154,7 +162,7 @@ class AgentState(TypedDict, total=False):
 
     task: str
     run: int
-    protocol: str  # the protocol in force when protocol="auto" fell back
+    protocol: str  # the protocol in force when protocol="auto" moved on from native tool calling
     scratchpad: Annotated[list[Step], operator.add]
     counters: Counters
     extensions: Extensions
@@ -172,6 +180,7 @@ class AgentState(TypedDict, total=False):
     summary: str  # running summary of steps that left the memory window
     memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
     run_task: str  # the task the current run was started for (a new task starts a new run)
+    prompt_digest: str  # a hash of the last prompt sent: the next one must differ
 
 
 BREAK_KIND = "reinloop.break"

@@ -9,8 +9,10 @@
 - an ``Exception`` instance: raised, to simulate a failing endpoint;
 - a callable ``(messages) -> any of the above``: a reply computed from the prompt.
 
-It records every prompt it was sent (:attr:`ScriptedChatModel.prompts`),
-reports fixed ``usage_metadata``, and raises
+It records every prompt it was sent (:attr:`ScriptedChatModel.prompts`) and
+the call options with it (:attr:`ScriptedChatModel.call_options`, e.g. the
+``max_tokens`` reinloop caps each reply with), reports fixed
+``usage_metadata``, and raises
 :class:`~reinloop.errors.ScriptExhaustedError` when the script runs out.
 
 Calls from reinloop's summarizer carry a tag
@@ -19,6 +21,10 @@ Calls from reinloop's summarizer carry a tag
 of the prompt) instead of consuming the script, and recorded apart in
 :attr:`ScriptedChatModel.summary_prompts`. So a scripted run reads the same
 with or without summaries.
+
+A reply cut off at the token cap finishes with ``finish_reason="length"``:
+script one with :func:`cut_off`, or give the model a ``max_tokens`` of its
+own (like an endpoint's hard cap) and longer replies are cut to it.
 
 Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
 :func:`answer_from_prompt` (a reply that can only use what the prompt says)
@@ -62,6 +68,11 @@ def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = No
         "id": id or f"call_{uuid.uuid4().hex[:12]}",
         "type": "tool_call",
     }
+
+
+def cut_off(text: str, reason: str = "length") -> AIMessage:
+    """A scripted reply that the token cap cut off: ``text`` with ``finish_reason`` ``reason``."""
+    return AIMessage(content=text, response_metadata={"finish_reason": reason})
 
 
 def prompt_text(messages: Sequence[BaseMessage]) -> str:
@@ -120,10 +131,14 @@ class ScriptedChatModel(BaseChatModel):
     """``False`` makes ``bind_tools`` raise ``NotImplementedError``, like a text-only model."""
     summary_reply: Any = facts_summary
     """The reply to every summarizer call (any scripted reply); ``None`` lets those calls consume the script."""
+    max_tokens: int | None = None
+    """The endpoint's own reply cap: a longer text reply (about 4 characters a token) is cut to it and
+    finishes with ``finish_reason="length"``. ``None``: replies are never cut."""
 
     _cursor: int = PrivateAttr(default=0)
     _prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _summary_prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _call_options: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
 
     @property
@@ -139,6 +154,11 @@ class ScriptedChatModel(BaseChatModel):
     def summary_prompts(self) -> list[list[BaseMessage]]:
         """Every summarizer prompt the model was sent, in order."""
         return self._summary_prompts
+
+    @property
+    def call_options(self) -> list[dict[str, Any]]:
+        """The keyword options of every scripted call, in order (``{"max_tokens": 1024}`` ...)."""
+        return self._call_options
 
     @property
     def bound_tools(self) -> list[dict[str, Any]]:
@@ -198,6 +218,17 @@ class ScriptedChatModel(BaseChatModel):
             message.usage_metadata = {"input_tokens": i, "output_tokens": o, "total_tokens": i + o}
         return message
 
+    def _capped(self, message: AIMessage, asked: int | None) -> AIMessage:
+        """``message`` cut to the endpoint's cap (the smaller of its own and the one asked for), if it has one."""
+        if self.max_tokens is None:
+            return message
+        limit = min(self.max_tokens, asked or self.max_tokens)
+        text = message.content if isinstance(message.content, str) else ""
+        if len(text) <= limit * 4:
+            return message
+        return message.model_copy(update={"content": text[: limit * 4], "tool_calls": [],
+                                          "response_metadata": {**message.response_metadata, "finish_reason": "length"}})
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -211,5 +242,6 @@ class ScriptedChatModel(BaseChatModel):
             message = self._to_message(self.summary_reply, messages)
         else:
             self._prompts.append(list(messages))
-            message = self._next(messages)
+            self._call_options.append({k: v for k, v in kwargs.items() if k != "tools"})
+            message = self._capped(self._next(messages), kwargs.get("max_tokens"))
         return ChatResult(generations=[ChatGeneration(message=message)])

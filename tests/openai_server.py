@@ -19,8 +19,8 @@ from typing import Any
 
 
 def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
-               prompt_tokens: int = 12, completion_tokens: int = 7) -> dict[str, Any]:
-    """A ``chat.completion`` body with one choice."""
+               prompt_tokens: int = 12, completion_tokens: int = 7, finish_reason: str | None = None) -> dict[str, Any]:
+    """A ``chat.completion`` body with one choice (``finish_reason="length"``: cut off at the token cap)."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = [
@@ -40,7 +40,7 @@ def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
         "object": "chat.completion",
         "created": int(time.time()),
         "model": "scripted",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},
     }

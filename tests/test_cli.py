@@ -125,3 +125,17 @@ def test_every_limit_has_a_command_line_flag_that_can_switch_it_off():
     assert {f.name for f in dataclasses.fields(Limits)} <= flags
     args = parser.parse_args(["--max-calls-per-step", "2", "--tool-workers", "3"])
     assert limits_from(args) == Limits(max_calls_per_step=2, tool_workers=3)
+
+
+
+
+def test_max_output_tokens_is_sent_and_none_switches_it_off(openai_server, capsys):
+    openai_server.responses += [completion("4"), completion("4")]
+    assert main(["run", "2+2?", "--base-url", openai_server.base_url, "--max-output-tokens", "200", "-q"]) == 0
+    assert main(["run", "2+2?", "--base-url", openai_server.base_url, "--max-output-tokens", "none", "-q"]) == 0
+    first, second = openai_server.requests
+    assert first["max_completion_tokens"] == 200 and "max_completion_tokens" not in second
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "x", "--max-output-tokens", "0"])
+    assert exc.value.code == 2
+    assert "--max-output-tokens: must be a positive number of tokens or 'none', got 0" in capsys.readouterr().err

@@ -24,9 +24,10 @@ from ..context import FALLBACK, AgentContext
 from ..errors import ModelCallError
 from ..events import emit
 from ..memory.explain import describe
-from ..memory.manager import Prepared, new_cursor, prepare_prompt
+from ..memory.feedback import prepare_step, prompt_digest
+from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
-from ..models import invoke_model
+from ..models import finish_reason, invoke_model, is_truncated
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
 
@@ -110,8 +111,11 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
     if not isinstance(message.content, str):
         text = message_text(ai)  # content blocks are read as JSON text, with the calls
     usage = getattr(message, "usage_metadata", None) or {}
+    reason = finish_reason(message)
     return Reply(
         text=text,
+        finish_reason=reason,
+        truncated=is_truncated(reason),
         tool_calls=calls,
         invalid_tool_calls=invalid,
         prompt_tokens=token_count(usage.get("input_tokens")) or prepared.parts["total"],
@@ -137,19 +141,19 @@ def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool
     return ctx.protocol.name == "auto" and protocol.native_tools and "tool" in str(exc).lower()
 
 
-def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any]]:
-    """Prepare the prompt and call the model; returns the reply, the prompt, and a protocol switch."""
+def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
+    """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
     protocol, llm = ctx.active(state)
-    prepared = prepare_prompt(state, replace(ctx, protocol=protocol, llm=llm), thread_id())
+    prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), thread_id())
     try:
         message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
-        return message, prepared, {}
+        return message, prepared, {}, hints
     except ModelCallError as exc:
         if not refuses_tools(ctx, protocol, exc):
             raise
     switched = {"protocol": FALLBACK.name}
-    message, prepared, _ = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
-    return message, prepared, switched
+    message, prepared, _, hints = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
+    return message, prepared, switched, hints
 
 
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -157,11 +161,11 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     update = start(state)
     view: AgentState = {**state, **{k: v for k, v in update.items() if k != "scratchpad"}}  # type: ignore[typeddict-item]
-    message, prepared, switched = ask(ctx, view)
+    message, prepared, switched, hints = ask(ctx, view)
     update.update(switched)
     for event in prepared.events:
         emit(runtime, "memory", describe(event), **event)
-    reply = to_reply(message, prepared, view.get("hints") or [])
+    reply = to_reply(message, prepared, hints)
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
     emit(
@@ -176,4 +180,5 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         counter=prepared.counter,
         task=view["task"] if "run" in update else None,  # a new task starts: say which
     )
-    return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters}
+    return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,
+            "prompt_digest": prompt_digest(prepared.messages)}

@@ -66,7 +66,7 @@ def repeat_hint(state: AgentState) -> str:
 def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = None) -> tuple[BreakReason, str] | None:
     """The first breaker that trips, most specific first (``last``: the step just recorded)."""
     checks: list[tuple[BreakReason, str | None]] = [
-        ("consecutive_errors", limits.check_same_errors(c, failure(last))),
+        ("same_errors", limits.check_same_errors(c, failure(last))),
         ("consecutive_errors", limits.check_errors(c)),
         ("repeated_action", limits.check_repeats(c)),
         ("token_budget", limits.check_tokens(c, ext)),
@@ -155,6 +155,8 @@ HOW_TO_RESUME: dict[str, str] = {
     "token_budget": "raise the token budget: resume with extra_tokens (reinloop resume THREAD --extra-tokens N)",
     "repeated_action": "continue (the repeat count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "consecutive_errors": "continue (the error count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
+    "same_errors": "continue (the error count restarts), with a hint that says how to fix the mistake "
+                   "(reinloop resume THREAD --hint TEXT)",
 }
 """What an operator can do about each break, shown with the pending break."""
 

@@ -5,6 +5,13 @@ tool error or an empty result makes it a failed step (the error breakers
 count failed steps in a row, and those that failed the same way as the one
 before); issuing exactly the same calls as the previous step makes it a
 repeat.
+
+It is also where the model's correction is written, once per failed step, so
+that it is recorded with the step (``feedback``) and shown verbatim: from the
+second failed step in a row on it escalates (the error quoted, the count, a
+minimal valid reply for the protocol), so two consecutive prompts never carry
+the same correction. Under ``protocol="auto"``, unreadable replies in a row
+move the run to the next protocol (``switched_to``).
 """
 
 from __future__ import annotations
@@ -14,10 +21,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
+from ..context import TEXT_PROTOCOLS, AgentContext
 from ..events import emit
 from ..memory.window import current_steps
+from ..protocols.base import OutputProtocol
 from ..protocols.tool_calling import INTERRUPTED
+from ..tools.registry import ToolRegistry
 from ..state import Action, AgentState, Counters, Step
 
 
@@ -82,6 +91,42 @@ def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
     }
 
 
+def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRegistry) -> Step:
+    """``step`` with the correction its failure gets (``failures``: failed steps in a row, this one included).
+
+    An unreadable reply gets the protocol's correction; refused calls, from the
+    second failed step in a row on, get the count appended to their error.
+    """
+    if step.get("parse_error"):
+        return {**step, "feedback": protocol.correction(step["parse_error"], failures, tools)}
+    if not step["error"] or failures < 2:
+        return step
+    note = f" (this was failed step {failures} in a row: change the call, or give your final answer)"
+    actions = [{**a, "observation": f"{a['observation']}{note}"} if a.get("problem") else a for a in step["actions"]]
+    return {**step, "actions": actions}
+
+
+def switch_protocol(ctx: AgentContext, state: AgentState, step: Step, counters: Counters) -> str | None:
+    """``protocol="auto"``: the protocol to move to after this step's unreadable reply, if it is time."""
+    if not step.get("parse_error") or step.get("switched_to"):
+        return None
+    next_protocol = getattr(ctx.protocol, "next_protocol", None)
+    return next_protocol(state.get("protocol"), counters.get("same_errors", 0)) if next_protocol else None
+
+
+def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters) -> tuple[Step, Counters, str | None]:
+    """The step with its correction, the counters, and the protocol ``auto`` moves to (if it does)."""
+    switch = switch_protocol(ctx, state, step, counters)
+    if switch is None:
+        protocol, _ = ctx.active(state)
+        return corrected(step, counters["consecutive_errors"], protocol, ctx.tools), counters, None
+    new = TEXT_PROTOCOLS[switch]
+    step = corrected(step, max(2, counters["consecutive_errors"]), new, ctx.tools)
+    step = {**step, "switched_to": switch,
+            "feedback": f"The reply format changes now, to the {switch} format in the system prompt. {step['feedback']}"}
+    return step, {**counters, "same_errors": 0}, switch  # a new format is a fresh start for the same-error count
+
+
 def build_step(state: AgentState) -> Step:
     """The step made of the current reply and its parsed, executed actions."""
     pending = state.get("pending") or {}
@@ -102,6 +147,8 @@ def build_step(state: AgentState) -> Step:
         hints=reply.get("hints") or [],
         prompt_parts=reply.get("prompt_parts") or {},
         memory=reply.get("memory") or [],
+        **({"switched_to": pending["fallback"]} if pending.get("fallback") else {}),
+        **({"finish_reason": reply["finish_reason"]} if reply.get("finish_reason") else {}),
     )
 
 
@@ -110,19 +157,22 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     step = build_step(state)
     counters = state["counters"]
     steps = current_steps(state)
-    new_counters = count(counters, step, steps[-1] if steps else None)
+    step, new_counters, switch = judged(state, runtime.context, step, count(counters, step, steps[-1] if steps else None))
     actions = step["actions"]
     failed = [f"{a.get('tool')}: {a['observation']}" for a in actions if a["error"]]
     emit(
         runtime,
         "memorize",
-        f"step {step['index']} recorded" + (" (failed)" if step["error"] else ""),
+        f"step {step['index']} recorded" + (" (failed)" if step["error"] else "")
+        + (f"; unreadable replies in a row: protocol auto moves to {switch}"
+           if switch else ""),
         step=step["index"],
         thought=step["thought"] or None,
         actions=[{k: a.get(k) for k in ("tool", "args", "observation", "error")} for a in actions],  # type: ignore[misc]
         answer=step["answer"],
         error="; ".join(filter(None, [step["parse_error"], *failed])) or None,
         counters=new_counters,
+        switched_to=switch,
     )
     update: dict[str, Any] = {
         "scratchpad": [step],
@@ -132,4 +182,6 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     }
     if step["answer"] is not None:
         update["answer"] = step["answer"]
+    if switch is not None:
+        update["protocol"] = switch
     return update

@@ -1,9 +1,16 @@
 """parse: turn the model's raw reply into actions, a final answer, or a parse error.
 
-The protocol does the reading and never raises; this node only routes.
-:func:`~reinloop.protocols.base.parse_reply` is the last line: whatever the
-reply, the result is actions, an answer or a parse error, so a stored reply
-can never make a resume crash again.
+The protocol does the reading and never raises; this node only routes, and
+applies the rules that need more than the reply:
+
+- :func:`~reinloop.protocols.base.parse_reply` is the last line: whatever the
+  reply, the result is actions, an answer or a parse error, so a stored reply
+  can never make a resume crash again;
+- a reply the token cap cut off (its finish reason says so) is never used,
+  neither as calls nor as the answer: it is a parse error that asks for a
+  shorter reply (a cut JSON call "repaired" would run with cut arguments);
+- in a text protocol, plain prose right after a tool result can be the final
+  answer (:mod:`reinloop.protocols.prose` says when).
 """
 
 from __future__ import annotations
@@ -14,18 +21,45 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
-from ..protocols.base import parse_reply
-from ..state import AgentState
+from ..memory.window import current_steps
+from ..protocols.base import OutputProtocol, error_pending, parse_reply
+from ..protocols.prose import prose_answer
+from ..state import AgentState, Pending
+
+
+def truncation_problem(reason: str, cap: int | None) -> str:
+    """The parse error of a reply the token cap cut off."""
+    asked = f"; replies may be at most {cap} tokens" if cap else ""
+    return (
+        f"your reply reached the output token limit and was cut off (finish reason {reason!r}{asked}), so none "
+        f"of it was used. Write much less: one tool call or the final answer, with a thought of one sentence"
+    )
+
+
+def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
+    """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
+    reply = state.get("reply") or {}
+    pending = parse_reply(protocol, reply)
+    if reply.get("truncated"):
+        return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),
+                             pending.get("thought") or "")
+    if pending.get("parse_error") and not protocol.native_tools:
+        steps = current_steps(state)
+        last = (steps[-1].get("actions") or []) if steps else []
+        answer = prose_answer(reply.get("text") or "", ctx.tools.names(), last)
+        if answer is not None:
+            return Pending(thought="", actions=[], answer=answer, parse_error=None, prose=True)
+    return pending
 
 
 def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Parse the current reply with the run's protocol."""
     protocol, _ = runtime.context.active(state)
-    pending = parse_reply(protocol, state.get("reply") or {})
+    pending = read_reply(state, runtime.context, protocol)
     if pending.get("parse_error"):
         summary = f"parse error: {pending['parse_error']}"
     elif pending.get("answer") is not None:
-        summary = "final answer"
+        summary = "final answer" + (" (plain text after a tool result)" if pending.get("prose") else "")
     else:
         summary = "actions: " + ", ".join(a["tool"] for a in pending["actions"])
     update: dict[str, Any] = {"pending": pending}

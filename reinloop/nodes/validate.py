@@ -1,5 +1,10 @@
 """validate: does each requested tool exist, and are its arguments valid?
 
+A name that differs from a tool's only in case or separators, or that carries
+a signature copied from the tool listing (``calculator(expression: string)``),
+is taken for the one tool it names; the step keeps the name as written in
+``asked_tool``.
+
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
 call's observation, so the model can correct itself on the next step.
@@ -27,11 +32,15 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
     """The action with ``problem`` set if it cannot run as asked."""
     if action.get("problem"):
         return action
-    name = action.get("tool") or ""
-    tool = tools.get(name)
-    if tool is None:
+    asked = action.get("tool") or ""
+    name = tools.resolve(asked)
+    if name is None:
         available = ", ".join(tools.names()) or "(none)"
-        return {**action, "problem": f"unknown tool {echo(name)}; available tools: {available}"}
+        return {**action, "problem": f"unknown tool {echo(asked)}; available tools: {available}"}
+    if name != asked:  # a case, separator or copied-signature slip: run the one tool it names, and say so
+        action = {**action, "tool": name, "asked_tool": asked}
+    tool = tools.get(name)
+    assert tool is not None
     args = action.get("args") or {}
     if "raw_args" in action and not args:
         field = single_field(tool)
@@ -58,7 +67,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         runtime,
         "validate",
         f"{len(actions) - len(refused)} valid, {len(refused)} refused",
-        actions=[{"tool": a.get("tool"), "args": a.get("args") or {}, "problem": a.get("problem")} for a in actions],
+        actions=[{"tool": a.get("tool"), "args": a.get("args") or {}, "problem": a.get("problem"),
+                  **({"asked_tool": a["asked_tool"]} if a.get("asked_tool") else {})} for a in actions],
         error="; ".join(f"{a.get('tool')}: {a['problem']}" for a in refused) or None,
     )
     return {"pending": {**pending, "actions": actions}}

@@ -41,6 +41,19 @@ def action_id(index: int, tool: str, args: Any) -> str:
     return f"call_{index}_{hashlib.sha1(data).hexdigest()[:8]}"
 
 
+def example_args(tools: ToolRegistry, name: str) -> dict[str, Any]:
+    """Placeholder arguments for a call of ``name`` in a format example: ``{"expression": "<expression>"}``."""
+    schema = tools.schema(name)
+    required = schema.get("required") or list(schema.get("properties") or {})[:1]
+    return {field: f"<{field}>" for field in required}
+
+
+def example_call(tools: ToolRegistry) -> tuple[str, dict[str, Any]] | None:
+    """The first tool and placeholder arguments, for format examples (``None`` without tools)."""
+    names = tools.names()
+    return (names[0], example_args(tools, names[0])) if names else None
+
+
 def error_pending(problem: str, thought: str = "") -> Pending:
     """A parse result that carries only a problem."""
     return Pending(thought=thought, actions=[], answer=None, parse_error=problem)
@@ -68,6 +81,31 @@ class OutputProtocol(ABC):
             f"Reply again, following the required format exactly."
         )
 
+    def example(self, tools: ToolRegistry) -> str:
+        """A minimal valid reply in this protocol (a call of the first tool, then an answer), for corrections."""
+        call = example_call(tools)
+        body = {"thought": "one short sentence"}
+        lines = [json.dumps({**body, "tool": call[0], "args": call[1]}, ensure_ascii=False)] if call else []
+        return "\n".join([*lines, json.dumps({**body, "final_answer": "<the answer>"}, ensure_ascii=False)])
+
+    def correction(self, problem: str, failures: int, tools: ToolRegistry) -> str:
+        """What the model is told after an unusable reply that was the ``failures``-th failed step in a row.
+
+        The first time, the problem and the format in one line; from the second failure in a row on,
+        the problem quoted, the count, and a minimal valid reply to copy the format from.
+        """
+        if failures <= 1:
+            return self.repair_message(problem)
+        return (
+            f"Your last {failures} replies in a row could not be used; this is attempt {failures + 1}. "
+            f"The error: {problem}.\nReply with exactly one of these forms and nothing else, "
+            f"for example:\n{self.example(tools)}"
+        )
+
+    def feedback(self, step: Step) -> str:
+        """The correction shown after a failed step's reply: the one recorded with it, else the plain one."""
+        return step.get("feedback") or self.repair_message(step.get("parse_error") or "")
+
     def synthesize(self, step: Step) -> str:
         """A text for a step that has none (it was taken with native tool calls)."""
         calls = [{"tool": a.get("tool"), "args": a.get("args") or {}} for a in step.get("actions") or []]
@@ -88,7 +126,7 @@ class OutputProtocol(ABC):
         """The messages that replay ``step`` in the next prompt (text protocols)."""
         messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or self.synthesize(step))]
         if step.get("parse_error"):
-            messages.append(HumanMessage(content=self.repair_message(step["parse_error"])))
+            messages.append(HumanMessage(content=self.feedback(step)))
         elif step.get("actions"):
             messages.append(HumanMessage(content=self.observation_message(step["actions"])))
         return messages

@@ -7,12 +7,13 @@ Models in this format often keep writing past their action, inventing an
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..bounds import clean_text
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
-from .base import OutputProtocol, action_id, error_pending, quote
+from .base import OutputProtocol, action_id, error_pending, example_call, quote
 from .json_protocol import coerce_args
 
 # Line starts are matched with [ \t]*, never \s*: \s* crosses lines, and retried at every line start
@@ -55,6 +56,12 @@ class ReactProtocol(OutputProtocol):
             "Final Answer: <the answer>\n\n"
             f"Available tools:\n{tools.describe()}"
         )
+
+    def example(self, tools: ToolRegistry) -> str:
+        call = example_call(tools)
+        act = (f"Thought: one short sentence\nAction: {call[0]}\nArgs: {json.dumps(call[1], ensure_ascii=False)}\n"
+               "or\n") if call else ""
+        return f"{act}Thought: one short sentence\nFinal Answer: <the answer>"
 
     def parse(self, reply: Reply) -> Pending:
         text = clean_text(reply.get("text") or "").strip()

@@ -9,6 +9,7 @@ issued and the history stays valid for the provider.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -16,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ..bounds import check_value, clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
-from .base import OutputProtocol, action_id, error_pending, quote
+from .base import OutputProtocol, action_id, error_pending, example_call, quote
 
 INTERRUPTED = "ERROR: this call was interrupted before it returned; its outcome is unknown"
 
@@ -32,6 +33,11 @@ class ToolCallingProtocol(OutputProtocol):
             "Call the tools you need, one step at a time, and read their results. "
             "When you know the answer, reply with it as plain text and call no tool."
         )
+
+    def example(self, tools: ToolRegistry) -> str:
+        call = example_call(tools)
+        how = f"call a tool through the tool-calling API (e.g. {call[0]} with {json.dumps(call[1])}), or " if call else ""
+        return f"{how}reply with the final answer as plain text, a sentence or two"
 
     def parse(self, reply: Reply) -> Pending:
         text = clean_text(reply.get("text") or "").strip()
@@ -51,7 +57,7 @@ class ToolCallingProtocol(OutputProtocol):
         if not actions:
             messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or "")]
             if step.get("parse_error"):
-                messages.append(HumanMessage(content=self.repair_message(step["parse_error"])))
+                messages.append(HumanMessage(content=self.feedback(step)))
             return messages
         calls = [{"name": a["tool"], "args": a.get("args") or {}, "id": a["id"]} for a in actions]
         messages = [AIMessage(content=step.get("thought") or "", tool_calls=calls)]

@@ -9,6 +9,7 @@ session (seed 003).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -19,6 +20,11 @@ from pydantic import BaseModel, ValidationError
 from ..bounds import describe_exception
 from ..errors import ConfigurationError, DuplicateToolError
 from .detail import ToolDetail, check_detail, compact_tool, signature
+
+
+def loose(name: str) -> str:
+    """A tool name without case and separators: ``Get-Weather`` and ``get_weather`` are the same."""
+    return re.sub(r"[\W_]+", "", name).lower()
 
 
 class ToolRegistry:
@@ -57,6 +63,19 @@ class ToolRegistry:
     def get(self, name: str) -> BaseTool | None:
         """The tool called ``name``, or ``None``."""
         return self._tools.get(name)
+
+    def resolve(self, name: str) -> str | None:
+        """The one tool ``name`` means despite case, separators or a copied signature, else ``None``.
+
+        ``Calculator``, ``get-weather``, ``GetWeather`` and ``calculator(expression: string)`` (a
+        signature copied from a compact tool listing) each name exactly one tool; a name that two
+        tools could match, or none, names no tool.
+        """
+        if name in self._tools:
+            return name
+        bare = loose(name.split("(", 1)[0].strip().strip("`'\"*"))
+        matches = [n for n in self._tools if loose(n) == bare] if bare else []
+        return matches[0] if len(matches) == 1 else None
 
     def names(self) -> list[str]:
         """Tool names in registration order."""

@@ -52,7 +52,7 @@ BREAKERS = [
     ("token_budget", ["--token-budget", "30"], [calc("1+1"), calc("2+2")], ["--extra-tokens", "100"], [completion("4")]),
     ("repeated_action", [], [calc("2+2")] * 3, ["--hint", "use what you have"], [completion("4")]),
     (
-        "consecutive_errors",
+        "same_errors",
         [],
         [completion(tool_calls=[{"name": "web", "args": {"q": f"2+2 try {i}"}}]) for i in range(3)],
         ["--hint", "there is no web tool; use the calculator"],

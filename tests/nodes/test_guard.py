@@ -68,7 +68,7 @@ def test_guard_breaks_after_three_consecutive_errors_on_unparseable_replies(make
     graph, model = make_graph(["no json here", "still none", "nope", "{}"], protocol="json")
     out = graph.invoke({"task": "t"})
     assert out["status"] == "broken"
-    assert out["break_reason"] == "consecutive_errors"
+    assert out["break_reason"] == "same_errors"
     assert out["counters"]["consecutive_errors"] == 3 and model.calls == 3
     # the repair message quotes the problem back to the model
     assert "no JSON object found in the reply: 'no json here'" in prompt_text(model.prompts[1])
@@ -94,7 +94,7 @@ def test_empty_tool_results_count_as_consecutive_errors(make_graph):
     replies = [[tool_call("blank", {"query": f"q{i}"})] for i in range(5)]
     graph, _ = make_graph(replies, tools=[blank])
     out = graph.invoke({"task": "t"})
-    assert out["break_reason"] == "consecutive_errors"
+    assert out["break_reason"] == "same_errors"
     assert out["scratchpad"][0]["actions"][0]["observation"].startswith("ERROR: the tool returned an empty result")
 
 
@@ -102,7 +102,7 @@ def test_the_same_tool_refused_three_times_breaks_even_with_different_arguments(
     wrong = [[tool_call("get_weather", args)] for args in ({}, {"city": ["杭州"]}, {"town": "杭州"}, {"city": "杭州"})]
     graph, model = make_graph(wrong)
     out = graph.invoke({"task": "weather?"})
-    assert out["break_reason"] == "consecutive_errors" and model.calls == 3
+    assert out["break_reason"] == "same_errors" and model.calls == 3
     assert out["counters"]["repeats"] == 1  # different arguments each time: not a repeated action
     assert out["break_message"] == (
         "3 failed steps in a row, the same way each time (get_weather: call refused) (limit 3)")

@@ -106,7 +106,7 @@ def test_continue_restarts_the_stuck_counters_so_a_repeated_failing_call_is_not_
     wrong = [tool_call("web", {"q": "2+2"})]  # refused every time: an error and a repeat
     graph, model = make_graph([wrong, wrong, wrong, calc("2+2"), "4"], checkpointer=saver)
     out = graph.invoke({"task": "t"}, CONFIG)
-    assert out["break_reason"] == "consecutive_errors"
+    assert out["break_reason"] == "same_errors"
     assert out["counters"]["repeats"] == 3  # would trip repeated_action as soon as errors were forgiven
     out = graph.invoke(Command(resume={"action": "continue", "hint": "use the calculator"}), CONFIG)
     assert out["status"] == "done" and out["answer"] == "4"
@@ -116,9 +116,9 @@ def test_continue_restarts_the_stuck_counters_so_a_repeated_failing_call_is_not_
 def test_a_model_that_keeps_failing_after_a_resume_breaks_again(make_graph, saver):
     bad = ["nope", "no", "never", "still no", "nothing", "none"]
     graph, model = make_graph(bad, protocol="json", checkpointer=saver)
-    assert graph.invoke({"task": "t"}, CONFIG)["break_reason"] == "consecutive_errors"
+    assert graph.invoke({"task": "t"}, CONFIG)["break_reason"] == "same_errors"
     out = graph.invoke(Command(resume={"action": "continue"}), CONFIG)
-    assert out["break_reason"] == "consecutive_errors" and model.calls == 6
+    assert out["break_reason"] == "same_errors" and model.calls == 6
     assert len(saver.list_breaks("t1")) == 2
 
 

@@ -81,3 +81,27 @@ def test_a_refusal_echoes_a_huge_argument_or_tool_name_in_a_few_hundred_characte
     bad_args, bad_name = (a["observation"] for a in out["scratchpad"][0]["actions"])
     assert len(bad_args) < 1000 and "(1,000,004 chars in all)" in bad_args
     assert len(bad_name) < 1000 and "(1,000,002 chars in all)" in bad_name
+
+
+def test_a_tool_named_in_another_case_runs_and_the_step_records_the_name_as_written(make_graph):
+    graph, _ = make_graph([{"tool": "Calculator", "args": {"expression": "17*23"}}, {"final_answer": "391"}],
+                          protocol="json")
+    out = graph.invoke({"task": "17*23?"})
+    action = out["scratchpad"][0]["actions"][0]
+    assert action["tool"] == "calculator" and action["asked_tool"] == "Calculator"
+    assert action["observation"] == "391" and not action["error"] and out["counters"]["errors"] == 0
+
+
+def test_a_signature_copied_from_the_compact_listing_names_its_tool(make_graph):
+    reply = {"tool": "calculator(expression: string)", "args": {"expression": "2*3"}}
+    graph, _ = make_graph([reply, {"final_answer": "6"}], protocol="json", tool_detail="compact")
+    action = graph.invoke({"task": "2*3?"})["scratchpad"][0]["actions"][0]
+    assert action["tool"] == "calculator" and action["observation"] == "6"
+    assert action["asked_tool"] == "calculator(expression: string)"
+
+
+def test_a_native_call_with_a_loose_name_runs_under_the_real_name(make_graph):
+    graph, model = make_graph([[tool_call("Get-Weather", {"city": "Paris"})], "sunny"])
+    out = graph.invoke({"task": "weather?"})
+    assert out["scratchpad"][0]["actions"][0]["tool"] == "get_weather"
+    assert model.prompts[1][-1].name == "get_weather"  # the tool result answers the call under the real name

@@ -71,3 +71,28 @@ def test_weather_failure_rate_makes_it_fail():
     with pytest.raises(ConnectionError, match="simulated failure"):
         always.invoke({"city": "杭州"})
     assert builtin("get_weather").invoke({"city": "深圳"}) == "深圳: 小雨, 29℃"
+
+
+def test_a_name_differing_only_in_case_separators_or_a_copied_signature_resolves_to_its_tool():
+    registry = ToolRegistry(builtins("calculator,get_weather,db_query"))
+    for name in ("Calculator", "CALCULATOR", "calculator(expression: string)", "`calculator`"):
+        assert registry.resolve(name) == "calculator", name
+    for name in ("Get-Weather", "GetWeather", "get weather", "get_weather(city: string): Current weather"):
+        assert registry.resolve(name) == "get_weather", name
+    assert registry.resolve("web_search") is None and registry.resolve("") is None and registry.resolve("()") is None
+
+
+def test_a_loose_name_that_fits_two_tools_resolves_to_none():
+    @tool
+    def db_query(sql: str) -> str:
+        """Query."""
+        return sql
+
+    @tool("dbquery")
+    def other(sql: str) -> str:
+        """Another query."""
+        return sql
+
+    registry = ToolRegistry([db_query, other])
+    assert registry.resolve("DB-Query") is None
+    assert registry.resolve("dbquery") == "dbquery"  # an exact name always wins

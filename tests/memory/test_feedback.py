@@ -1,0 +1,27 @@
+"""A failed step's correction reaches the next prompt even when the window cannot show the step."""
+
+from __future__ import annotations
+
+from reinloop import Memory
+from reinloop.memory.feedback import prompt_digest
+from reinloop.testing import prompt_text
+
+
+def test_the_correction_of_a_reply_too_big_for_the_prompt_still_reaches_the_next_prompt(make_graph):
+    huge = "word " * 3000  # about 3,000 tokens: the step cannot fit a 1,500-token prompt
+    memory = Memory(max_prompt_tokens=1500, summarize=False)
+    graph, model = make_graph([huge, {"final_answer": "4"}], protocol="json", memory=memory)
+    out = graph.invoke({"task": "2+2?"})
+    assert out["answer"] == "4"
+    second = prompt_text(model.prompts[1])
+    assert not any(m.type == "ai" for m in model.prompts[1])  # the step itself was left out
+    assert "Your last reply could not be used: no JSON object found" in second
+    assert out["scratchpad"][1]["hints"][0].startswith("Your last reply could not be used")
+
+
+def test_the_prompt_digest_tells_prompts_apart_by_text_and_by_tool_calls():
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    a = [HumanMessage("t"), AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "1"}, "id": "1"}])]
+    b = [HumanMessage("t"), AIMessage("", tool_calls=[{"name": "calculator", "args": {"expression": "2"}, "id": "1"}])]
+    assert prompt_digest(a) != prompt_digest(b) and prompt_digest(a) == prompt_digest(list(a))

@@ -1,0 +1,93 @@
+"""The parse node's rules beyond the protocol: cut-off replies are never used; prose after a result can answer."""
+
+from __future__ import annotations
+
+from langchain_core.messages import AIMessage
+
+from reinloop import Limits
+from reinloop.testing import ScriptedChatModel, cut_off, prompt_text, tool_call
+from reinloop import build_graph
+from reinloop.tools import builtins
+
+CALL = {"tool": "calculator", "args": {"expression": "12*41"}}
+
+
+def test_a_reply_cut_off_at_the_token_cap_is_never_the_final_answer(make_graph):
+    graph, model = make_graph([cut_off("The answer is 4 and also, to explain in detail why, we"), "4"])
+    out = graph.invoke({"task": "2+2?"})
+    assert out["answer"] == "4" and model.calls == 2
+    first = out["scratchpad"][0]
+    assert first["error"] and first["answer"] is None and first["finish_reason"] == "length"
+    assert "was cut off (finish reason 'length'; replies may be at most 1024 tokens)" in first["parse_error"]
+    assert out["counters"]["errors"] == 1
+    assert "Write much less" in prompt_text(model.prompts[1])  # the model is asked for a shorter reply
+
+
+def test_a_cut_off_json_call_is_neither_repaired_nor_run(make_graph):
+    cut = cut_off('{"thought": "multiply", "tool": "calculator", "args": {"expression": "12*4')
+    graph, model = make_graph([cut, CALL, {"final_answer": "492"}], protocol="json")
+    out = graph.invoke({"task": "12*41?"})
+    assert out["scratchpad"][0]["actions"] == [] and out["scratchpad"][0]["error"]
+    assert [a["args"] for a in out["scratchpad"][1]["actions"]] == [{"expression": "12*41"}]
+    assert out["answer"] == "492"
+
+
+def test_cut_off_native_tool_calls_are_not_run(make_graph):
+    cut = AIMessage(content="", tool_calls=[tool_call("calculator", {"expression": "1+1"})],
+                    response_metadata={"finish_reason": "length"})
+    graph, _ = make_graph([cut, "2"])
+    out = graph.invoke({"task": "1+1?"})
+    assert out["scratchpad"][0]["actions"] == [] and out["scratchpad"][0]["error"] and out["answer"] == "2"
+
+
+def test_other_providers_cut_off_reasons_are_recognised(make_graph):
+    anthropic = AIMessage(content="The answer is", response_metadata={"stop_reason": "max_tokens"})
+    gemini = AIMessage(content="The answer is", response_metadata={"finish_reason": "MAX_TOKENS"})
+    ollama = AIMessage(content="The answer is", response_metadata={"done_reason": "length"})
+    graph, _ = make_graph([anthropic, gemini, ollama, "4"], limits=Limits(max_same_errors=None))
+    out = graph.invoke({"task": "2+2?"})
+    assert [s["error"] for s in out["scratchpad"]] == [True, True, True, False] and out["answer"] == "4"
+
+
+def test_a_scripted_endpoint_with_a_cap_cuts_long_replies_and_they_are_not_used():
+    model = ScriptedChatModel(replies=["x" * 400, "short"], max_tokens=50)
+    graph = build_graph(model, builtins("calculator"))
+    out = graph.invoke({"task": "t"})
+    assert out["scratchpad"][0]["finish_reason"] == "length" and out["answer"] == "short"
+
+
+def test_plain_prose_after_a_tool_result_is_the_answer_in_json_mode(make_graph):
+    prose = "The calculator returned the final answer 492."
+    graph, model = make_graph([CALL, prose], protocol="json")
+    out = graph.invoke({"task": "What is 12*41?"})
+    assert out["status"] == "done" and out["answer"] == prose and model.calls == 2
+    assert out["counters"]["errors"] == 0
+
+
+def test_plain_prose_after_a_tool_result_is_the_answer_in_react_mode(make_graph):
+    call = 'Thought: multiply\nAction: calculator\nArgs: {"expression": "12*41"}'
+    graph, _ = make_graph([call, "So 12*41 = 492."], protocol="react")
+    assert graph.invoke({"task": "What is 12*41?"})["answer"] == "So 12*41 = 492."
+
+
+def test_prose_before_any_tool_result_is_a_parse_error(make_graph):
+    graph, model = make_graph(["The answer is 492.", {"final_answer": "492"}], protocol="json")
+    out = graph.invoke({"task": "What is 12*41?"})
+    assert out["scratchpad"][0]["parse_error"] and model.calls == 2
+
+
+def test_prose_after_a_failed_call_is_a_parse_error(make_graph):
+    bad = {"tool": "calculator", "args": {"expression": "1/0"}}
+    graph, model = make_graph([bad, "The result is 0.", {"final_answer": "undefined"}], protocol="json")
+    out = graph.invoke({"task": "1/0?"})
+    assert out["scratchpad"][1]["parse_error"] and out["answer"] == "undefined"
+
+
+def test_chatter_that_announces_a_call_is_not_taken_for_the_answer(make_graph):
+    chatter = ["Next I will use the calculator to add 100.", "Let me call calculator(expression='492+100').",
+               "calculator(492+100)", "Action: calculator\n492+100"]
+    for text in chatter:
+        graph, model = make_graph([CALL, text, {"final_answer": "592"}], protocol="json")
+        out = graph.invoke({"task": "12*41, then add 100"})
+        assert out["scratchpad"][1]["parse_error"], text
+        assert out["answer"] == "592"
