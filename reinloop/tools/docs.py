@@ -35,6 +35,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
 
 from ..errors import ConfigurationError
+from .files import open_beneath
 from .options import configure
 
 logger = logging.getLogger(__name__)
@@ -142,15 +143,21 @@ class DocsIndex:
             conn.close()
 
     def scan(self) -> Iterator[tuple[str, os.stat_result]]:
-        """Every indexable file under the folder: relative path and ``lstat``."""
-        for dirpath, dirnames, filenames in os.walk(self.folder):
+        """Every indexable file under the folder: relative path and ``lstat``.
+
+        ``os.fwalk`` descends through directory descriptors, so a directory swapped for a symbolic link
+        during the walk is not followed; links are never followed: they could lead anywhere.
+        """
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(self.folder, follow_symlinks=False):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
                 if name.lower().endswith(SUFFIXES) and not name.startswith("."):
-                    path = Path(dirpath, name)
-                    info = path.lstat()  # symlinks are not followed: they could lead anywhere
+                    try:
+                        info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:  # removed meanwhile
+                        continue
                     if stat.S_ISREG(info.st_mode):
-                        yield path.relative_to(self.folder).as_posix(), info
+                        yield Path(dirpath, name).relative_to(self.folder).as_posix(), info
 
     def update(self, progress: Progress | None = None) -> IndexStats:
         """Re-index the files that changed since the last update; returns what was done."""
@@ -167,23 +174,41 @@ class DocsIndex:
             removed = [p for p in stored if p not in seen]
             for path in removed:
                 self._drop(conn, path, stored[path][2])
+            failed: list[str] = []
             for done, path in enumerate(changed, 1):
                 if path in stored:
                     self._drop(conn, path, stored[path][2])
-                self._add(conn, path, *seen[path])
+                if not self._add(conn, path):
+                    failed.append(path)
                 if progress is not None:
                     progress(done, len(changed), path)
-        updated = sum(1 for p in changed if p in stored)
-        stats = IndexStats(len(changed) - updated, updated, len(removed), len(seen) - len(changed), skipped, time.perf_counter() - began)
+        indexed = [p for p in changed if p not in failed]
+        updated = sum(1 for p in indexed if p in stored)
+        stats = IndexStats(len(indexed) - updated, updated, len(removed), len(seen) - len(changed),
+                           skipped + len(failed), time.perf_counter() - began)
         logger.info("search_docs index of %s: %s", self.folder, stats)
         return stats
 
-    def _add(self, conn: sqlite3.Connection, path: str, mtime_ns: int, size: int) -> None:
-        text = (self.folder / path).read_bytes().decode("utf-8", errors="replace")
+    def _add(self, conn: sqlite3.Connection, path: str) -> bool:
+        """Index one file, as it is when opened (kind and size from ``fstat``); ``False`` if it was skipped."""
+        try:
+            fd = open_beneath(self.folder, path)  # a link swapped in since the scan is refused, not followed
+        except OSError:
+            return False
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+                return False
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            return False
+        mtime_ns, size = info.st_mtime_ns, info.st_size
+        text = data.decode("utf-8", errors="replace")
         cursor = conn.execute(
             "INSERT INTO docs (path, title, body) VALUES (?, ?, ?)", (path, segment(title_of(path, text)), segment(text))
         )
         conn.execute("INSERT INTO files VALUES (?, ?, ?, ?)", (path, mtime_ns, size, cursor.lastrowid))
+        return True
 
     @staticmethod
     def _drop(conn: sqlite3.Connection, path: str, doc: int) -> None:

@@ -50,7 +50,7 @@ def test_write_file_writes_inside_the_sandbox_and_has_side_effects(box):
         ("leak.txt", "leads outside the sandbox through a symbolic link"),
         ("out/secret.txt", "leads outside the sandbox through a symbolic link"),
         ("notes/todo.txt\x00.png", "contains a NUL byte"),
-        ("missing.txt", r"no file 'missing.txt' in the sandbox; entries of the sandbox root: leak.txt, notes/, out/"),
+        ("missing.txt", r"no file 'missing.txt' in the sandbox; entries of the sandbox root: leak.txt@, notes/, out@"),
         ("notes", r"'notes' is a directory; entries of notes: todo.txt"),
     ],
 )
@@ -111,8 +111,8 @@ def test_writing_over_a_hard_link_replaces_it_instead_of_writing_through(box):
 
 
 def test_oversize_content_is_refused_by_the_schema(box, unchanged):
-    result = run_tool(builtin("write_file", root=box), {"path": "a.txt", "content": "x" * 100_001})
-    assert result.error and "String should have at most 100000 characters" in result.observation
+    result = run_tool(builtin("write_file", root=box, max_file_bytes=1_000), {"path": "a.txt", "content": "x" * 1_001})
+    assert result.error and "String should have at most 1000 characters" in result.observation
     unchanged()
 
 
