@@ -18,6 +18,7 @@ from .errors import (
     ScriptExhaustedError,
     StorageError,
     ThreadNotFoundError,
+    ToolDatabaseError,
     UnknownToolError,
 )
 from .graph import ReinloopGraph, build_graph
@@ -56,6 +57,7 @@ __all__ = [
     "StepEvent",
     "StorageError",
     "ThreadNotFoundError",
+    "ToolDatabaseError",
     "ToolRegistry",
     "UnknownToolError",
     "build_graph",

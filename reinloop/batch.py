@@ -482,6 +482,7 @@ def batch(
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
     if lease <= 0:
         raise ConfigurationError(f"lease must be a positive number of seconds, got {lease}")
+    (tool_settings or ToolSettings()).check_run_database(db_location(db))
     name, specs = read_tasks(tasks, tools=custom_tools(tools))
     retry = retry or RetryPolicy()
     settings = Settings(model, resolve_model(model, base_url=base_url, timeout=retry.timeout), base_url, tools,

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,11 +21,11 @@ from .api import new_thread_id
 from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
 from .drawing import FORMATS, draw_graph
-from .errors import ConfigurationError, ReinloopError
+from .errors import ConfigurationError, ReinloopError, ToolDatabaseError
 from .limits import Limits
 from .memory import HashEmbeddings, Memory, active_counter
 from .models import DEFAULT_MAX_OUTPUT_TOKENS, resolve_model
-from .outcome import EXIT_DONE, EXIT_ERROR, Outcome
+from .outcome import EXIT_DONE, EXIT_ERROR, EXIT_USAGE, Outcome
 from .protocols import PROTOCOLS
 from .nodes.guard import HOW_TO_RESUME
 from .report import REPORT_FORMATS, run_report, visualize
@@ -94,6 +95,43 @@ def limit_changes(args: argparse.Namespace) -> dict[str, Any]:
 def limits_from(args: argparse.Namespace, base: Limits | None = None) -> Limits:
     """The limits given on the command line, over ``base``."""
     return (base or Limits()).replace(**limit_changes(args))
+
+
+def byte_size(text: str) -> int | None:
+    """A number of bytes: ``10000000``, ``10MB``, ``512k``; ``none`` switches the bound off."""
+    if text.strip().lower() in ("none", "off"):
+        return None
+    found = re.fullmatch(r"(\d+)\s*([kmg]?)b?", text.strip().lower())
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size in bytes; give e.g. 10000000, 10MB, 512KB or none")
+    return int(found[1]) * {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[found[2]]
+
+
+byte_size.__name__ = "size"
+
+
+def add_tool_flags(parser: argparse.ArgumentParser) -> None:
+    """Where the built-in tools work (``--sandbox``, ``--db-tool``, ...) and their disk bounds."""
+    defaults = ToolSettings()
+    parser.add_argument("--sandbox", metavar="DIR", help="the directory read_file and write_file are confined to")
+    parser.add_argument("--db-tool", metavar="PATH",
+                        help="the SQLite file of sql_query (read-only) and db_insert; never the run database (--db)")
+    parser.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write (required by db_insert)")
+    parser.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
+    group = parser.add_argument_group("disk bounds of the tools (sizes: 10000000, 10MB, 512KB; 'none' switches one off)")
+    group.add_argument("--write-quota", type=byte_size, default=defaults.write_quota, metavar="BYTES",
+                       help=f"bytes write_file may write in one run, resumes included [{defaults.write_quota:,}]")
+    group.add_argument("--max-file-bytes", type=byte_size, default=defaults.max_file_bytes, metavar="BYTES",
+                       help=f"bytes of one file write_file writes [{defaults.max_file_bytes:,}]")
+    group.add_argument("--max-value-bytes", type=byte_size, default=defaults.max_value_bytes, metavar="BYTES",
+                       help=f"bytes of one value db_insert writes [{defaults.max_value_bytes:,}]")
+
+
+def tool_settings_from(args: argparse.Namespace) -> ToolSettings:
+    """The tool flags given on the command line."""
+    return ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables,
+                        write_quota=args.write_quota, max_file_bytes=args.max_file_bytes,
+                        max_value_bytes=args.max_value_bytes)
 
 
 def add_memory_flags(parser: argparse.ArgumentParser) -> None:
@@ -195,7 +233,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pass
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
-    settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
+    settings = tool_settings_from(args)
     console = make_console(args, limits)
     if isinstance(console, RunConsole):
         console.print(f"thread {thread_id}")
@@ -377,7 +415,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
-    settings = ToolSettings(sandbox=args.sandbox, db=args.db_tool, docs=args.docs, db_tables=args.db_tables)
+    settings = tool_settings_from(args)
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
@@ -503,10 +541,7 @@ def add_batch_parser(sub: Any) -> None:
     add_model_flags(p)
     p.add_argument("--tools", default=",".join(DEFAULT_TOOLS),
                    help=f"built-in tools of tasks that name none [{','.join(DEFAULT_TOOLS)}]")
-    p.add_argument("--sandbox", metavar="DIR", help="the directory read_file and write_file are confined to")
-    p.add_argument("--db-tool", metavar="PATH", help="the SQLite file of sql_query (read-only) and db_insert")
-    p.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write [every existing table]")
-    p.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
+    add_tool_flags(p)
     p.add_argument("--json", action="store_true",
                    help='one JSON object per finished task ("type": "task"), then the summary ("type": "summary")')
     p.add_argument("--no-color", action="store_true", help="plain text, no progress bar (also when stdout is not a terminal)")
@@ -533,10 +568,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(DEFAULT_TOOLS),
         help=f"comma-separated built-in tools [{','.join(DEFAULT_TOOLS)}]; available: {', '.join(sorted(BUILTINS))}",
     )
-    p.add_argument("--sandbox", metavar="DIR", help="the directory read_file and write_file are confined to")
-    p.add_argument("--db-tool", metavar="PATH", help="the SQLite file of sql_query (read-only) and db_insert")
-    p.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write [every existing table]")
-    p.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
+    add_tool_flags(p)
     p.add_argument("--thread", help="thread id [a new id, printed]")
     p.add_argument("--system-prompt", help="replace the default system prompt")
     add_output_flags(p)
@@ -567,6 +599,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except ToolDatabaseError as exc:  # a misuse of the flags, not a failure: a usage error
+        print(f"reinloop: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except ReinloopError as exc:
         say(f"reinloop: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -6,7 +6,8 @@ Errors are split by who has to act::
     ├── ConfigurationError        the developer: bad arguments to build_graph, the CLI, a tool
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
-    │   └── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
+    │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
+    │   └── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
     ├── RunError                  the run: something went wrong while the loop was running
     │   └── ModelCallError        the model endpoint failed and retries did not help
     ├── StorageError              the run database: missing, corrupted, locked, read-only
@@ -40,6 +41,14 @@ class UnknownToolError(ConfigurationError):
 
 class ModelSetupError(ConfigurationError):
     """A model that cannot be created or reached as configured."""
+
+
+class ToolDatabaseError(ConfigurationError):
+    """The database of ``sql_query``/``db_insert`` is reinloop's own run database (``path`` names it)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.path = path
 
 
 class RunError(ReinloopError):

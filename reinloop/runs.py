@@ -57,6 +57,7 @@ from .runlog import RunLog
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
 from .tools.detail import ToolDetail, check_detail
 from .tools.docs import Progress
+from .tools.files import charge_journaled_writes
 
 DEFAULT_DB = "reinloop.db"
 """The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
@@ -182,6 +183,7 @@ def run(
     check_detail(tool_detail)
     check_output_cap(max_output_tokens)
     settings = (tool_settings or ToolSettings()).resolved()
+    settings.check_run_database(db_location(db))  # before the run database gets reinloop's tables
     tool_list = _tool_list(tools, settings, progress)
     retry = retry or RetryPolicy()
     # a model that cannot be built fails before any file is made
@@ -358,11 +360,16 @@ def _rebuild(
     final = limits if isinstance(limits, Limits) else base.replace(**(limits or {}))
     options = (record.options if record else None) or {}
     retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
+    settings = ToolSettings(**options.get("tool_settings") or {})
+    settings.check_run_database(saver.location)
+    tool_list = _tool_list(tools, settings)
+    # the write quota is per run: what the run's earlier processes wrote is in its journal
+    charge_journaled_writes(tool_list, saver.journal_rows(thread_id))
     return _graph(
         saver,
         resolve_model(model, base_url=resume_endpoint(thread_id, base_url, record.base_url if record else None),
                       timeout=retry.timeout),
-        _tool_list(tools, ToolSettings(**options.get("tool_settings") or {})),
+        tool_list,
         limits=final,
         protocol=protocol or (record.protocol if record and record.protocol else "tool_calling"),
         system_prompt=system_prompt or (record.system_prompt if record else None),

@@ -24,8 +24,8 @@ from ..errors import ConfigurationError, UnknownToolError
 from .calculator import calculator
 from .demo import db_query, make_wait_tool, make_weather_tool, translate
 from .docs import Progress, search_docs_tool
-from .files import read_file_tool, write_file_tool
-from .sql import db_insert_tool, sql_query_tool
+from .files import MAX_FILE_BYTES, WRITE_QUOTA_BYTES, read_file_tool, write_file_tool
+from .sql import MAX_INSERT_VALUE_BYTES, db_insert_tool, refuse_run_database, sql_query_tool
 
 
 def _fixed(tool: BaseTool) -> Callable[..., BaseTool]:
@@ -83,12 +83,20 @@ def builtin(name: str, **options: Any) -> BaseTool:
 
 @dataclass(frozen=True)
 class ToolSettings:
-    """Where the built-in tools that need a location find it (``--sandbox``, ``--db-tool``, ``--docs``, ``--db-tables``)."""
+    """Where the built-in tools that need a location find it, and their disk bounds (the CLI's tool flags).
+
+    ``sandbox``, ``db``, ``docs``, ``db_tables``: ``--sandbox``, ``--db-tool``, ``--docs``, ``--db-tables``;
+    ``write_quota``, ``max_file_bytes``, ``max_value_bytes``: ``--write-quota``, ``--max-file-bytes``,
+    ``--max-value-bytes`` (``None`` switches a bound off).
+    """
 
     sandbox: str | None = None
     db: str | None = None
     docs: str | None = None
     db_tables: str | None = None
+    write_quota: int | None = WRITE_QUOTA_BYTES
+    max_file_bytes: int | None = MAX_FILE_BYTES
+    max_value_bytes: int | None = MAX_INSERT_VALUE_BYTES
 
     def resolved(self) -> ToolSettings:
         """The same settings with absolute paths, so a run resumed from another directory finds them."""
@@ -99,6 +107,10 @@ class ToolSettings:
         """The settings as a JSON-able dict."""
         return asdict(self)
 
+    def check_run_database(self, run_db: str | os.PathLike[str] | None) -> None:
+        """Refuse a tool database that is the run database ``run_db`` (:class:`~reinloop.ToolDatabaseError`)."""
+        refuse_run_database(self.db, run_db)
+
 
 def builtins(
     names: str | list[str] | tuple[str, ...],
@@ -107,14 +119,19 @@ def builtins(
     db: str | os.PathLike[str] | None = None,
     docs: str | os.PathLike[str] | None = None,
     db_tables: str | None = None,
+    write_quota: int | None = WRITE_QUOTA_BYTES,
+    max_file_bytes: int | None = MAX_FILE_BYTES,
+    max_value_bytes: int | None = MAX_INSERT_VALUE_BYTES,
     progress: Progress | None = None,
 ) -> list[BaseTool]:
     """Several built-in tools; a string is split on commas (``"calculator,sql_query"``).
 
     ``sandbox`` is the directory of ``read_file``/``write_file``, ``db`` the
-    SQLite file of ``sql_query``/``db_insert`` (``db_tables`` limits the
-    tables ``db_insert`` may write), ``docs`` the folder of ``search_docs``
-    (``progress`` reports its indexing).
+    SQLite file of ``sql_query``/``db_insert`` (``db_tables`` names the
+    tables ``db_insert`` may write; it has to be given), ``docs`` the folder
+    of ``search_docs`` (``progress`` reports its indexing). ``write_quota`` is
+    the bytes ``write_file`` may write in one run, ``max_file_bytes`` its cap
+    per file, ``max_value_bytes`` ``db_insert``'s cap per value (``None``: off).
     """
     if isinstance(names, str):
         names = [n.strip() for n in names.split(",") if n.strip()]
@@ -125,8 +142,10 @@ def builtins(
         if name in SETTINGS:
             setting, keyword = SETTINGS[name]
             options[keyword] = shared[setting]
-        if name == "db_insert" and db_tables:
-            options["tables"] = db_tables
+        if name == "db_insert":
+            options.update(tables=db_tables, max_value_bytes=max_value_bytes)
+        if name == "write_file":
+            options.update(quota=write_quota, max_file_bytes=max_file_bytes)
         if name == "search_docs" and progress is not None:
             options["progress"] = progress
         tools.append(builtin(name, **options))

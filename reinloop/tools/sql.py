@@ -46,7 +46,8 @@ import sqlite_utils
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
-from ..errors import ConfigurationError
+from ..checkpoints.schema import MIGRATIONS_TABLE, tables as reinloop_tables
+from ..errors import ConfigurationError, ToolDatabaseError
 from . import sqlengine
 from .options import configure
 from .pool import seconds_left
@@ -57,6 +58,8 @@ MAX_QUERY_SECONDS = 5.0
 KILL_GRACE_SECONDS = 0.5
 """How long after its time limit a query process that did not stop by itself is killed."""
 ENGINE = Path(sqlengine.__file__)
+MAX_INSERT_VALUE_BYTES = 100_000
+"""Default cap of one value ``db_insert`` writes (bytes of UTF-8 text)."""
 
 
 class QueryError(ValueError):
@@ -203,7 +206,34 @@ def _database(tool: str, path: str | os.PathLike[str] | None, option: str = "pat
     file = Path(path).expanduser()
     if not file.is_file():
         raise ConfigurationError(f"database {str(path)!r} for tool {tool!r} is not an existing file; check the path")
+    refuse_reinloop_schema(file.resolve(), tool)
     return file.resolve()
+
+
+REFUSAL = ("the model would read every thread's runs and could write reinloop's own tables; "
+           "give --db-tool a database of your own, not the run database --db")
+
+
+def refuse_reinloop_schema(file: Path, tool: str) -> None:
+    """Refuse a tool database that carries reinloop's schema (its ``migrations`` table and a table of its own)."""
+    names = set(list_tables(file))
+    ours = sorted(names & {t.name for t in reinloop_tables()})
+    if MIGRATIONS_TABLE in names and ours:
+        raise ToolDatabaseError(
+            f"{str(file)!r} is a reinloop run database (tables {MIGRATIONS_TABLE}, {', '.join(ours[:3])}, ...); "
+            f"tool {tool!r} may not use it: {REFUSAL}", str(file))
+
+
+def refuse_run_database(tool_db: str | os.PathLike[str] | None, run_db: str | os.PathLike[str] | None) -> None:
+    """Refuse a tool database that is the run database: the same file (device and inode), however it is spelled."""
+    if tool_db is None or run_db is None or "://" in str(run_db) or str(run_db) == ":memory:":
+        return
+    try:
+        tool_stat, run_stat = os.stat(Path(tool_db).expanduser()), os.stat(Path(run_db).expanduser())
+    except OSError:  # one of them does not exist yet: not the same file
+        return
+    if (tool_stat.st_dev, tool_stat.st_ino) == (run_stat.st_dev, run_stat.st_ino):
+        raise ToolDatabaseError(f"--db-tool {str(tool_db)!r} is the run database --db {str(run_db)!r}: {REFUSAL}", str(tool_db))
 
 
 def sql_query_tool(path: str | os.PathLike[str] | None = None, max_rows: int = MAX_ROWS, max_seconds: float = MAX_QUERY_SECONDS) -> BaseTool:
@@ -230,11 +260,21 @@ def sql_query_tool(path: str | os.PathLike[str] | None = None, max_rows: int = M
 Scalar = str | int | float | bool | None
 
 
-def db_insert_tool(path: str | os.PathLike[str] | None = None, tables: str | list[str] | None = None) -> BaseTool:
-    """``db_insert``: insert one row into an allowed table of the SQLite file at ``path`` (side effects)."""
+def db_insert_tool(
+    path: str | os.PathLike[str] | None = None,
+    tables: str | list[str] | None = None,
+    max_value_bytes: int | None = MAX_INSERT_VALUE_BYTES,
+) -> BaseTool:
+    """``db_insert``: insert one row into one of ``tables`` of the SQLite file at ``path`` (side effects).
+
+    ``tables`` is required: the tool writes only the tables it is given. ``max_value_bytes`` caps
+    one value (``None``: no cap).
+    """
     file = _database("db_insert", path)
     existing = list_tables(file)
     allowed = _allowed_tables(tables, existing, file)
+    if max_value_bytes is not None and (type(max_value_bytes) is not int or max_value_bytes < 1):
+        raise ConfigurationError(f"db_insert option max_value_bytes must be a number of bytes >= 1 or None, got {max_value_bytes!r}")
     args_schema = create_model(
         "DbInsertInput",
         __doc__="Arguments of db_insert.",
@@ -243,6 +283,7 @@ def db_insert_tool(path: str | os.PathLike[str] | None = None, tables: str | lis
     )
 
     def db_insert(table: str, row: dict[str, Any]) -> str:
+        check_value_sizes(row, max_value_bytes)
         return insert_row(file, table, row, allowed)
 
     return configure(
@@ -259,13 +300,33 @@ def db_insert_tool(path: str | os.PathLike[str] | None = None, tables: str | lis
 
 
 def _allowed_tables(tables: str | list[str] | None, existing: list[str], file: Path) -> list[str]:
-    names = [t.strip() for t in tables.split(",")] if isinstance(tables, str) else list(tables or existing)
+    names = [t.strip() for t in tables.split(",") if t.strip()] if isinstance(tables, str) else list(tables or [])
+    if not names:
+        raise ConfigurationError(
+            f"db_insert writes only the tables it is given, and got none: give --db-tables T1,T2 (from Python: "
+            f"builtin('db_insert', tables='t1,t2') or builtins(..., db_tables='t1,t2')); tables in {file.name}: "
+            f"{', '.join(existing) or 'none'}"
+        )
     missing = [t for t in names if t not in existing]
-    if missing or not names:
+    if missing:
         raise ConfigurationError(
             f"db_insert: table(s) {', '.join(missing) or '(none)'} not in {file.name}; existing tables: {', '.join(existing) or 'none'}"
         )
     return names
+
+
+def check_value_sizes(row: dict[str, Any], max_value_bytes: int | None) -> None:
+    """Refuse a row with a value over the cap, saying which column, its size and how to raise the cap."""
+    if max_value_bytes is None:
+        return
+    for column, value in row.items():
+        size = len(value.encode("utf-8")) if isinstance(value, str) else 0
+        if size > max_value_bytes:
+            raise QueryError(
+                f"the value of column {column!r} is {size:,} bytes, over db_insert's cap of {max_value_bytes:,} bytes "
+                "per value; nothing was inserted: store a shorter value, or raise the cap with --max-value-bytes BYTES "
+                "(from Python: builtin('db_insert', max_value_bytes=...))"
+            )
 
 
 def insert_row(file: Path, table: str, row: dict[str, Any], allowed: list[str]) -> str:

@@ -27,7 +27,7 @@ def places(tmp_path):
 
 def test_every_builtin_has_a_schema_with_described_fields(places, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(places / "cache"))
-    tools = builtins(",".join(BUILTINS), sandbox=places / "box", db=places / "shop.db", docs=places / "docs")
+    tools = builtins(",".join(BUILTINS), sandbox=places / "box", db=places / "shop.db", docs=places / "docs", db_tables="users")
     assert [t.name for t in tools] == list(BUILTINS)
     for t in tools:
         properties = t.get_input_schema().model_json_schema()["properties"]
@@ -36,7 +36,7 @@ def test_every_builtin_has_a_schema_with_described_fields(places, monkeypatch):
 
 def test_exactly_the_writing_tools_declare_side_effects(places, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(places / "cache"))
-    tools = builtins(",".join(BUILTINS), sandbox=places / "box", db=places / "shop.db", docs=places / "docs")
+    tools = builtins(",".join(BUILTINS), sandbox=places / "box", db=places / "shop.db", docs=places / "docs", db_tables="users")
     assert {t.name for t in tools if options_of(t).side_effects} == {"db_insert", "write_file"}
     assert {t.name for t in tools if not options_of(t).parallel_safe} == {"db_insert", "write_file"}
 
