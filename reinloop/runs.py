@@ -182,8 +182,8 @@ def run(
     """
     check_detail(tool_detail)
     check_output_cap(max_output_tokens)
+    (tool_settings or ToolSettings()).check_run_database(db_location(db))  # before the run database gets reinloop's tables
     settings = (tool_settings or ToolSettings()).resolved()
-    settings.check_run_database(db_location(db))  # before the run database gets reinloop's tables
     tool_list = _tool_list(tools, settings, progress)
     retry = retry or RetryPolicy()
     # a model that cannot be built fails before any file is made
