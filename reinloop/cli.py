@@ -234,6 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
     settings = tool_settings_from(args)
+    settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
     console = make_console(args, limits)
     if isinstance(console, RunConsole):
         console.print(f"thread {thread_id}")
@@ -416,6 +417,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
     settings = tool_settings_from(args)
+    settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
