@@ -53,6 +53,7 @@ from .protocols import PROTOCOLS
 from .retry import RetryPolicy
 from .runs import db_location, open_db, resume_with, run_with, thread_config
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
+from .tools.files import QUOTA_KEY
 from .tools.detail import ToolDetail, check_detail
 
 logger = logging.getLogger(__name__)
@@ -264,7 +265,10 @@ class Settings:
         with self._lock:
             if key not in self._toolsets:
                 self._toolsets[key] = self._build(names)
-            return self._toolsets[key]
+            shared = self._toolsets[key]
+        # write_file's quota is per run: every task gets its own write_file (cheap to build), not the worker's
+        return [builtins(["write_file"], **self.tool_settings.as_dict())[0] if QUOTA_KEY in (t.metadata or {}) else t
+                for t in shared]
 
     def _build(self, names: list[str] | None) -> list[BaseTool]:
         custom = custom_tools(self.tools)

@@ -7,8 +7,12 @@ import json
 import pytest
 import sqlite_utils
 
+from langchain_core.messages import ToolMessage
+
+from reinloop.batch import batch
 from reinloop.cli import main
-from reinloop.tools import builtin, builtins, run_tool
+from reinloop.testing import ScriptedChatModel, tool_call
+from reinloop.tools import ToolSettings, builtin, builtins, run_tool
 
 from ..openai_server import completion
 from .conftest import fingerprint
@@ -105,3 +109,19 @@ def test_size_flags_take_units_and_none(capsys):
         main(["run", "x", "--write-quota", "lots"])
     assert exc.value.code == 2
     assert "'lots' is not a size in bytes; give e.g. 10000000, 10MB, 512KB or none" in capsys.readouterr().err
+
+
+def writer(messages):
+    """Writes 8 bytes to a file named after its task, then answers."""
+    task = next(str(m.content)[len("Task: "):] for m in messages if str(m.content).startswith("Task: "))
+    seen = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+    return seen[-1] if seen else [tool_call("write_file", {"path": f"{task}.txt", "content": "12345678"})]
+
+
+def test_each_task_of_a_batch_has_its_own_write_quota(box, tmp_path):
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"task": name}) + "\n" for name in ("one", "two", "three")))
+    report = batch(str(tasks), db=str(tmp_path / "runs.db"), model=ScriptedChatModel(replies=[writer] * 20),
+                   tools="write_file", tool_settings=ToolSettings(sandbox=str(box), write_quota=10), concurrency=1)
+    assert report.exit_code == 0
+    assert sorted(p.name for p in box.iterdir()) == ["one.txt", "three.txt", "two.txt"]

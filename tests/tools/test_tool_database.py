@@ -117,3 +117,16 @@ def test_the_cli_db_insert_without_db_tables_is_a_one_line_error(user_db):
     assert proc.returncode == 1
     assert proc.stderr.count("\n") == 1 and "give --db-tables T1,T2" in proc.stderr
     assert not (user_db.parent / "runs.db").exists()
+
+
+def test_batch_refuses_the_run_database_as_tool_database_before_queueing(tmp_path, user_db):
+    from reinloop.batch import batch
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text('{"task": "count the notes"}\n')
+    os.link(user_db, tmp_path / "hard.db")
+    before = digest(user_db)
+    with pytest.raises(ToolDatabaseError, match="is the run database"):
+        batch(str(tasks), db=str(user_db), model=ScriptedChatModel(), tools="sql_query",
+              tool_settings=ToolSettings(db=str(tmp_path / "hard.db")))
+    assert digest(user_db) == before
