@@ -286,7 +286,7 @@ class Sandbox:
 
     def listing(self, dir_fd: int, where: str, limit: int = 30) -> str:
         """A short list of an open sandbox directory's entries, to help the model find its way."""
-        with os.scandir(os.dup(dir_fd)) as entries:
+        with os.scandir(dir_fd) as entries:
             # links marked as links, not followed: where they lead is not the sandbox's to tell
             names = sorted(e.name + ("@" if e.is_symlink() else "/" if e.is_dir(follow_symlinks=False) else "") for e in entries)
         shown = ", ".join(names[:limit]) + (f", ... ({len(names)} entries)" if len(names) > limit else "")

@@ -136,3 +136,25 @@ def test_a_root_given_through_a_symlink_works(tmp_path, box):
     link.symlink_to(box)
     assert builtin("read_file", root=link).invoke({"path": "notes/todo.txt"}) == "buy milk\n"
     assert Path(box / "notes" / "todo.txt").exists()
+
+
+def test_many_calls_leave_no_file_descriptor_open(box):
+    read, write = builtin("read_file", root=box), builtin("write_file", root=box)
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(200):
+        for path in ("notes/todo.txt", "notes", "missing.txt", "out/secret.txt", "notes/../../x"):
+            run_tool(read, {"path": path})
+        run_tool(write, {"path": f"new/dir/{i}.txt", "content": "x"})
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_links_that_stay_inside_the_sandbox_are_followed(box):
+    (box / "alias").symlink_to("notes")  # relative
+    (box / "abs").symlink_to(box / "notes")  # absolute, under the root
+    (box / "notes" / "up").symlink_to("../notes/todo.txt")
+    read, write = builtin("read_file", root=box), builtin("write_file", root=box)
+    assert read.invoke({"path": "alias/todo.txt"}) == read.invoke({"path": "abs/up"}) == "buy milk\n"
+    assert write.invoke({"path": "alias/new.txt", "content": "n"}) == "wrote 1 bytes to notes/new.txt"
+    (box / "loop").symlink_to("loop")
+    with pytest.raises(SandboxError, match="goes through more than 40 symbolic links"):
+        read.invoke({"path": "loop/x"})
