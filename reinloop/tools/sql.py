@@ -26,6 +26,12 @@ deadline if that is less, so the worker thread always comes back in time.
 
 Results come back as a compact ``|``-separated table, cut at a row limit and
 at long cells, with a note saying what was left out.
+
+``db_insert`` writes only the tables it is given (no default: every table would
+include ones the model has no business writing), and caps each value's size.
+Neither tool accepts reinloop's own run database (:func:`refuse_run_database`,
+:func:`refuse_reinloop_schema`): the model would read every thread's runs, and
+a row in ``migrations`` would lock reinloop out of the file.
 """
 
 from __future__ import annotations
