@@ -1,10 +1,14 @@
 """The sandbox holds while another local process swaps its directories and files for symbolic links.
 
-A separate process (true parallelism, like a real attacker) renames a directory or a file of
-the sandbox away, puts a symbolic link leading out in its place, and puts it back, in a tight
-loop. Meanwhile the tools run as fast as they can. Whatever the interleaving, no read may
-return an outside file's content, no file may appear or change outside, and the docs index
-may hold no outside text. Each test runs a bounded time and stops at the first escape.
+A separate process (true parallelism, like a real attacker) exchanges a directory or a file of
+the sandbox with a symbolic link leading out (``renameat2(RENAME_EXCHANGE)``: the name is
+always there, a directory one moment and a link the next), in a tight loop. Meanwhile the
+tools run as fast as they can, on paths with many directories below the swapped one (a
+check that walks them by path leaves a wide window, even on a busy machine). Whatever the
+interleaving, no read may return an outside file's content, no file may appear or change
+outside, and the docs index may hold no outside text. Each test runs a bounded time
+(:data:`SECONDS`) and stops at the first escape; against the path-checking code this
+replaced, every one of 10 runs found an escape within 2 s.
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def test_reads_and_writes_never_leave_the_sandbox_while_its_paths_are_swapped_fo
     box, outside, swaps = world
     before = fingerprint(outside)
     sandbox = Sandbox(box)
-    swapper = start_swapper(SECONDS + 5, swaps)
+    swapper = start_swapper(SECONDS + 60, swaps)
     escapes, calls, i = [], 0, 0
     try:
         end = time.monotonic() + SECONDS
@@ -138,7 +142,7 @@ def test_docs_indexing_never_reads_outside_while_its_paths_are_swapped_for_links
     (docs / "f" / "huge.md").write_text("small\n")
     before = fingerprint(outside)
     swaps.append((docs / "f" / "huge.md", str(outside / "huge.md")))
-    swapper = start_swapper(SECONDS + 5, swaps)
+    swapper = start_swapper(SECONDS + 60, swaps)
     escapes, indexed, i = [], 0, 0
     try:
         end = time.monotonic() + SECONDS
