@@ -110,6 +110,14 @@ def byte_size(text: str) -> int | None:
 byte_size.__name__ = "size"
 
 
+BOUND_FLAGS = {
+    "write_quota": "bytes write_file may write in one run, resumes included",
+    "max_file_bytes": "bytes of one file write_file writes",
+    "max_value_bytes": "bytes of one value db_insert writes",
+}
+"""The disk bounds of the tools: flag (and :class:`ToolSettings` field) -> help; ``reinloop resume`` can change them."""
+
+
 def add_tool_flags(parser: argparse.ArgumentParser) -> None:
     """Where the built-in tools work (``--sandbox``, ``--db-tool``, ...) and their disk bounds."""
     defaults = ToolSettings()
@@ -119,12 +127,16 @@ def add_tool_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--db-tables", metavar="T1,T2", help="the tables db_insert may write (required by db_insert)")
     parser.add_argument("--docs", metavar="DIR", help="the folder of .txt/.md files search_docs indexes")
     group = parser.add_argument_group("disk bounds of the tools (sizes: 10000000, 10MB, 512KB; 'none' switches one off)")
-    group.add_argument("--write-quota", type=byte_size, default=defaults.write_quota, metavar="BYTES",
-                       help=f"bytes write_file may write in one run, resumes included [{defaults.write_quota:,}]")
-    group.add_argument("--max-file-bytes", type=byte_size, default=defaults.max_file_bytes, metavar="BYTES",
-                       help=f"bytes of one file write_file writes [{defaults.max_file_bytes:,}]")
-    group.add_argument("--max-value-bytes", type=byte_size, default=defaults.max_value_bytes, metavar="BYTES",
-                       help=f"bytes of one value db_insert writes [{defaults.max_value_bytes:,}]")
+    for name, text in BOUND_FLAGS.items():
+        group.add_argument("--" + name.replace("_", "-"), type=byte_size, default=getattr(defaults, name), metavar="BYTES",
+                           help=f"{text} [{getattr(defaults, name):,}]")
+
+
+def add_bound_flags(parser: argparse.ArgumentParser) -> None:
+    """``--write-quota`` and friends on ``reinloop resume``: given ones override the run's stored bounds."""
+    group = parser.add_argument_group("disk bounds of the tools (default: the run's own)")
+    for name, text in BOUND_FLAGS.items():
+        group.add_argument("--" + name.replace("_", "-"), type=byte_size, default=argparse.SUPPRESS, metavar="BYTES", help=text)
 
 
 def tool_settings_from(args: argparse.Namespace) -> ToolSettings:
@@ -330,6 +342,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             protocol=args.protocol,
             limits=changes,
             on_event=console.handle if console else None,
+            tool_settings={name: getattr(args, name) for name in BOUND_FLAGS if hasattr(args, name)},
         )
     print_outcome(outcome, args.json)
     return outcome.exit_code
@@ -475,6 +488,7 @@ def add_runs_parsers(sub: Any) -> None:
     add_output_flags(p)
     add_db_flag(p)
     add_limit_flags(p)
+    add_bound_flags(p)
     p.set_defaults(func=cmd_resume)
 
     runs = sub.add_parser("runs", help="list, show, prune or delete stored runs", epilog=EXAMPLES["runs"])

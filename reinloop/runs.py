@@ -255,6 +255,7 @@ def resume(
     limits: Limits | Mapping[str, Any] | None = None,
     system_prompt: str | None = None,
     on_event: EventHandler | None = None,
+    tool_settings: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """Continue a stored run: answer its pending break, or re-run the step its dead process was in.
 
@@ -262,12 +263,14 @@ def resume(
     to the model on its next call, ``abort`` ends it as broken. The model,
     protocol, tools and limits stored with the run are reused; those given here
     override them (``limits`` as a :class:`Limits`, or a mapping of the limits
-    to change).
+    to change; ``tool_settings`` a mapping of the :class:`ToolSettings` fields to
+    change, e.g. ``{"write_quota": 20_000_000}``).
     """
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
                            extra_tokens=extra_tokens, hint=hint, abort=abort, model=model, base_url=base_url,
-                           protocol=protocol, tools=tools, limits=limits, system_prompt=system_prompt, on_event=on_event)
+                           protocol=protocol, tools=tools, limits=limits, system_prompt=system_prompt, on_event=on_event,
+                           tool_settings=tool_settings)
 
 
 def resume_with(
@@ -286,11 +289,12 @@ def resume_with(
     limits: Limits | Mapping[str, Any] | None = None,
     system_prompt: str | None = None,
     on_event: EventHandler | None = None,
+    tool_settings: Mapping[str, Any] | None = None,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
-    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt)
+    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt, tool_settings)
     # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
     # the step still has its task, and invoking resumes after it
     state = graph.get_state(thread_config(thread_id))
@@ -338,6 +342,7 @@ def _resume_payload(
 def _rebuild(
     saver: ReinloopSaver, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
     limits: Limits | Mapping[str, Any] | None, system_prompt: str | None,
+    tool_changes: Mapping[str, Any] | None = None,
 ) -> ReinloopGraph:
     """The run's graph from its stored settings, with the given overrides."""
     record = saver.get_run(thread_id)
@@ -360,7 +365,10 @@ def _rebuild(
     final = limits if isinstance(limits, Limits) else base.replace(**(limits or {}))
     options = (record.options if record else None) or {}
     retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
-    settings = ToolSettings(**options.get("tool_settings") or {})
+    unknown = sorted(set(tool_changes or {}) - set(ToolSettings().as_dict()))
+    if unknown:
+        raise ConfigurationError(f"unknown tool setting(s) {', '.join(unknown)}; valid: {', '.join(ToolSettings().as_dict())}")
+    settings = ToolSettings(**{**(options.get("tool_settings") or {}), **(tool_changes or {})})
     settings.check_run_database(saver.location)
     tool_list = _tool_list(tools, settings)
     # the write quota is per run: what the run's earlier processes wrote is in its journal

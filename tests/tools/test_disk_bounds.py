@@ -101,6 +101,20 @@ def test_the_write_quota_holds_across_a_resume_in_a_new_process(box, tmp_path, o
     assert "this run's write_file quota: 8 of 10 bytes are used" in seen
 
 
+def test_resume_can_raise_the_write_quota(box, tmp_path, openai_server, capsys):
+    rundb = str(tmp_path / "runs.db")
+    openai_server.responses += [
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "one.txt", "content": "12345678"}}]),
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "two.txt", "content": "12345678"}}]),
+        completion("done"),
+    ]
+    common = ["--base-url", openai_server.base_url, "--db", rundb, "--json", "--quiet"]
+    assert main(["run", "write twice", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "10",
+                 "--max-steps", "1", "--thread", "q2", *common]) == 3
+    assert main(["resume", "q2", "--extra-steps", "2", "--write-quota", "1KB", *common]) == 0
+    assert (box / "two.txt").read_text() == "12345678"
+
+
 def test_size_flags_take_units_and_none(capsys):
     from reinloop.cli import byte_size
 
