@@ -294,7 +294,8 @@ def resume_with(
     """:func:`resume` on an open run database."""
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
-    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt, tool_settings)
+    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt, tool_settings,
+                     run_number=values.get("run"))
     # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
     # the step still has its task, and invoking resumes after it
     state = graph.get_state(thread_config(thread_id))
@@ -343,6 +344,7 @@ def _rebuild(
     saver: ReinloopSaver, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
     limits: Limits | Mapping[str, Any] | None, system_prompt: str | None,
     tool_changes: Mapping[str, Any] | None = None,
+    run_number: int | None = None,
 ) -> ReinloopGraph:
     """The run's graph from its stored settings, with the given overrides."""
     record = saver.get_run(thread_id)
@@ -371,8 +373,9 @@ def _rebuild(
     settings = ToolSettings(**{**(options.get("tool_settings") or {}), **(tool_changes or {})})
     settings.check_run_database(saver.location)
     tool_list = _tool_list(tools, settings)
-    # the write quota is per run: what the run's earlier processes wrote is in its journal
-    charge_journaled_writes(tool_list, saver.journal_rows(thread_id))
+    # the write quota is per run: what the run's earlier processes wrote is in its journal (earlier tasks
+    # of the same thread were other runs)
+    charge_journaled_writes(tool_list, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number])
     return _graph(
         saver,
         resolve_model(model, base_url=resume_endpoint(thread_id, base_url, record.base_url if record else None),

@@ -101,6 +101,23 @@ def test_the_write_quota_holds_across_a_resume_in_a_new_process(box, tmp_path, o
     assert "this run's write_file quota: 8 of 10 bytes are used" in seen
 
 
+def test_a_new_task_on_the_same_thread_is_a_new_run_with_a_fresh_quota(box, tmp_path, openai_server, capsys):
+    rundb = str(tmp_path / "runs.db")
+    openai_server.responses += [
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "first.txt", "content": "12345678"}}]),
+        completion("first done"),
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "second.txt", "content": "1"}}]),
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "third.txt", "content": "12345678"}}]),
+        completion("second done"),
+    ]
+    common = ["--base-url", openai_server.base_url, "--db", rundb, "--json", "--quiet"]
+    tools = ["--tools", "write_file", "--sandbox", str(box), "--write-quota", "10", "--thread", "t"]
+    assert main(["run", "task one", *tools, *common]) == 0
+    assert main(["run", "task two", *tools, "--max-steps", "1", *common]) == 3
+    assert main(["resume", "t", "--extra-steps", "2", *common]) == 0
+    assert (box / "third.txt").exists()  # 1 + 8 bytes in the second run; the first run's 8 are not counted
+
+
 def test_resume_can_raise_the_write_quota(box, tmp_path, openai_server, capsys):
     rundb = str(tmp_path / "runs.db")
     openai_server.responses += [
