@@ -241,12 +241,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     limits = limits_from(args)
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
     resolve_model(args.model, base_url=args.base_url, timeout=retry.timeout)  # say which API key is missing first
+    settings = tool_settings_from(args)
+    settings.check_run_database(db_location(args.db))  # a usage error, said before the run database is touched
     with open_db(args.db, write=True, create=True):  # an unusable --db is one line, before the run's header
         pass
     memory = memory_from(args)
     thread_id = args.thread or new_thread_id()
-    settings = tool_settings_from(args)
-    settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
     console = make_console(args, limits)
     if isinstance(console, RunConsole):
         console.print(f"thread {thread_id}")
