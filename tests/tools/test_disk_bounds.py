@@ -80,20 +80,25 @@ def test_db_insert_refuses_a_value_over_its_cap_and_inserts_nothing(tmp_path):
     assert not run_tool(insert, {"table": "users", "row": {"name": "王" * 33}}).error
 
 
-def test_the_write_quota_holds_across_a_resume_in_a_new_process(box, tmp_path, openai_server, capsys):
-    """The quota is per run: the bytes written before a pause are counted when the run resumes."""
-    rundb = str(tmp_path / "runs.db")
+def write_twice_paused(box, tmp_path, openai_server, thread):
+    """A run that writes 8 bytes under a 10-byte quota, then pauses at its step limit; the CLI flags to resume it."""
     openai_server.responses += [
         completion(tool_calls=[{"name": "write_file", "args": {"path": "one.txt", "content": "12345678"}}]),
         completion(tool_calls=[{"name": "write_file", "args": {"path": "two.txt", "content": "12345678"}}]),
         completion("done"),
     ]
-    common = ["--base-url", openai_server.base_url, "--db", rundb, "--json", "--quiet"]
+    common = ["--base-url", openai_server.base_url, "--db", str(tmp_path / "runs.db"), "--json", "--quiet"]
     code = main(["run", "write twice", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "10",
-                 "--max-steps", "1", "--thread", "q1", *common])
+                 "--max-steps", "1", "--thread", thread, *common])
     assert code == 3 and (box / "one.txt").exists()
+    return ["resume", thread, "--extra-steps", "2", *common]
+
+
+def test_the_write_quota_holds_across_a_resume_in_a_new_process(box, tmp_path, openai_server, capsys):
+    """The quota is per run: the bytes written before a pause are counted when the run resumes."""
+    resume = write_twice_paused(box, tmp_path, openai_server, "q1")
     capsys.readouterr()
-    code = main(["resume", "q1", "--extra-steps", "2", *common])
+    code = main(resume)
     outcome = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert code == 0 and outcome["answer"] == "done"
     assert not (box / "two.txt").exists()
@@ -119,16 +124,8 @@ def test_a_new_task_on_the_same_thread_is_a_new_run_with_a_fresh_quota(box, tmp_
 
 
 def test_resume_can_raise_the_write_quota(box, tmp_path, openai_server, capsys):
-    rundb = str(tmp_path / "runs.db")
-    openai_server.responses += [
-        completion(tool_calls=[{"name": "write_file", "args": {"path": "one.txt", "content": "12345678"}}]),
-        completion(tool_calls=[{"name": "write_file", "args": {"path": "two.txt", "content": "12345678"}}]),
-        completion("done"),
-    ]
-    common = ["--base-url", openai_server.base_url, "--db", rundb, "--json", "--quiet"]
-    assert main(["run", "write twice", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "10",
-                 "--max-steps", "1", "--thread", "q2", *common]) == 3
-    assert main(["resume", "q2", "--extra-steps", "2", "--write-quota", "1KB", *common]) == 0
+    resume = write_twice_paused(box, tmp_path, openai_server, "q2")
+    assert main([*resume, "--write-quota", "1KB"]) == 0
     assert (box / "two.txt").read_text() == "12345678"
 
 
