@@ -295,7 +295,7 @@ def resume_with(
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
     graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt, tool_settings,
-                     run_number=values.get("run"))
+                     state=values)
     # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
     # the step still has its task, and invoking resumes after it
     state = graph.get_state(thread_config(thread_id))
@@ -340,11 +340,21 @@ def _resume_payload(
     return None
 
 
+def calls_of(state: Mapping[str, Any]) -> dict[tuple[int, str], Mapping[str, Any]]:
+    """(step, call id) -> the whole arguments of each call of the state's current run, the pending step's included."""
+    run_number = state.get("run", 0)
+    calls = {(s.get("index"), a.get("id")): a.get("args") or {} for s in state.get("scratchpad") or []
+             if s.get("run", 0) == run_number for a in s.get("actions") or []}
+    pending_step = (state.get("counters") or {}).get("steps", 0) + 1
+    calls.update({(pending_step, a.get("id")): a.get("args") or {} for a in (state.get("pending") or {}).get("actions") or []})
+    return calls
+
+
 def _rebuild(
     saver: ReinloopSaver, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
     limits: Limits | Mapping[str, Any] | None, system_prompt: str | None,
     tool_changes: Mapping[str, Any] | None = None,
-    run_number: int | None = None,
+    state: Mapping[str, Any] | None = None,
 ) -> ReinloopGraph:
     """The run's graph from its stored settings, with the given overrides."""
     record = saver.get_run(thread_id)
@@ -375,7 +385,9 @@ def _rebuild(
     tool_list = _tool_list(tools, settings)
     # the write quota is per run: what the run's earlier processes wrote is in its journal (earlier tasks
     # of the same thread were other runs)
-    charge_journaled_writes(tool_list, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number])
+    run_number = (state or {}).get("run")
+    charge_journaled_writes(tool_list, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number],
+                            calls_of(state or {}))
     return _graph(
         saver,
         resolve_model(model, base_url=resume_endpoint(thread_id, base_url, record.base_url if record else None),

@@ -417,17 +417,24 @@ def write_file_tool(
     return configure(tool, side_effects=True, transient=())
 
 
-def charge_journaled_writes(tools: Iterable[BaseTool], journal_rows: Iterable[Mapping[str, Any]]) -> int:
+def charge_journaled_writes(
+    tools: Iterable[BaseTool],
+    journal_rows: Iterable[Mapping[str, Any]],
+    args_by_call: Mapping[tuple[int, str], Mapping[str, Any]] | None = None,
+) -> int:
     """Count the writes a run's journal holds against its ``write_file`` quota (on resume); the bytes counted.
 
-    A call that returned an error wrote nothing; a call that never finished (the process died) may have
-    written, and counts.
+    The journal says which calls ran (a call that returned an error wrote nothing; a call that never
+    finished may have written, and counts); ``args_by_call`` (step, call id) -> arguments gives their
+    whole content, from the checkpointed state: the journal keeps only a preview of long strings.
     """
     used = 0
     for row in journal_rows:
         if row.get("tool") != "write_file" or row.get("error"):
             continue
-        args = json.loads(row["args"]) if isinstance(row.get("args"), str) else row.get("args") or {}
+        args = (args_by_call or {}).get((row.get("step"), row.get("call_id")))
+        if args is None:
+            args = json.loads(row["args"]) if isinstance(row.get("args"), str) else row.get("args") or {}
         content = args.get("content")
         used += len(content.encode("utf-8")) if isinstance(content, str) else 0
     for tool in tools:

@@ -153,3 +153,18 @@ def test_each_task_of_a_batch_has_its_own_write_quota(box, tmp_path):
                    tools="write_file", tool_settings=ToolSettings(sandbox=str(box), write_quota=10), concurrency=1)
     assert report.exit_code == 0
     assert sorted(p.name for p in box.iterdir()) == ["one.txt", "three.txt", "two.txt"]
+
+
+def test_a_resume_counts_long_writes_whole_though_the_journal_keeps_a_preview(box, tmp_path, openai_server, capsys):
+    long_text = "字" * 500  # 500 characters (the journal keeps 400 of them), 1,500 bytes
+    openai_server.responses += [
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "long.txt", "content": long_text}}]),
+        completion(tool_calls=[{"name": "write_file", "args": {"path": "more.txt", "content": "a" * 600}}]),
+        completion("done"),
+    ]
+    common = ["--base-url", openai_server.base_url, "--db", str(tmp_path / "runs.db"), "--json", "--quiet"]
+    assert main(["run", "write", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "2000",
+                 "--max-steps", "1", "--thread", "q3", *common]) == 3
+    assert main(["resume", "q3", "--extra-steps", "2", *common]) == 0
+    assert not (box / "more.txt").exists()  # 1,500 + 600 > 2,000
+    assert "1,500 of 2,000 bytes are used" in json.dumps(openai_server.requests[2]["messages"], ensure_ascii=False)
