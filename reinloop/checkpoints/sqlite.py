@@ -27,7 +27,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import StorageError
 from .sql import CHAIN_SQL, Dialect, SqlCheckpointer
-from .sqlitedb import DEFAULT_TIMEOUT, connect, migrate, storage_errors
+from .sqlitedb import DEFAULT_TIMEOUT, connect, migrate, storage_errors, wal_size
 
 __all__ = ["CHAIN_SQL", "SQLITE", "SqliteCheckpointer"]
 
@@ -138,7 +138,7 @@ class SqliteCheckpointer(SqlCheckpointer):
 
     def storage_bytes(self) -> int | None:
         """The file's bytes on disk, its write-ahead log included (None in memory)."""
-        path, wal = Path(self.location), Path(self.location + "-wal")
+        path = Path(self.location)
         if not path.is_file():
             return None
-        return path.stat().st_size + (wal.stat().st_size if wal.is_file() else 0)
+        return path.stat().st_size + wal_size(path)

@@ -94,13 +94,20 @@ def check_file(path: Path) -> None:
     page_size = int.from_bytes(head[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size
     pages = int.from_bytes(head[28:32], "big")
-    wal = path.with_name(path.name + "-wal")
-    has_wal = wal.exists() and wal.stat().st_size > 0
+    has_wal = wal_size(path) > 0
     if pages and pages * page_size > size and not has_wal:
         raise StorageError(
             f"{path} is truncated: its header says {pages * page_size} bytes but the file has {size}; "
             "restore it from a backup"
         )
+
+
+def wal_size(path: Path) -> int:
+    """The size of the database's ``-wal`` file, 0 when there is none (another process may remove it at any moment)."""
+    try:
+        return path.with_name(path.name + "-wal").stat().st_size
+    except FileNotFoundError:
+        return 0
 
 
 def file_kind(mode: int) -> str | None:
