@@ -23,7 +23,8 @@ def test_json_report_has_every_contestant_and_field(capsys):
     assert set(report) == {"reinloop", "reinloop_compact", "create_agent", "bare_loop"}
     for numbers in report.values():
         assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
-                                "prompt_tokens_per_correct_answer", "framework_ms_per_step", "endings"}
+                                "prompt_tokens_per_correct_answer", "completion_tokens_per_task",
+                                "seconds_per_task", "framework_ms_per_step", "endings"}
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
     # every task solved: a correct answer costs what a task costs
