@@ -45,8 +45,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-WHEELS = ROOT.parent / "shared" / "realmodel" / "wheels"
-FETCH = ROOT.parent / "shared" / "realmodel" / "fetch-models.sh"
+# the shared folder beside the checkout (beside a git worktree's parent, too)
+SHARED = next((d / "shared" / "realmodel" for d in ROOT.parents[:2] if (d / "shared" / "realmodel").is_dir()),
+              Path("../shared/realmodel"))
+WHEELS = SHARED / "wheels"
+FETCH = SHARED / "fetch-models.sh"
 
 
 @dataclass(frozen=True)

@@ -225,15 +225,20 @@ def report_text(results: dict[str, list[tuple[RunResult, bool]]], tasks: list[Ta
 
 
 def load_saved(path: Path) -> tuple[dict[str, list[tuple[RunResult, bool]]], list[Task]]:
-    """The runs of a ``--save`` file, restricted to the tasks every contestant in it finished."""
+    """The runs of a ``--save`` file, restricted to the tasks every contestant in it finished.
+
+    Answers are scored again against the answer key, so a saved run is judged as a new one would be.
+    """
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     names = list(dict.fromkeys(r["contestant"] for r in records))
     by_run = {(r["task"], r["contestant"]): r for r in records}
     done = [t for t in dict.fromkeys(r["task"] for r in records) if all((t, n) in by_run for n in names)]
     fields = {f.name for f in dataclasses.fields(RunResult)}
-    results = {n: [(RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields}), by_run[t, n]["correct"])
-                    for t in done] for n in names}
     by_id = {t.id: t for t in all_tasks()}
+    plans = {t: solve(by_id[t]) for t in done}
+    results = {n: [(result, is_correct(result.answer, plans[t]))
+                   for t in done for result in [RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields})]]
+               for n in names}
     return results, [by_id[t] for t in done]
 
 

@@ -208,6 +208,11 @@ def all_tasks() -> list[Task]:
     return tasks
 
 
+def _is_call_text(answer: str) -> bool:
+    text = answer.strip().removeprefix("```json").removeprefix("```").lstrip()
+    return text.startswith("<tool_call>") or (text.startswith("{") and '"arguments"' in text)
+
+
 def solve(task: Task) -> Plan:
     """Run the task's plan on the real tools in a fresh world: the plan with its answer key."""
     world = World()
@@ -224,8 +229,13 @@ def solve(task: Task) -> Plan:
 
 
 def is_correct(answer: str | None, plan: Plan) -> bool:
-    """The agent's answer holds the right answer: the whole token, or every number of a longer answer."""
-    if not answer:
+    """The agent's answer holds the right answer: the whole token, or every number of a longer answer.
+
+    A tool call written out as text is no answer, even when its arguments hold
+    the key (family D's value is in the task itself): a real model that fails
+    to make its call must not score by echoing the task.
+    """
+    if not answer or _is_call_text(answer):
         return False
     expected = plan.answer.strip()
     if " " not in expected:

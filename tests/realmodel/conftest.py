@@ -9,6 +9,7 @@ header says why: nothing is downloaded by a user's ``pytest``.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -25,9 +26,12 @@ def unavailable(name: str) -> str | None:
     return None
 
 
-def pytest_report_header(config: pytest.Config) -> list[str]:
-    reasons = {name: unavailable(name) for name in ("qwen0.5b", "smol135m")}
-    return [f"realmodel {name}: " + (f"skipped, {why}" if why else "available") for name, why in reasons.items()]
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Say why the realmodel tests were skipped, also under ``-q`` (which hides skip reasons)."""
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "realmodel" in r.keywords]
+    reasons = sorted({str(r.longrepr[2]).removeprefix("Skipped: ") for r in skipped if isinstance(r.longrepr, tuple)})
+    for reason in reasons:
+        terminalreporter.write_line(f"realmodel tests skipped: {reason}")
 
 
 def _serve(name: str, max_tokens: int) -> Iterator[Server]:
