@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import datetime
 import json
+import signal
 import statistics
 import sys
 import zlib
@@ -55,9 +56,14 @@ def chosen_tasks(args: argparse.Namespace) -> list[Task]:
     return tasks[: args.limit] if args.limit else tasks
 
 
-def run_all(args: argparse.Namespace, tasks: list[Task]) -> dict[str, list[tuple[RunResult, bool]]]:
-    """Every contestant on every task, each in a fresh world; each run appended to ``--save`` as it ends."""
-    results: dict[str, list[tuple[RunResult, bool]]] = {name: [] for name in args.contestants}
+def run_all(args: argparse.Namespace, tasks: list[Task],
+            results: dict[str, list[tuple[RunResult, bool]]] | None = None) -> dict[str, list[tuple[RunResult, bool]]]:
+    """Every contestant on every task, each in a fresh world; each run appended to ``--save`` as it ends.
+
+    ``results`` (filled as runs end) keeps what finished when the loop is interrupted.
+    """
+    results = results if results is not None else {}
+    results.update({name: [] for name in args.contestants})
     for task in tasks:
         plan = solve(task)
         for name in args.contestants:
@@ -198,9 +204,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
     """The suite against a small local model this process serves (and stops, also on error or Ctrl-C)."""
+    signal.signal(signal.SIGTERM, _terminated)  # so that ``serving`` stops the server on ``kill`` too
     with serving(args.real, max_tokens=args.max_tokens, threads=args.threads) as server:
         args.chat_model, args.loop_options = real.chat_model(server), real.loop_options()
-        results = run_all(args, tasks)
+        results: dict[str, list[tuple[RunResult, bool]]] = {}
+        try:
+            run_all(args, tasks, results)
+        except KeyboardInterrupt:  # Ctrl-C: report the tasks every contestant finished
+            finished = min(len(runs) for runs in results.values())
+            print(f"interrupted: reporting the {finished} of {len(tasks)} tasks every contestant finished",
+                  file=sys.stderr)
+            if not finished:
+                raise
+            results, tasks = {name: runs[:finished] for name, runs in results.items()}, tasks[:finished]
         stats = server.stats()
         model = real.describe(args.real, server, args.threads, args.max_tokens)
     report = {name: summarize(runs) for name, runs in results.items()}
@@ -240,6 +256,10 @@ def load_saved(path: Path) -> tuple[dict[str, list[tuple[RunResult, bool]]], lis
                    for t in done for result in [RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields})]]
                for n in names}
     return results, [by_id[t] for t in done]
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
 
 
 def git_commit() -> str:
