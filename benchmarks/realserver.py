@@ -32,6 +32,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -134,17 +135,19 @@ def serving(name: str, *, max_tokens: int = 256, n_ctx: int = 4096, threads: int
     command = [sys.executable, "-m", "benchmarks.realserver", name, "--port", "0",
                "--max-tokens", str(max_tokens), "--n-ctx", str(n_ctx), "--threads", str(threads or os.cpu_count() or 2)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    # own session: a Ctrl-C reaches only the parent, which then stops the server in ``finally``
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
-    try:
-        base_url = _wait_until_listening(process, start_timeout, path)
-        yield Server(base_url, path, process)
-    finally:
-        _stop(process)
+    # own session: a Ctrl-C reaches only the parent, which then stops the server in ``finally``;
+    # stderr goes to a file, which never fills up and blocks the server as an unread pipe would
+    with tempfile.TemporaryFile("w+", encoding="utf-8") as errors:
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errors,
+                                   text=True, start_new_session=True)
+        try:
+            base_url = _wait_until_listening(process, start_timeout, path, errors)
+            yield Server(base_url, path, process)
+        finally:
+            _stop(process)
 
 
-def _wait_until_listening(process: subprocess.Popen[str], timeout: float, path: Path) -> str:
+def _wait_until_listening(process: subprocess.Popen[str], timeout: float, path: Path, errors: Any) -> str:
     """The base URL the child prints once the model is loaded, checked with ``GET /v1/models``."""
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(iter(process.stdout.readline, "")), daemon=True)  # type: ignore[union-attr]
@@ -155,8 +158,8 @@ def _wait_until_listening(process: subprocess.Popen[str], timeout: float, path: 
         if url and _answers(url):
             return url
         if process.poll() is not None:
-            reader.join(1)
-            error = (process.stderr.read() if process.stderr else "").strip().splitlines()  # type: ignore[union-attr]
+            errors.seek(0)
+            error = errors.read().strip().splitlines()
             raise RealModelUnavailable(f"the model server for {path} exited with code {process.returncode}: "
                                        f"{error[-1] if error else 'no output'}")
         time.sleep(0.1)
@@ -179,9 +182,8 @@ def _stop(process: subprocess.Popen[str]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    for stream in (process.stdout, process.stderr):
-        if stream:
-            stream.close()
+    if process.stdout:
+        process.stdout.close()
 
 
 # ---------------------------------------------------------------- server side: prompt, reply, calls

@@ -51,3 +51,15 @@ def test_a_template_without_tools_gets_them_in_the_system_message_and_results_as
     assert '"name": "calculator"' in out[0]["content"]
     assert json.loads(out[2]["content"]) == {"name": "calculator", "arguments": {"expression": "17*23"}}
     assert out[3] == {"role": "user", "content": "Result of calculator: 391"}
+
+
+def test_a_model_file_that_does_not_load_stops_the_start_with_the_servers_error(tmp_path, monkeypatch):
+    import pytest
+
+    from benchmarks.realserver import MODELS, RealModelUnavailable, serving
+
+    (tmp_path / MODELS["smol135m"].file).write_bytes(b"not a GGUF file")
+    monkeypatch.setenv("REINLOOP_MODELS", str(tmp_path))
+    with pytest.raises(RealModelUnavailable, match=r"exited with code 1: \S|llama-cpp-python is not installed"):
+        with serving("smol135m", start_timeout=60):
+            pass
