@@ -37,8 +37,9 @@ def calls(out: dict[str, Any]) -> list[tuple[str, str | None]]:
     return [(a["tool"], a["observation"]) for step in out["scratchpad"] for a in step["actions"]]
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15, measured on 979f9da: Qwen repeats its calculator call and the loop "
-                   "breaks on repeated_action instead of getting an answer; flip when the loop fixes land")
+@pytest.mark.xfail(strict=True, reason="issue 15, measured on 979f9da and on main c7ffcbc (after i-loopfix): Qwen "
+                   "repeats its calculator call and the loop breaks on repeated_action instead of answering; "
+                   "remove this mark when the run answers 391")
 def test_qwen_answers_a_calculator_question_through_the_json_protocol(qwen_server):
     out = run(qwen_server, "json")
     assert out["status"] == "done", out.get("break_message")
@@ -46,11 +47,7 @@ def test_qwen_answers_a_calculator_question_through_the_json_protocol(qwen_serve
     assert ("calculator", "391") in calls(out)  # the answer came from the tool, not from memory
 
 
-CUT_IS_ANSWER = pytest.mark.xfail(strict=True, reason="issue 15, measured on 979f9da: under tool_calling a reply cut "
-                                  "at max_tokens (finish_reason 'length') ends the run 'done' with the fragment as answer")
-
-
-@pytest.mark.parametrize("protocol", [pytest.param("tool_calling", marks=CUT_IS_ANSWER), "json"])
+@pytest.mark.parametrize("protocol", ["tool_calling", "json"])  # tool_calling failed on 979f9da, passes since i-loopfix
 def test_a_reply_cut_by_max_tokens_is_never_taken_as_the_answer(qwen_server, protocol):
     before = qwen_server.stats()["finish_reasons"]
     out = run(qwen_server, protocol, max_tokens=6)  # far too few for a call or a sentence
