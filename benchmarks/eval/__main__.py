@@ -3,7 +3,9 @@
 By default the model is :class:`reinloop.simulation.SimulatedModel`, a stand-in
 for a flaky LLM that knows each task's plan and makes mistakes at
 ``--fault-rate`` (seeded). With ``--model`` (and ``--base-url``) the same tasks
-run against a real endpoint instead, without injected faults.
+run against a real endpoint instead, without injected faults. With ``--real
+qwen0.5b`` (or ``smol135m``) they run against a small local model that the
+eval serves itself (``benchmarks/realserver.py``, see :mod:`.real`).
 
 Prints a table per contestant: success rate, mean iterations (model calls),
 prompt tokens per task, framework time per step (model time excluded) and how
@@ -14,8 +16,10 @@ writes the table to BENCHMARKS.md with the command and the date.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
+import signal
 import statistics
 import sys
 import zlib
@@ -24,40 +28,60 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.realserver import MODELS, RealModelUnavailable, serving
 from reinloop.models import resolve_model
 from reinloop.simulation import FAULTS, SimulatedModel
 
-from .contestants import CONTESTANTS, RunResult
-from .tasks import World, all_tasks, is_correct, solve
+from . import real
+from .contestants import CONTESTANTS, REAL_DEFAULT, SIMULATED_DEFAULT, RunResult
+from .tasks import Task, World, all_tasks, is_correct, select, solve
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def model_for(args: argparse.Namespace, task_text: str, plan: Any, task_id: str) -> Any:
     """The simulated model for one task (seeded per task, the same for every contestant), or the real one."""
+    if args.chat_model is not None:
+        return args.chat_model
     if args.model:
         return resolve_model(args.model, base_url=args.base_url)
     seed = zlib.crc32(f"{args.seed}:{task_id}".encode())
     return SimulatedModel(plans={task_text: plan}, fault_rate=args.fault_rate, seed=seed)
 
 
-def run_all(args: argparse.Namespace) -> dict[str, list[tuple[RunResult, bool]]]:
-    """Every contestant on every task, each in a fresh world."""
-    tasks = all_tasks()[: args.limit] if args.limit else all_tasks()
-    results: dict[str, list[tuple[RunResult, bool]]] = {name: [] for name in args.contestants}
+def chosen_tasks(args: argparse.Namespace) -> list[Task]:
+    """``--tasks`` (ids or families; by default all 50, or one per family with ``--real``), then ``--limit``."""
+    spec = args.tasks or (real.DEFAULT_TASKS if args.real else "")
+    tasks = select(all_tasks(), spec) if spec else all_tasks()
+    return tasks[: args.limit] if args.limit else tasks
+
+
+def run_all(args: argparse.Namespace, tasks: list[Task],
+            results: dict[str, list[tuple[RunResult, bool]]] | None = None) -> dict[str, list[tuple[RunResult, bool]]]:
+    """Every contestant on every task, each in a fresh world; each run appended to ``--save`` as it ends.
+
+    ``results`` (filled as runs end) keeps what finished when the loop is interrupted.
+    """
+    results = results if results is not None else {}
+    results.update({name: [] for name in args.contestants})
     for task in tasks:
         plan = solve(task)
         for name in args.contestants:
             world = World()
             try:
-                result = CONTESTANTS[name](task.text, model_for(args, task.text, plan, task.id), world.tools())
+                result = CONTESTANTS[name](task.text, model_for(args, task.text, plan, task.id), world.tools(),
+                                           **args.loop_options)
             finally:
                 world.close()
             results[name].append((result, is_correct(result.answer, plan)))
+            if args.save:
+                with open(args.save, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps({"task": task.id, "contestant": name, "correct": results[name][-1][1],
+                                         **dataclasses.asdict(result)}, ensure_ascii=False) + "\n")
             if args.verbose:
-                print(f"{task.id:<22} {name:<13} {'ok ' if results[name][-1][1] else 'BAD'} "
-                      f"{result.ending:<6} {result.iterations:>2} calls  {result.answer!r:.60} {result.detail:.80}",
-                      file=sys.stderr)
+                print(f"{task.id:<22} {name:<16} {'ok ' if results[name][-1][1] else 'BAD'} "
+                      f"{result.ending:<6} {result.iterations:>2} calls {result.wall_seconds:6.1f} s  "
+                      f"{result.answer!r:.60} {result.detail:.80}", file=sys.stderr, flush=True)
     return results
 
 
@@ -73,23 +97,31 @@ def summarize(runs: list[tuple[RunResult, bool]]) -> dict[str, Any]:
         "prompt_tokens_per_task": statistics.mean(r.prompt_tokens for r, _ in runs),
         # what a correct answer costs: a loop that gives up early spends little per task, nothing per answer
         "prompt_tokens_per_correct_answer": sum(r.prompt_tokens for r, _ in runs) / solved if solved else None,
+        "completion_tokens_per_task": statistics.mean(r.completion_tokens for r, _ in runs),
+        "seconds_per_task": statistics.mean(r.wall_seconds for r, _ in runs),
         "framework_ms_per_step": 1000 * framework / max(calls, 1),
         "endings": {k: endings.get(k, 0) for k in ("answer", "limit", "crash")},
     }
 
 
-def table(report: dict[str, dict[str, Any]]) -> str:
-    """The report as a Markdown table, with prompt tokens relative to create_agent."""
+def table(report: dict[str, dict[str, Any]], *, timed: bool = False) -> str:
+    """The report as a Markdown table, with prompt tokens relative to create_agent.
+
+    ``timed`` (real models) shows completion tokens and seconds per task instead
+    of framework time, which a real model's minutes on a busy machine drown.
+    """
     base = report.get("create_agent", {})
+    middle = "completion tokens / task | seconds / task" if timed else "framework ms / step"
     lines = ["| contestant | success | mean iterations | prompt tokens / task | vs create_agent | "
-             "prompt tokens / correct answer | framework ms / step | endings (answer / limit / crash) |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+             f"prompt tokens / correct answer | {middle} | endings (answer / limit / crash) |",
+             "| --- | --- | --- | --- | --- | --- | " + ("--- | --- | " if timed else "--- | ") + "--- |"]
     for name, r in report.items():
         e = r["endings"]
+        more = (f"{r['completion_tokens_per_task']:,.0f} | {r['seconds_per_task']:,.1f}" if timed
+                else f"{r['framework_ms_per_step']:.1f}")
         lines.append(f"| {name} | {100 * r['success_rate']:.0f}% | {r['mean_iterations']:.1f} | "
                      f"{r['prompt_tokens_per_task']:,.0f} | {_ratio(r, base, 'prompt_tokens_per_task')} | "
-                     f"{_per_answer(r, base)} | {r['framework_ms_per_step']:.1f} | "
-                     f"{e['answer']} / {e['limit']} / {e['crash']} |")
+                     f"{_per_answer(r, base)} | {more} | {e['answer']} / {e['limit']} / {e['crash']} |")
     return "\n".join(lines)
 
 
@@ -108,19 +140,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.eval", description=__doc__.splitlines()[0])
     parser.add_argument("--fault-rate", type=float, default=0.2, help="share of model calls with a mistake [0.2]")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--limit", type=int, help="run only the first N tasks")
-    parser.add_argument("--contestants", default=",".join(CONTESTANTS), type=lambda s: s.split(","))
+    parser.add_argument("--limit", type=int, help="run only the first N of the chosen tasks")
+    parser.add_argument("--tasks", help="comma-separated task ids or family letters (A,B,C,D,E,F,H); "
+                        "'first-of-each' is one task per family [all 50; first-of-each with --real]")
+    parser.add_argument("--contestants", type=lambda s: s.split(","),
+                        help=f"comma-separated, of {', '.join(CONTESTANTS)} [{','.join(SIMULATED_DEFAULT)}; "
+                        f"with --real: {','.join(REAL_DEFAULT)}]")
     parser.add_argument("--model", help="a real model (init_chat_model string) instead of the simulated one")
     parser.add_argument("--base-url", help="OpenAI-compatible endpoint for --model")
+    parser.add_argument("--real", choices=sorted(MODELS), help="serve this small local model (llama-cpp-python) "
+                        "for the run and stop it after")
+    parser.add_argument("--threads", type=int, default=1, help="--real: llama.cpp threads [1: on a busy 2-core "
+                        "machine, 2 threads generated 10x slower than 1]")
+    parser.add_argument("--max-tokens", type=int, default=256, help="--real: cap on every reply [256]")
+    parser.add_argument("--save", help="append every run, as it ends, to this JSON-lines file")
+    parser.add_argument("--report-from", metavar="FILE", help="run nothing: report the runs a --save file holds "
+                        "(only tasks every contestant finished)")
+    parser.add_argument("--label", help="--write: added to the section's heading, so it sits beside, not over, others")
     parser.add_argument("--json", action="store_true", help="print one JSON object keyed by contestant")
     parser.add_argument("--write", action="store_true", help="also write the table to BENCHMARKS.md")
     parser.add_argument("-v", "--verbose", action="store_true", help="one line per run on stderr")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.contestants or () if name not in CONTESTANTS]
+    if unknown:
+        parser.error(f"--contestants: unknown {', '.join(unknown)}; choose from {', '.join(CONTESTANTS)}")
+    if args.real and args.model:
+        parser.error("--real serves its own model: leave out --model")
+    args.contestants = args.contestants or list(REAL_DEFAULT if args.real else SIMULATED_DEFAULT)
+    args.chat_model, args.loop_options = None, {}
+    return args
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    report = {name: summarize(runs) for name, runs in run_all(args).items()}
+    command = "python -m benchmarks.eval " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command.replace(" --write", "").replace(" -v", "")
+    try:
+        tasks = chosen_tasks(args)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.report_from:
+        results, tasks = load_saved(Path(args.report_from))
+        print(report_text(results, tasks))
+        return 0
+    if args.real:
+        try:
+            return run_real(args, tasks, command)
+        except RealModelUnavailable as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+    report = {name: summarize(runs) for name, runs in run_all(args, tasks).items()}
     if args.json:
         print(json.dumps(report))
         return 0
@@ -128,18 +198,92 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = table(report)
     print(f"model: {model}; faults: {', '.join(FAULTS) if not args.model else 'none injected'}\n\n{text}")
     if args.write:
-        command = "python -m benchmarks.eval " + " ".join(argv if argv is not None else sys.argv[1:])
-        write_markdown(command.replace(" --write", ""), model, text)
+        write_markdown("Agent loops on 50 tasks (`benchmarks/eval`)",
+                       f"`{command}` — {datetime.date.today()}, model: {model}\n\n{text}\n")
     return 0
 
 
-def write_markdown(command: str, model: str, text: str) -> None:
-    """Replace the eval section of BENCHMARKS.md with this run's table."""
+def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
+    """The suite against a small local model this process serves (and stops, also on error or Ctrl-C)."""
+    signal.signal(signal.SIGTERM, _terminated)  # so that ``serving`` stops the server on ``kill`` too
+    with serving(args.real, max_tokens=args.max_tokens, threads=args.threads) as server:
+        args.chat_model, args.loop_options = real.chat_model(server), real.loop_options()
+        results: dict[str, list[tuple[RunResult, bool]]] = {}
+        try:
+            run_all(args, tasks, results)
+        except KeyboardInterrupt:  # Ctrl-C: report the tasks every contestant finished
+            finished = min(len(runs) for runs in results.values())
+            print(f"interrupted: reporting the {finished} of {len(tasks)} tasks every contestant finished",
+                  file=sys.stderr)
+            if not finished:
+                raise
+            results, tasks = {name: runs[:finished] for name, runs in results.items()}, tasks[:finished]
+        stats = server.stats()
+        model = real.describe(args.real, server, args.threads, args.max_tokens)
+    report = {name: summarize(runs) for name, runs in results.items()}
+    if args.json:
+        print(json.dumps({"contestants": report, "server": stats, "tasks": [t.id for t in tasks]}))
+        return 0
+    subset = ", ".join(t.id for t in tasks)
+    body = (f"`{command}` — {datetime.date.today()}, commit {git_commit()}\n\nmodel: {model}\n\n"
+            f"tasks ({len(tasks)}): {subset}\n\nserver: {real.throughput(stats)}\n\n{report_text(results, tasks)}\n")
+    print(body)
+    if args.write:
+        label = f", {args.label}" if args.label else ""
+        write_markdown(f"Real small model: {args.real}{label} (`benchmarks/eval --real`)", body)
+    return 0
+
+
+def report_text(results: dict[str, list[tuple[RunResult, bool]]], tasks: list[Task]) -> str:
+    """The real tier's tables: per contestant (with protocol, tokens and time), then per task family."""
+    report = {name: summarize(runs) for name, runs in results.items()}
+    lines = real.protocol_column(table(report, timed=True).splitlines(), list(report))
+    return "\n".join(lines) + "\n\n" + real.family_table(results, tasks)
+
+
+def load_saved(path: Path) -> tuple[dict[str, list[tuple[RunResult, bool]]], list[Task]]:
+    """The runs of a ``--save`` file, restricted to the tasks every contestant in it finished.
+
+    Answers are scored again against the answer key, so a saved run is judged as a new one would be.
+    """
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names = list(dict.fromkeys(r["contestant"] for r in records))
+    by_run = {(r["task"], r["contestant"]): r for r in records}
+    done = [t for t in dict.fromkeys(r["task"] for r in records) if all((t, n) in by_run for n in names)]
+    fields = {f.name for f in dataclasses.fields(RunResult)}
+    by_id = {t.id: t for t in all_tasks()}
+    plans = {t: solve(by_id[t]) for t in done}
+    results = {n: [(result, is_correct(result.answer, plans[t]))
+                   for t in done for result in [RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields})]]
+               for n in names}
+    return results, [by_id[t] for t in done]
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
+def git_commit() -> str:
+    """The checkout's short commit, or ``unknown`` outside git."""
+    import subprocess
+
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def write_markdown(heading: str, body: str) -> None:
+    """Replace the ``## {heading}`` section of BENCHMARKS.md (or add it at the end) with ``body``."""
     path = ROOT / "BENCHMARKS.md"
-    section = (f"## Agent loops on 50 tasks (`benchmarks/eval`)\n\n`{command}` — {datetime.date.today()}, "
-               f"model: {model}\n\n{text}\n")
     old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n"
-    head, _, rest = old.partition("## Agent loops on 50 tasks")
+    marker = f"## {heading}"
+    section = f"{marker}\n\n{body}"
+    if marker not in old:
+        path.write_text(old.rstrip() + "\n\n" + section, encoding="utf-8")
+        return
+    head, _, rest = old.partition(marker)
     tail = rest.partition("\n## ")[2]
     path.write_text(head.rstrip() + "\n\n" + section + (f"\n## {tail}" if tail else ""), encoding="utf-8")
 

@@ -5,6 +5,8 @@
 - ``reinloop_compact``: the same limits and memory, with seed 004's prompt:
   JSON replies and every tool as one signature line (``protocol="json"``,
   ``tool_detail="compact"``).
+- ``reinloop_json``, ``reinloop_react``, ``reinloop_auto``: ``reinloop`` with
+  another output protocol (full tool schemas); the real-model tier runs them.
 - ``create_agent``: LangChain's agent with ``ToolErrorMiddleware`` (tool
   exceptions go back to the model) and ``ModelCallLimitMiddleware`` (a step
   limit of 10 model calls, like reinloop's default).
@@ -50,6 +52,7 @@ class RunResult:
     wall_seconds: float
     model_seconds: float
     detail: str = ""
+    completion_tokens: int = 0
 
 
 class Meter(BaseCallbackHandler):
@@ -62,6 +65,7 @@ class Meter(BaseCallbackHandler):
     def __init__(self) -> None:
         self.calls = 0
         self.prompt_tokens = 0
+        self.completion_tokens = 0
         self.model_seconds = 0.0
         self._started: dict[Any, float] = {}
 
@@ -74,6 +78,7 @@ class Meter(BaseCallbackHandler):
         for generation in response.generations[0]:
             usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
             self.prompt_tokens += int(usage.get("input_tokens") or 0)
+            self.completion_tokens += int(usage.get("output_tokens") or 0)
 
     def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
         self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
@@ -87,7 +92,8 @@ def _measure(loop: Callable[[dict[str, Any]], tuple[str | None, str, str]]) -> R
     except Exception as exc:  # a crash is a result too
         answer, ending, detail = None, "crash", f"{type(exc).__name__}: {exc}"[:300]
     wall = time.perf_counter() - start
-    return RunResult(answer, ending, meter.calls, meter.prompt_tokens, wall, meter.model_seconds, detail)
+    return RunResult(answer, ending, meter.calls, meter.prompt_tokens, wall, meter.model_seconds, detail,
+                     meter.completion_tokens)
 
 
 def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
@@ -103,12 +109,20 @@ def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **optio
     return _measure(loop)
 
 
-def run_reinloop_compact(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+def run_reinloop_compact(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
     """reinloop with default limits and memory, JSON replies and compact tool descriptions."""
-    return run_reinloop(task, model, tools, protocol="json", tool_detail="compact")
+    return run_reinloop(task, model, tools, protocol="json", tool_detail="compact", **options)
 
 
-def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+def _with_protocol(protocol: str) -> Callable[..., RunResult]:
+    def run(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
+        return run_reinloop(task, model, tools, protocol=protocol, **options)
+
+    run.__doc__ = f"reinloop with its defaults and protocol={protocol!r}."
+    return run
+
+
+def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
     """LangChain's create_agent with tool errors returned to the model and a 10-call limit."""
     agent = create_agent(
         model, tools, system_prompt=SYSTEM,
@@ -126,7 +140,7 @@ def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool]) -> 
     return _measure(loop)
 
 
-def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool]) -> RunResult:
+def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
     """Seed 000's SimpleAgent, as written there (with the tools listed in its prompt)."""
     by_name = {t.name: t for t in tools}
     system = (SYSTEM + "\nReply with one JSON object only: {\"tool\": \"name\", \"args\": {...}} or "
@@ -173,4 +187,14 @@ CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "reinloop_compact": run_reinloop_compact,
     "create_agent": run_create_agent,
     "bare_loop": run_bare_loop,
+    "reinloop_json": _with_protocol("json"),
+    "reinloop_react": _with_protocol("react"),
+    "reinloop_auto": _with_protocol("auto"),
 }
+"""Every contestant by name; ``options`` are reinloop's ``build_graph`` keywords (the others ignore them)."""
+
+SIMULATED_DEFAULT = ("reinloop", "reinloop_compact", "create_agent", "bare_loop")
+"""What the simulated eval runs by default (SimulatedModel speeds up no protocol but these)."""
+
+REAL_DEFAULT = ("reinloop", "reinloop_json", "reinloop_react", "reinloop_auto", "reinloop_compact", "create_agent")
+"""What ``--real`` runs by default: reinloop in every protocol, compact tools, and create_agent."""

@@ -157,6 +157,42 @@ def _order(i: int) -> Task:
         finish=lambda obs: (obs[1], (f"quantity: {qty}", obs[1])))
 
 
+FAMILIES = {
+    "A": "search, read, calculate (density, price per hour)",
+    "B": "two cities' difference (5 steps)",
+    "C": "translate, write a file, read it back",
+    "D": "database insert, then query",
+    "E": "a fact from 3+ steps back (5 steps)",
+    "F": "timer, then calculate",
+    "H": "read an order file, calculate",
+}
+"""Task families by the letter their ids start with."""
+
+
+def family(task_id: str) -> str:
+    """The family letter of a task id (``"B-hangzhou-shenzhen"`` -> ``"B"``)."""
+    return task_id.split("-", 1)[0]
+
+
+def select(tasks: list[Task], spec: str) -> list[Task]:
+    """The tasks a ``--tasks`` spec names: comma-separated ids or family letters, in the spec's order.
+
+    ``"first-of-each"`` is the first task of every family, shortest plans first.
+    """
+    if spec == "first-of-each":
+        firsts = {family(t.id): t for t in reversed(tasks)}
+        return sorted(firsts.values(), key=lambda t: (len(t.steps), t.id))
+    by_id = {t.id: t for t in tasks}
+    chosen: list[Task] = []
+    for name in filter(None, (part.strip() for part in spec.split(","))):
+        found = [by_id[name]] if name in by_id else [t for t in tasks if family(t.id) == name]
+        if not found:
+            raise ValueError(f"--tasks: no task or family {name!r}; families are {', '.join(FAMILIES)}, "
+                             f"ids look like {tasks[0].id}")
+        chosen += [t for t in found if t not in chosen]
+    return chosen
+
+
 def all_tasks() -> list[Task]:
     """The 50 tasks, in a fixed order."""
     tasks = [_density(c) for c in CITIES]
@@ -170,6 +206,11 @@ def all_tasks() -> list[Task]:
     tasks += [_order(i) for i in range(4)]
     assert len(tasks) == 50 and len({t.text for t in tasks}) == 50
     return tasks
+
+
+def _is_call_text(answer: str) -> bool:
+    text = answer.strip().removeprefix("```json").removeprefix("```").lstrip()
+    return text.startswith("<tool_call>") or (text.startswith("{") and '"arguments"' in text)
 
 
 def solve(task: Task) -> Plan:
@@ -188,8 +229,13 @@ def solve(task: Task) -> Plan:
 
 
 def is_correct(answer: str | None, plan: Plan) -> bool:
-    """The agent's answer holds the right answer: the whole token, or every number of a longer answer."""
-    if not answer:
+    """The agent's answer holds the right answer: the whole token, or every number of a longer answer.
+
+    A tool call written out as text is no answer, even when its arguments hold
+    the key (family D's value is in the task itself): a real model that fails
+    to make its call must not score by echoing the task.
+    """
+    if not answer or _is_call_text(answer):
         return False
     expected = plan.answer.strip()
     if " " not in expected:

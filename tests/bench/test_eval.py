@@ -17,13 +17,25 @@ def test_fifty_tasks_whose_answer_keys_come_from_running_their_plans():
     assert not is_correct("no idea", plan)
 
 
+def test_a_tool_call_written_as_text_is_no_answer_even_when_it_holds_the_key():
+    note = next(t for t in all_tasks() if t.id == "D-0")
+    plan = solve(note)
+    assert plan.answer in note.text  # the key is in the task: echoing the task must not score
+    assert is_correct(f"The value recorded is {plan.answer}.", plan)
+    call = '{"name": "db_insert", "arguments": {"table": "notes", "row": {"value": "%s"}}}' % plan.answer
+    assert not is_correct(call, plan)
+    assert not is_correct(f"```json\n{call}\n```", plan)
+    assert not is_correct(f"<tool_call>\n{call}\n</tool_call>", plan)
+
+
 def test_json_report_has_every_contestant_and_field(capsys):
     assert main(["--limit", "3", "--fault-rate", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"reinloop", "reinloop_compact", "create_agent", "bare_loop"}
     for numbers in report.values():
         assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
-                                "prompt_tokens_per_correct_answer", "framework_ms_per_step", "endings"}
+                                "prompt_tokens_per_correct_answer", "completion_tokens_per_task",
+                                "seconds_per_task", "framework_ms_per_step", "endings"}
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
     # every task solved: a correct answer costs what a task costs
@@ -61,3 +73,44 @@ def test_the_table_prices_a_correct_answer_and_shows_a_dash_for_a_loop_with_none
     assert "prompt tokens / correct answer" in rows[0]
     assert "| 800 | 0.80x | 1,000 (0.25x) |" in rows[3]
     assert "| 300 | 0.30x | — |" in rows[4]
+
+
+def test_one_task_per_family_covers_every_family_shortest_plans_first():
+    from benchmarks.eval.tasks import FAMILIES, family, select
+
+    chosen = select(all_tasks(), "first-of-each")
+    assert sorted(family(t.id) for t in chosen) == sorted(FAMILIES)
+    assert [len(t.steps) for t in chosen] == sorted(len(t.steps) for t in chosen)
+    assert [t.id for t in select(all_tasks(), "F,D-1")] == ["F-0", "F-1", "F-2", "F-3", "D-1"]
+
+
+def test_an_unknown_task_or_family_is_a_usage_error_naming_the_families(capsys):
+    assert main(["--tasks", "Z", "--json"]) == 2
+    assert "no task or family 'Z'; families are A, B, C, D, E, F, H" in capsys.readouterr().err
+
+
+def test_real_tier_without_the_model_file_says_how_to_fetch_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("REINLOOP_MODELS", str(tmp_path))
+    assert main(["--real", "qwen0.5b", "--tasks", "F-0"]) == 1
+    error = capsys.readouterr().err
+    assert error.startswith("error: ")
+    assert "fetch-models.sh" in error or "llama-cpp-python is not installed" in error
+
+
+def test_a_saved_run_is_reported_again_per_protocol_and_family_and_rescored(tmp_path, capsys):
+    save = tmp_path / "runs.jsonl"
+    assert main(["--tasks", "F-0,D-0", "--contestants", "reinloop,create_agent", "--fault-rate", "0",
+                 "--save", str(save), "--json"]) == 0
+    capsys.readouterr()
+    lines = [json.loads(line) for line in save.read_text().splitlines()]
+    assert [(r["task"], r["contestant"]) for r in lines] == [
+        ("F-0", "reinloop"), ("F-0", "create_agent"), ("D-0", "reinloop"), ("D-0", "create_agent")]
+    lines[0]["correct"] = False  # a stale verdict: the report scores the answer again
+    lines[3]["answer"] = '{"name": "db_insert", "arguments": {"row": {"value": "status-open-0"}}}'
+    save.write_text("".join(json.dumps(r) + "\n" for r in lines[:-1] + [lines[-1], {**lines[0], "task": "C-0"}]))
+    assert main(["--report-from", str(save)]) == 0
+    out = capsys.readouterr().out
+    assert "| reinloop | tool_calling | 100% |" in out
+    assert "| create_agent | native tool calls | 50% |" in out
+    assert "| D: database insert, then query | 1/1 | 0/1 |" in out
+    assert "| all | 2/2 | 1/2 |" in out  # C-0 has one contestant's run only: left out
