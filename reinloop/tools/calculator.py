@@ -5,6 +5,11 @@ passed to ``eval``. Only numbers, the arithmetic operators and a short list of
 math functions are allowed, and every operation that can explode (powers,
 factorials, huge literals, deep nesting) is bounded before it runs, so
 ``9**9**9**9`` is refused in microseconds instead of eating the CPU.
+
+Nesting is bounded where it is real: parentheses, function calls, unary signs
+and powers, each at most :data:`MAX_DEPTH` deep. A flat chain of one
+precedence (``1+1+…+1``, ``2*3*…*7``) is one level however long it is: the
+parser nests it to the left, and the walk takes it as a list, not a tower.
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
+_CHAINS: tuple[frozenset[type[ast.operator]], ...] = (
+    frozenset({ast.Add, ast.Sub}),
+    frozenset({ast.Mult, ast.Div, ast.FloorDiv, ast.Mod}),
+)
+"""Left-associative operators of one precedence: ``a+b-c+d`` is a chain, not a nesting."""
+
 _UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
     ast.UAdd: operator.pos,
     ast.USub: operator.neg,
@@ -107,6 +118,40 @@ def _check_round(args: list[Any]) -> None:
         raise CalculatorError(f"round() digits {_short(args[1])} out of range (limit ±{MAX_RESULT_DIGITS})")
 
 
+def _chain(node: ast.BinOp) -> tuple[ast.AST, list[tuple[ast.operator, ast.AST]]]:
+    """``a+b-c`` as ``(a, [(+, b), (-, c)])``: the left spine of one precedence, unnested."""
+    group = next((g for g in _CHAINS if type(node.op) in g), frozenset())
+    rest: list[tuple[ast.operator, ast.AST]] = [(node.op, node.right)]
+    left = node.left
+    while isinstance(left, ast.BinOp) and type(left.op) in group:
+        rest.append((left.op, left.right))
+        left = left.left
+    return left, rest[::-1]
+
+
+def _apply(op: ast.operator, left: Any, right: Any) -> Any:
+    if isinstance(op, ast.Pow):
+        _check_power(left, right)
+    result = _BINARY[type(op)](left, right)
+    if isinstance(result, complex):
+        raise CalculatorError("result is a complex number")
+    if _too_big(result):
+        raise CalculatorError("result is too large")
+    return result
+
+
+def _paren_depth(text: str) -> int:
+    """The deepest parenthesis nesting of ``text`` (the parser drops parentheses from the tree)."""
+    depth = deepest = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char == ")":
+            depth -= 1
+    return deepest
+
+
 class _Evaluator:
     def __init__(self) -> None:
         self.depth = 0
@@ -128,14 +173,10 @@ class _Evaluator:
                 raise CalculatorError("number is too large")
             return node.value
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
-            left, right = self.eval(node.left), self.eval(node.right)
-            if isinstance(node.op, ast.Pow):
-                _check_power(left, right)
-            result = _BINARY[type(node.op)](left, right)
-            if isinstance(result, complex):
-                raise CalculatorError("result is a complex number")
-            if _too_big(result):
-                raise CalculatorError("result is too large")
+            first, rest = _chain(node)
+            result = self.eval(first)
+            for op, operand in rest:
+                result = _apply(op, result, self.eval(operand))
             return result
         if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
             return _UNARY[type(node.op)](self.eval(node.operand))
@@ -183,6 +224,8 @@ def evaluate(expression: str) -> int | float:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
         raise CalculatorError(f"not a valid expression: {text!r}") from exc
+    if _paren_depth(text) > MAX_DEPTH:
+        raise CalculatorError(f"expression is nested too deeply (limit {MAX_DEPTH} levels)")
     try:
         return _Evaluator().eval(tree)
     except ZeroDivisionError as exc:

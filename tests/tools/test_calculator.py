@@ -92,3 +92,34 @@ def test_calculator_errors_are_observations_not_crashes():
 
     result = run_tool(calculator, {"expression": "9**9**9**9"})
     assert result.error and result.observation == "ERROR: CalculatorError: exponent 387420489 is too large (limit 1000)"
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        ("+".join(["1"] * 50), "50"),
+        ("+".join(["1"] * 250), "250"),
+        ("-".join(["1"] * 200), "-198"),
+        ("*".join(["1"] * 240), "1"),
+        ("+".join(["2*3"] * 80), "480"),
+        ("(" + "+".join(["1"] * 120) + ")*2", "240"),
+    ],
+)
+def test_a_long_flat_chain_is_one_level_not_nested_too_deeply(expression, expected):
+    assert calculator.invoke({"expression": expression}) == expected
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "(" * 60 + "1" + ")" * 60,
+        "(" * 60 + "1" + "+1)" * 60,
+        "1+(" * 60 + "1" + ")" * 60,
+        "-(" * 60 + "1" + ")" * 60,
+        "2**" * 60 + "1",
+        "abs(" * 51 + "1" + ")" * 51,
+    ],
+)
+def test_real_nesting_beyond_the_limit_is_still_refused(expression):
+    with pytest.raises(CalculatorError, match="nested too deeply"):
+        evaluate(expression)
