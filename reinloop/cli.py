@@ -392,6 +392,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if state.get("break_reason"):
         say(f"break: {state['break_reason']}: {state.get('break_message')}")
     say("counters: " + safe_json(state.get("counters") or {}))
+    summary = [line for line in (state.get("summary") or "").splitlines() if line.strip()]
+    if summary:
+        say("summary:\n" + "\n".join(f"  {line}" for line in summary))
     for step in detail.steps:
         say(f"[run {step.get('run', 1)} step {step.get('index')}] {_short(step.get('thought'), 100)}")
         for action in step.get("actions") or []:

@@ -2,6 +2,11 @@
 
 Also ``wait`` (seed 003's timer, bounded) and ``translate`` (a deterministic
 glossary translator for benchmarks that need one).
+
+The data does not depend on how a name is written: ``北京``, ``北京市``,
+``Beijing`` and ``beijing`` are one city (same condition, same temperature;
+the reply is worded in the query's language), ``users``, ``user``, ``Users``
+and ``用户`` one table, ``"1"``, ``1`` and ``"01"`` one key.
 """
 
 from __future__ import annotations
@@ -18,11 +23,28 @@ from pydantic import BaseModel, Field, create_model
 from .options import configure
 from .pool import seconds_left
 
+GLOSSARY: dict[str, str] = {
+    "你好": "hello", "世界": "world", "谢谢": "thank you", "再见": "goodbye", "早上好": "good morning",
+    "晚安": "good night", "朋友": "friend", "我": "I", "你": "you", "爱": "love", "是": "is",
+    "天气": "weather", "今天": "today", "明天": "tomorrow", "昨天": "yesterday", "晴": "sunny",
+    "多云": "cloudy", "小雨": "light rain", "下雨": "rain", "温度": "temperature", "气温": "air temperature",
+    "杭州": "Hangzhou", "北京": "Beijing", "上海": "Shanghai", "深圳": "Shenzhen",
+    "用户": "user", "订单": "order", "数据库": "database", "查询": "query", "计算": "calculate",
+    "结果": "result", "年龄": "age", "金额": "amount", "苹果": "apple", "猫": "cat", "狗": "dog",
+    "工具": "tool", "智能体": "agent", "人工智能": "artificial intelligence", "机器学习": "machine learning",
+    "语言模型": "language model", "文件": "file", "搜索": "search", "文档": "document",
+}
+"""The demo translator's whole vocabulary, Chinese -> English."""
+
 DEMO_ROWS: dict[str, dict[str, str]] = {
     "users": {"1": "张三, 年龄30", "2": "李四, 年龄25"},
     "orders": {"1": "订单A, 金额100元", "2": "订单B, 金额200元"},
 }
 """Seed 000's mock database."""
+
+TABLE_ALIASES: dict[str, str] = {"user": "users", "用户": "users", "用户表": "users",
+                                 "order": "orders", "订单": "orders", "订单表": "orders"}
+"""Other ways to name a demo table (singular, Chinese); matched without case or spaces."""
 
 DEMO_WEATHER: dict[str, tuple[str, int]] = {
     "杭州": ("多云", 22),
@@ -32,19 +54,57 @@ DEMO_WEATHER: dict[str, tuple[str, int]] = {
 }
 """Seeds 001 and 002's weather: condition and temperature in °C."""
 
+DEMO_DEFAULT_WEATHER = ("晴", 20)
+"""The weather of any city not in :data:`DEMO_WEATHER`."""
+
+CITY_NAMES: dict[str, str] = {zh: GLOSSARY[zh] for zh in DEMO_WEATHER}
+"""The demo cities' English names, as the translator knows them (matched without case or spaces)."""
+
+_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+
+
+def _name_key(text: str) -> str:
+    """A name without case, spaces, punctuation or a trailing "city"/"市"."""
+    key = re.sub(r"[\s\W_]+", "", str(text)).lower()
+    for suffix in ("city", "市"):
+        if key.endswith(suffix) and len(key) > len(suffix):
+            key = key[: -len(suffix)]
+    return key
+
+
+_CITY_KEYS: dict[str, str] = {
+    **{_name_key(zh): zh for zh in DEMO_WEATHER},
+    **{_name_key(en): zh for zh, en in CITY_NAMES.items()},
+    "peking": "北京",
+}
+
+
+def demo_weather(city: str) -> str:
+    """The demo weather of ``city``, however it is written; worded in Chinese or English like the query."""
+    name = city.strip()
+    canonical = _CITY_KEYS.get(_name_key(name))
+    condition, temperature = DEMO_WEATHER.get(canonical or "", DEMO_DEFAULT_WEATHER)
+    if _CJK.search(name):
+        return f"{canonical or name}: {condition}, {temperature}℃"
+    english = CITY_NAMES.get(canonical or "", name)
+    return f"{english}: {GLOSSARY.get(condition, condition)}, {temperature}℃"
+
 
 class DbQueryInput(BaseModel):
     """Arguments of db_query."""
 
     table: str = Field(description="table name: users or orders")
-    key: str = Field(description="primary key value, e.g. '1'")
+    key: str | int = Field(description="primary key value, e.g. '1'")
 
 
-def _db_query(table: str, key: str) -> str:
-    rows = DEMO_ROWS.get(table)
+def _db_query(table: str, key: str | int) -> str:
+    name = _name_key(table)
+    rows = DEMO_ROWS.get(TABLE_ALIASES.get(name, name))
     if rows is None:
         raise ValueError(f"unknown table {table!r}; tables: {', '.join(DEMO_ROWS)}")
-    return f"查询结果: {rows.get(str(key), '未找到记录')}"
+    wanted = str(key).strip()
+    wanted = wanted.lstrip("0") or wanted if wanted.isdigit() else wanted
+    return f"查询结果: {rows.get(wanted, '未找到记录')}"
 
 
 db_query: BaseTool = configure(
@@ -62,7 +122,7 @@ db_query: BaseTool = configure(
 class WeatherInput(BaseModel):
     """Arguments of get_weather."""
 
-    city: str = Field(description="city name in Chinese, e.g. 杭州", min_length=1, max_length=20)
+    city: str = Field(description="city name, in Chinese or English, e.g. 杭州 or Hangzhou", min_length=1, max_length=20)
 
 
 def make_weather_tool(failure_rate: float = 0.0, seed: int | None = None) -> BaseTool:
@@ -74,8 +134,7 @@ def make_weather_tool(failure_rate: float = 0.0, seed: int | None = None) -> Bas
     def get_weather(city: str) -> str:
         if failure_rate and rng.random() < failure_rate:
             raise ConnectionError("weather service unavailable (simulated failure)")
-        condition, temperature = DEMO_WEATHER.get(city.strip(), ("晴", 20))
-        return f"{city.strip()}: {condition}, {temperature}℃"
+        return demo_weather(city)
 
     tool = StructuredTool.from_function(
         get_weather,
@@ -123,18 +182,6 @@ def make_wait_tool(max_seconds: float = 60.0) -> BaseTool:
     return configure(tool, parallel_safe=True, transient=())
 
 
-GLOSSARY: dict[str, str] = {
-    "你好": "hello", "世界": "world", "谢谢": "thank you", "再见": "goodbye", "早上好": "good morning",
-    "晚安": "good night", "朋友": "friend", "我": "I", "你": "you", "爱": "love", "是": "is",
-    "天气": "weather", "今天": "today", "明天": "tomorrow", "昨天": "yesterday", "晴": "sunny",
-    "多云": "cloudy", "小雨": "light rain", "下雨": "rain", "温度": "temperature", "气温": "air temperature",
-    "杭州": "Hangzhou", "北京": "Beijing", "上海": "Shanghai", "深圳": "Shenzhen",
-    "用户": "user", "订单": "order", "数据库": "database", "查询": "query", "计算": "calculate",
-    "结果": "result", "年龄": "age", "金额": "amount", "苹果": "apple", "猫": "cat", "狗": "dog",
-    "工具": "tool", "智能体": "agent", "人工智能": "artificial intelligence", "机器学习": "machine learning",
-    "语言模型": "language model", "文件": "file", "搜索": "search", "文档": "document",
-}
-"""The demo translator's whole vocabulary, Chinese -> English."""
 
 
 class TranslateInput(BaseModel):

@@ -72,3 +72,30 @@ def test_wait_gives_its_worker_back_soon_after_its_deadline():
         time.sleep(0.02)
     assert time.monotonic() - began < 0.3 + 1.5  # not the 30 s asked for
     assert executor.pool.stats()["overdue"] == 0
+
+
+@pytest.mark.parametrize("city", ["北京", "北京市", " 北京 ", "Beijing", "beijing", "BEIJING", "Beijing City", "Peking"])
+def test_weather_is_the_same_for_every_way_of_writing_a_city(city):
+    weather = builtin("get_weather")
+    expected = "北京: 晴, 18℃" if "北京" in city else "Beijing: sunny, 18℃"
+    assert weather.invoke({"city": city}) == expected
+
+
+@pytest.mark.parametrize(("zh", "en"), [("杭州", "Hangzhou"), ("上海", "Shanghai"), ("深圳", "Shenzhen"), ("巴黎", "Paris")])
+def test_weather_in_chinese_and_english_carries_the_same_data(zh, en):
+    weather = builtin("get_weather")
+    in_zh, in_en = weather.invoke({"city": zh}), weather.invoke({"city": en})
+    temperature = in_zh.rsplit(", ", 1)[1]
+    assert in_en.endswith(", " + temperature) and in_en.startswith(en + ": ")
+    condition_zh = in_zh.split(": ", 1)[1].split(",")[0]
+    assert translate.invoke({"text": condition_zh, "target": "en"}) == in_en.split(": ", 1)[1].split(",")[0]
+
+
+@pytest.mark.parametrize(("table", "key"), [("users", "1"), ("user", "1"), ("Users", 1), ("用户", "01"), (" USERS ", " 1 ")])
+def test_db_query_finds_the_same_row_under_any_table_alias_or_key_form(table, key):
+    assert run_tool(builtin("db_query"), {"table": table, "key": key}).observation == "查询结果: 张三, 年龄30"
+
+
+def test_db_query_still_refuses_an_unknown_table():
+    result = run_tool(builtin("db_query"), {"table": "products", "key": "1"})
+    assert result.error and "unknown table 'products'; tables: users, orders" in result.observation
