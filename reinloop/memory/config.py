@@ -7,7 +7,8 @@ store) are dependencies, resolved once by :func:`reinloop.build_graph`.
 
 The defaults already send far less than full-history replay: at most 3 recent
 steps verbatim, older steps folded three at a time into a running summary,
-all under 8000 prompt tokens.
+their tool results kept verbatim in a ledger of at most 400 tokens, all under
+8000 prompt tokens.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..settings import replace_known
 
-POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "recall_k")
+POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "ledger_max_tokens", "recall_k")
+OPTIONAL = ("max_prompt_tokens", "window_steps", "ledger_max_tokens")
+"""Bounds that ``None`` switches off."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,6 +39,9 @@ class Memory:
     """Steps folded per summarizer call, at least (one call per batch, never one per step)."""
     summary_max_tokens: int = 600
     """The running summary's bound: past it, its older lines are merged into one (so all of it is shown)."""
+    ledger_max_tokens: int | None = 400
+    """The tool results of steps outside the window, verbatim, newest first, up to this many tokens
+    (beside the summary, which cannot rewrite them); ``None`` shows no ledger."""
     summarizer: Any = None
     """The summarizer's chat model (or ``init_chat_model`` string); ``None`` uses the run's model."""
     dedup: bool = True
@@ -56,10 +62,10 @@ class Memory:
     def __post_init__(self) -> None:
         for name in POSITIVE_INTS:
             value = getattr(self, name)
-            if value is None and name in ("max_prompt_tokens", "window_steps"):
+            if value is None and name in OPTIONAL:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                hint = "; use None to switch it off" if name in ("max_prompt_tokens", "window_steps") else ""
+                hint = "; use None to switch it off" if name in OPTIONAL else ""
                 raise ConfigurationError(f"Memory.{name} must be a positive integer, got {value!r}{hint}")
         if self.encoding not in ("o200k_base", "cl100k_base", "estimate"):
             raise ConfigurationError(

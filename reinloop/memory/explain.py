@@ -33,6 +33,8 @@ def describe(event: dict[str, Any]) -> str:
         return f"evicted {steps} from the window" + (" (into the summary)" if event.get("into") == "summary" else "")
     if kind == "summarized":
         return f"summarized {steps} ({event['tokens_in']}+{event['tokens_out']} tokens): {_short(event['line'])}"
+    if kind == "summary_rejected":
+        return f"summary of {steps} disagreed with the steps ({_short('; '.join(event['problems']), 80)}); kept their results instead"
     if kind == "summary_failed":
         return f"summary of {steps} failed ({_short(event['error'], 80)}); raw steps kept, retry next step"
     if kind == "deduplicated":

@@ -15,6 +15,7 @@ as the model call, so the guard checks the token budget on both right after.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +26,17 @@ from .config import Memory
 from .longterm import recall, remember
 from .prompt import SUMMARY_HEADER, assemble, listing, memory_of, summary_fits
 from .store import Recalled
-from .summary import Folded, SummaryError, append_line, newest_lines, refold_lines, summarize_steps, summary_lines
+from .summary import (
+    Folded,
+    SummaryError,
+    append_line,
+    check_summary,
+    extractive_line,
+    newest_lines,
+    refold_lines,
+    summarize_steps,
+    summary_lines,
+)
 from .tokens import TokenCounter, active_counter, count_message_tokens
 from .window import hidden_duplicates, steps_to_fold, unfolded_steps
 
@@ -150,7 +161,18 @@ class Folding:
         self.calls += 1
         self.prompt_tokens += folded.prompt_tokens
         self.completion_tokens += folded.completion_tokens
-        return folded
+        return self.checked(folded, steps)
+
+    def checked(self, folded: Folded, steps: Sequence[Step]) -> Folded:
+        """``folded``, or the steps' own calls and results when the summary disagrees with them (reported)."""
+        text = folded.line.split(": ", 1)[-1]
+        problems = check_summary(text, self.state["task"], steps)
+        if not problems:
+            return folded
+        line = extractive_line(steps, self.counter, self.memory.summary_max_tokens)
+        self.events.append({"event": "summary_rejected", "steps": indices(steps), "line": folded.line,
+                            "problems": problems})
+        return dataclasses.replace(folded, line=line)
 
 
 def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> Prepared:

@@ -7,8 +7,10 @@ message list. Its parts, in order of priority:
    protocols; native tool calling sends schemas through the API, and those are
    counted too), earlier tasks on the thread, the task, the guard's hints;
 2. the running summary (newest lines, up to ``summary_max_tokens``);
-3. recalled long-term memories (best first, same cap);
-4. as many recent steps as fit, newest first, each step whole.
+3. the ledger: tool results of the steps outside the window, verbatim,
+   newest first, up to ``ledger_max_tokens`` (:mod:`.ledger`);
+4. recalled long-term memories (best first, same cap as the summary);
+5. as many recent steps as fit, newest first, each step whole.
 
 Every part is counted with the active counter (:func:`~reinloop.memory.tokens.active_counter`)
 and the sum never exceeds ``Memory.max_prompt_tokens``: when the fixed parts
@@ -30,6 +32,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from ..errors import ConfigurationError
 from ..state import Step
 from .config import Memory
+from .ledger import LEDGER_HEADER, ledger_lines, unseen_results
 from .store import Recalled
 from .summary import newest_lines, summary_lines
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
@@ -197,6 +200,18 @@ def fixed_messages(
     return head, hints, events
 
 
+def ledger_message(
+    state: Mapping[str, Any], shown: Sequence[Step], memory: Memory, counter: TokenCounter, budget: Budget
+) -> HumanMessage | None:
+    """The ledger of the run's results the window does not show, newest first, up to its cap (spent)."""
+    if memory.ledger_max_tokens is None:
+        return None
+    lines = ledger_lines(unseen_results(current_steps(state), shown), counter)
+    message, tokens = fit_listing(LEDGER_HEADER, lines, min(memory.ledger_max_tokens, budget.left), counter)
+    budget.spend("ledger", tokens)
+    return message
+
+
 def assemble(
     state: Mapping[str, Any],
     ctx: Any,
@@ -214,9 +229,9 @@ def assemble(
     head, tail, events = fixed_messages(state, ctx, counter, budget)
     cap = min(memory.summary_max_tokens, budget.left)
     shown_lines = newest_lines(summary_lines(summary), cap, counter)
-    message, tokens = fit_listing(SUMMARY_HEADER, shown_lines, cap, counter)
-    if message is not None:
-        head.append(message)
+    summary_message, tokens = fit_listing(SUMMARY_HEADER, shown_lines, cap, counter)
+    if summary_message is not None:
+        head.append(summary_message)
         budget.spend("summary", tokens)
     memories = [f"- {r.text}" for r in sorted(recalled, key=lambda r: -r.score)]
     message, tokens = fit_listing(RECALL_HEADER, memories, min(memory.summary_max_tokens, budget.left), counter,
@@ -229,7 +244,11 @@ def assemble(
     shown = fit_window(steps, lambda s: costs[s["index"]], budget.left, window_steps)
     body = [m for s in shown for m in rendered[s["index"]]]
     budget.spend("steps", sum(costs[s["index"]] for s in shown))
-    parts = {name: budget.parts.get(name, 0) for name in ("system", "tools", "history", "task", "summary", "recall", "steps", "hints")}
+    ledger = ledger_message(state, shown, memory, counter, budget)
+    if ledger is not None:  # shown beside the summary; paid from what the window left
+        head.insert(head.index(summary_message) + 1 if summary_message in head else len(head), ledger)
+    parts = {name: budget.parts.get(name, 0)
+             for name in ("system", "tools", "history", "task", "summary", "ledger", "recall", "steps", "hints")}
     parts["total"] = sum(parts.values())
     return Assembly(messages=[*head, *body, *tail], parts=parts, shown=shown, events=events)
 

@@ -14,6 +14,14 @@ The summarizer is called with the tag :data:`SUMMARIZER_TAG`, so callbacks,
 tracing and the scripted test model can tell its calls from the agent's.
 A failure (an exception, an empty reply) is reported, never raised: the raw
 steps stay in the prompt and the fold is retried at the next step.
+
+A summary is not trusted blindly: :func:`check_summary` holds it against the
+steps it replaces. A number it states that the steps never held, a short
+tool result (``391``, ``北京: 晴, 18℃``) whose numbers it leaves out, a
+calculation it pairs with the wrong result ("2 + 2 equals 8"), or a name
+written in mid-sentence that the steps never mention makes it disagree; the
+batch is then folded as :func:`extractive_line`, the calls and their results
+themselves, cut to size.
 """
 
 from __future__ import annotations
@@ -167,3 +175,75 @@ def newest_lines(lines: Sequence[str], max_tokens: float, counter: TokenCounter)
         kept.append(line)
         left -= tokens
     return kept[::-1]
+
+
+SHORT_RESULT_CHARS = 100
+"""A result this short is an answer, not a document: a summary must keep all its numbers."""
+
+EXTRACT_TOKENS = 60
+"""Longest result of one call in an extractive summary line, in tokens."""
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_NAME = re.compile(r"(?<![.!?:;\n]\s)(?<![.!?:;\n])(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers ``text`` states, normalised (``12.0`` is ``12``, ``1,000`` is ``1000``)."""
+    flat = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    return {n[:-2] if n.endswith(".0") else n for n in _NUMBER.findall(flat)}
+
+
+def names_in(text: str) -> set[str]:
+    """Capitalised words written in mid-sentence (``Beijing`` in "the weather in Beijing")."""
+    return {m.group() for m in _NAME.finditer(" ".join(text.split()))}
+
+
+def wrong_pairings(text: str, steps: Sequence[Step]) -> list[str]:
+    """Calculations the summary pairs with another result than the tool gave ("2 + 2 equals 8")."""
+    compact = re.sub(r"\s+", "", text)
+    problems = []
+    for step in steps:
+        for action in step.get("actions") or []:
+            values = [v for v in (action.get("args") or {}).values() if isinstance(v, str) and v.strip()]
+            if action.get("error") or len(values) != 1:
+                continue
+            expression = re.sub(r"\s+", "", values[0])
+            pattern = re.escape(expression) + r"(?:=|==|equals|is|->|→|gives|makes)(-?\d+(?:\.\d+)?)"
+            for match in re.finditer(pattern, compact):
+                if numbers_in(match.group(1)) != numbers_in(str(action.get("observation"))):
+                    problems.append(f"it pairs {values[0]} with {match.group(1)}, but {action.get('tool')} "
+                                    f"gave {action.get('observation')}")
+    return problems
+
+
+def check_summary(text: str, task: str, steps: Sequence[Step]) -> list[str]:
+    """How a summary disagrees with the steps it replaces; ``[]`` when it agrees."""
+    source = f"{task}\n" + "\n".join(render_step_text(s) for s in steps)
+    problems = [f"it states {n}, which no step holds" for n in sorted(numbers_in(text) - numbers_in(source))]
+    known = source.lower()
+    problems += [f"it names {n}, which no step mentions" for n in sorted(names_in(text)) if n.lower() not in known]
+    stated = numbers_in(text)
+    for step in steps:
+        for action in step.get("actions") or []:
+            result = str(action.get("observation") or "")
+            if action.get("error") or len(result) > SHORT_RESULT_CHARS:
+                continue
+            lost = sorted(numbers_in(result) - stated)
+            if lost:
+                problems.append(f"it leaves out {', '.join(lost)} from step {step['index']}'s {action.get('tool')}")
+    return problems + wrong_pairings(text, steps)
+
+
+def extractive_line(steps: Sequence[Step], counter: TokenCounter, max_tokens: int) -> str:
+    """The steps' calls and results themselves, as one summary line of at most ``max_tokens``."""
+    parts = []
+    for step in steps:
+        for action in step.get("actions") or []:
+            args = json.dumps(action.get("args") or {}, ensure_ascii=False)
+            result = " ".join(str(action.get("observation") or action.get("problem") or "").split())
+            result = clip_text(result, EXTRACT_TOKENS, counter)
+            parts.append(f"{action.get('tool')} {args} {'failed: ' if action.get('error') else '-> '}{result}")
+        if step.get("answer") is not None:
+            parts.append(f"answered {' '.join(str(step['answer']).split())}")
+    line = f"{step_label(steps)}: " + ("; ".join(parts) or "no tool results")
+    return clip_text(line, max_tokens, counter)

@@ -11,9 +11,11 @@ Three rules decide what is shown, newest first:
   repeated lookup refreshes its position instead of being shown twice;
 - **window**: at most ``window_steps`` steps, and only as many as fit the
   token budget left after the fixed parts;
-- **folding**: steps that no longer fit are folded into the summary in
-  batches of at least ``summary_batch`` steps (the window then shrinks and
-  refills), so the summarizer is called once per batch, never once per step.
+- **folding**: steps that no longer fit wait outside the window (their tool
+  results stay in the prompt, verbatim, through the ledger) until
+  ``summary_batch`` of them have gathered, then are folded into the summary
+  together: the summarizer is called once per batch, never once per step, and
+  the window keeps its ``window_steps`` steps across a fold.
 """
 
 from __future__ import annotations
@@ -86,12 +88,12 @@ def fit_window(
 
 
 def steps_to_fold(visible: Sequence[Step], shown: int, batch: int) -> list[Step]:
-    """The oldest visible steps to fold: every step that does not fit, in a batch of at least ``batch``.
+    """The oldest visible steps to fold: those that do not fit, once there are ``batch`` of them.
 
-    The newest step is kept unless even it does not fit.
+    Fewer wait (outside the window, in the ledger); the shown steps are never
+    folded, unless none fits at all.
     """
     overflow = len(visible) - shown
-    if overflow <= 0:
+    if overflow <= 0 or (shown and overflow < batch):
         return []
-    count = overflow if shown == 0 else max(overflow, min(batch, len(visible) - 1))
-    return list(visible[:count])
+    return list(visible[:overflow])

@@ -20,11 +20,11 @@ from reinloop.tools import builtins
 from ..openai_server import completion
 from .conftest import read_page, reads
 
-PARTS = {"system", "tools", "history", "task", "summary", "recall", "steps", "hints", "total"}
+PARTS = {"system", "tools", "history", "task", "summary", "ledger", "recall", "steps", "hints", "total"}
 
 
 def test_each_step_records_the_tokens_of_each_part_of_its_prompt():
-    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "done"], usage=None)
+    model = ScriptedChatModel(replies=[*reads(range(1, 7)), "done"], usage=None)
     out = build_graph(model, [read_page], memory=Memory(window_steps=3)).invoke({"task": "read the report"})
     for step, prompt in zip(out["scratchpad"], model.prompts, strict=True):
         parts = step["prompt_parts"]
@@ -33,7 +33,7 @@ def test_each_step_records_the_tokens_of_each_part_of_its_prompt():
         assert step["prompt_tokens"] == parts["total"]  # no usage reported: the counted prompt is used
         assert count_message_tokens(prompt, active_counter()) == parts["total"] - parts["tools"]
     assert out["scratchpad"][0]["prompt_parts"]["steps"] == 0
-    assert out["scratchpad"][5]["prompt_parts"]["summary"] > 0
+    assert out["scratchpad"][6]["prompt_parts"]["summary"] > 0  # step 7: steps 1-3 folded, 4-6 in the window
 
 
 @pytest.mark.parametrize("protocol", ["json", "react"])
@@ -74,7 +74,7 @@ def test_a_task_longer_than_the_budget_is_cut_in_the_middle():
 
 
 def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():
-    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "page 2 has the code", "It was 4711"])
+    model = ScriptedChatModel(replies=[*reads(range(1, 7)), "page 2 has the code", "It was 4711"])
     graph = build_graph(model, [read_page], memory=Memory(window_steps=3), checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
     first = graph.invoke({"task": "Find the vault code."}, config)
@@ -87,7 +87,7 @@ def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():
 
 
 def test_memory_events_reach_the_custom_stream_and_the_console():
-    model = ScriptedChatModel(replies=[*reads(range(1, 6)), "done"])
+    model = ScriptedChatModel(replies=[*reads(range(1, 7)), "done"])
     graph = build_graph(model, [read_page], memory=Memory(window_steps=3))
     events = [e for e in graph.stream({"task": "read"}, stream_mode="custom")]
     decide = [e for e in events if e["node"] == "decide"]

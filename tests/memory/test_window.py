@@ -117,7 +117,9 @@ def test_window_steps_bounds_the_steps_shown():
     steps = [make_step(i, "json", [f"page {i} says {i * 7}"]) for i in range(1, 7)]
     ctx = context("json", Memory(summarize=False, window_steps=2))
     text = "\n".join(str(m.content) for m in prepare_prompt(state_of(steps), ctx).messages)
-    assert "page 6 says 42" in text and "page 5 says 35" in text and "page 4 says 28" not in text
+    assert "Observation: page 6 says 42" in text and "Observation: page 5 says 35" in text
+    assert "Observation: page 4 says 28" not in text  # out of the window ...
+    assert 'read_page {"page": 4} -> page 4 says 28' in text  # ... its result stays in the ledger
 
 
 def test_fit_window_keeps_the_newest_contiguous_steps():
@@ -127,12 +129,13 @@ def test_fit_window_keeps_the_newest_contiguous_steps():
     assert [s["index"] for s in shown] == [4, 5]  # step 3 does not fit, so 1 and 2 are not shown either
 
 
-def test_folding_takes_at_least_a_batch_and_keeps_the_newest_step():
-    visible = [make_step(i, "json", ["x"]) for i in range(1, 5)]
-    assert [s["index"] for s in steps_to_fold(visible, shown=3, batch=3)] == [1, 2, 3]
-    assert [s["index"] for s in steps_to_fold(visible, shown=3, batch=1)] == [1]
-    assert [s["index"] for s in steps_to_fold(visible, shown=4, batch=3)] == []
-    assert [s["index"] for s in steps_to_fold(visible, shown=0, batch=2)] == [1, 2, 3, 4]  # nothing fits
+def test_folding_waits_for_a_batch_and_never_takes_a_shown_step():
+    visible = [make_step(i, "json", ["x"]) for i in range(1, 7)]
+    assert [s["index"] for s in steps_to_fold(visible[:4], shown=3, batch=3)] == []  # step 1 waits for two more
+    assert [s["index"] for s in steps_to_fold(visible, shown=3, batch=3)] == [1, 2, 3]  # the window keeps 4-6
+    assert [s["index"] for s in steps_to_fold(visible[:4], shown=3, batch=1)] == [1]
+    assert [s["index"] for s in steps_to_fold(visible[:4], shown=4, batch=3)] == []
+    assert [s["index"] for s in steps_to_fold(visible[:4], shown=0, batch=2)] == [1, 2, 3, 4]  # nothing fits
 
 
 def test_an_identical_action_and_observation_is_shown_once_at_its_newest_position():

@@ -1,0 +1,102 @@
+"""The ledger: the run's tool results, verbatim and bounded, that no summary can rewrite.
+
+A summary is a model's paraphrase, and a small model paraphrases wrongly
+("2+2 → 4, → 8, → 12" became "2 + 2 equals 8"). The ledger is the other half
+of the memory: one line per successful tool call — step, tool, arguments and
+the observation, cut to :data:`ENTRY_TOKENS` — built from the scratchpad
+itself, so nothing a summarizer writes can change it. The prompt shows the
+entries of steps that are not in the window (folded, or waiting for their
+batch to be folded), newest first, up to ``Memory.ledger_max_tokens``, under
+the running summary.
+
+The same entries are what a run keeps of its results when it ends without an
+answer: :func:`latest_results` feeds the outcome, the break payload and the
+last-step hint.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
+from ..state import Step
+from .tokens import TokenCounter, clip_text, count_tokens
+
+LEDGER_HEADER = "Tool results of earlier steps, verbatim (exact; where the summary disagrees, these are right):"
+
+ENTRY_TOKENS = 100
+"""Longest observation of one ledger entry, in tokens (cut in the middle, with a marker)."""
+
+LATEST_CHARS = 300
+"""Longest observation kept per result in an outcome, a break and a hint."""
+
+
+class Result(TypedDict):
+    """One successful tool call of a run, as the ledger keeps it."""
+
+    step: int
+    tool: str
+    args: dict[str, Any]
+    observation: str
+
+
+def call_key(tool: str | None, args: Any) -> str:
+    """What identifies a call: its tool and arguments."""
+    return json.dumps([tool, args or {}], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def results(steps: Iterable[Step]) -> list[Result]:
+    """The successful calls of ``steps``, oldest first; an identical result only at its newest step."""
+    found: dict[str, Result] = {}
+    for step in steps:
+        for action in step.get("actions") or []:
+            if action.get("error") or action.get("observation") is None:
+                continue
+            entry = Result(step=step["index"], tool=str(action.get("tool")), args=dict(action.get("args") or {}),
+                           observation=str(action["observation"]))
+            key = call_key(entry["tool"], entry["args"]) + entry["observation"]
+            found.pop(key, None)  # re-inserted: dict order is then newest position
+            found[key] = entry
+    return sorted(found.values(), key=lambda r: r["step"])
+
+
+def entry_text(result: Result, observation: str) -> str:
+    """``step 2: calculator {"expression": "2+2"} -> 4``."""
+    args = json.dumps(result["args"], ensure_ascii=False)
+    return f"step {result['step']}: {result['tool']} {args} -> {' '.join(observation.split())}"
+
+
+def ledger_lines(results_: Sequence[Result], counter: TokenCounter) -> list[str]:
+    """One line per result, each observation cut to :data:`ENTRY_TOKENS`."""
+    return [f"- {entry_text(r, clip_text(r['observation'], ENTRY_TOKENS, counter))}" for r in results_]
+
+
+def unseen_results(all_steps: Sequence[Step], shown: Sequence[Step]) -> list[Result]:
+    """Results of the run that the shown steps do not already hold verbatim."""
+    in_window = {call_key(a.get("tool"), a.get("args")) + str(a.get("observation"))
+                 for s in shown for a in s.get("actions") or []}
+    return [r for r in results(all_steps) if call_key(r["tool"], r["args"]) + r["observation"] not in in_window]
+
+
+def latest_results(steps: Sequence[Step], count: int = 3) -> list[Result]:
+    """The newest ``count`` results of ``steps``, observations cut to :data:`LATEST_CHARS`."""
+    newest = results(steps)[-count:] if count > 0 else []
+    return [Result(step=r["step"], tool=r["tool"], args=r["args"], observation=short(r["observation"]))
+            for r in newest]
+
+
+def short(text: str, limit: int = LATEST_CHARS) -> str:
+    """``text`` on one line, at most ``limit`` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def results_text(results_: Sequence[Result]) -> str:
+    """Results as ``step 2: calculator {...} -> 4; step 3: ...``."""
+    return "; ".join(entry_text(r, r["observation"]) for r in results_)
+
+
+def ledger_tokens(lines: Sequence[str], counter: TokenCounter) -> int:
+    """Tokens of ledger lines (for tests and explanations)."""
+    return sum(count_tokens(line, counter) + 1 for line in lines)

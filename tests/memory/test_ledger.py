@@ -1,0 +1,129 @@
+"""The ledger and the summary check: tool results stay verbatim; a summary that disagrees with them is replaced."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from reinloop import Limits, Memory, build_graph
+from reinloop.memory import active_counter
+from reinloop.memory.ledger import LEDGER_HEADER
+from reinloop.memory.summary import check_summary
+from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text, tool_call
+from reinloop.tools import builtins
+
+from .conftest import read_page, reads
+
+CHAIN = ["2+2", "4*2", "8+4", "12*3", "36-1", "35+356"]
+RESULTS = ["4", "8", "12", "36", "35", "391"]
+
+
+def calc_run(summary_reply, *, window_steps: int = 3, final=None, memory: Memory | None = None):
+    """Six chained calculator steps, then a final reply; the summarizer answers ``summary_reply``."""
+    replies = [[tool_call("calculator", {"expression": e})] for e in CHAIN]
+    replies.append(final or "done")
+    model = ScriptedChatModel(replies=replies, summary_reply=summary_reply)
+    memory = memory or Memory(window_steps=window_steps)
+    graph = build_graph(model, builtins("calculator"), memory=memory, limits=Limits(max_steps=10))
+    return graph.invoke({"task": "What is 2+2, then times 2, then plus 4, then times 3, minus 1, plus 356?"}), model
+
+
+def events(out, kind: str) -> list[dict]:
+    return [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == kind]
+
+
+def test_a_summary_that_pairs_2_plus_2_with_8_is_replaced_by_the_steps_own_results():
+    out, model = calc_run("2 + 2 equals 8, and then the total was 36.")
+    (rejected,) = events(out, "summary_rejected")
+    assert rejected["steps"] == [1, 2, 3] and rejected["line"] == "Steps 1–3: 2 + 2 equals 8, and then the total was 36."
+    assert "it pairs 2+2 with 8, but calculator gave 4" in rejected["problems"]
+    assert out["summary"] == ('Steps 1–3: calculator {"expression": "2+2"} -> 4; calculator {"expression": "4*2"} -> 8; '
+                              'calculator {"expression": "8+4"} -> 12')
+    assert "equals 8" not in prompt_text(model.prompts[-1])
+
+
+def test_a_summary_that_loses_a_result_is_replaced():
+    out, _ = calc_run("2+2 gave 4, then 8.", memory=Memory(window_steps=1, summary_batch=3))
+    (rejected,) = events(out, "summary_rejected")
+    assert rejected["problems"] == ["it leaves out 12 from step 3's calculator"]
+    assert "-> 12" in out["summary"]
+
+
+def test_a_summary_that_loses_the_result_391_disagrees():
+    steps = [{"index": 4, "actions": [{"tool": "calculator", "args": {"expression": "17*23"}, "observation": "391",
+                                       "error": False}]}]
+    assert check_summary("The product of 17 and 23 was computed.", "What is 17*23?", steps) == [
+        "it leaves out 391 from step 4's calculator"]
+
+
+def test_a_summary_that_invents_a_number_is_replaced():
+    problems = check_summary("2+2 is 5.", "add", [{"index": 1, "actions": [
+        {"tool": "calculator", "args": {"expression": "2+2"}, "observation": "4", "error": False}]}])
+    assert "it states 5, which no step holds" in problems and "it leaves out 4 from step 1's calculator" in problems
+
+
+def test_a_summary_that_names_another_city_is_replaced():
+    steps = [{"index": 1, "actions": [{"tool": "get_weather", "args": {"city": "Beijing"},
+                                       "observation": "Beijing: sunny, 18℃", "error": False}]}]
+    assert check_summary("The weather in Shanghai is sunny, 18℃.", "weather?", steps) == [
+        "it names Shanghai, which no step mentions"]
+    assert check_summary("The weather in Beijing is sunny, 18℃.", "weather?", steps) == []
+
+
+def test_a_summary_that_agrees_with_the_results_is_kept():
+    out, _ = calc_run("2+2 is 4, times 2 is 8, plus 4 is 12.")
+    assert events(out, "summary_rejected") == []
+    assert out["summary"].startswith("Steps 1–3: 2+2 is 4, times 2 is 8, plus 4 is 12.")
+
+
+def test_a_long_document_need_not_keep_every_number():
+    out, _ = run_pages_with("Pages read; The vault code is 4711.")
+    assert events(out, "summary_rejected") == []
+
+
+def run_pages_with(summary_reply):
+    model = ScriptedChatModel(replies=[*reads(range(1, 8)), "done"], summary_reply=summary_reply)
+    graph = build_graph(model, [read_page], memory=Memory(window_steps=3), limits=Limits(max_steps=10))
+    return graph.invoke({"task": "Find the vault code in the report."}), model
+
+
+def test_the_ledger_shows_the_results_the_window_no_longer_holds_verbatim():
+    answer = answer_from_prompt(r'"2\+2"\} -> (\d+)', "2+2 was {0}")
+    out, model = calc_run("2 + 2 equals 8.", final=answer)
+    assert out["answer"] == "2+2 was 4"
+    last = prompt_text(model.prompts[-1])
+    ledger = last.split(LEDGER_HEADER, 1)[1]
+    for expression, result in zip(CHAIN[:3], RESULTS[:3], strict=True):
+        assert f'calculator {{"expression": "{expression}"}} -> {result}' in ledger
+    assert '"36-1"} -> 35' not in ledger  # step 5 is in the window: shown once, not twice
+
+
+def test_the_ledger_stays_within_its_cap_and_the_prompt_budget():
+    replies = [*reads(range(1, 16)), "done"]
+    model = ScriptedChatModel(replies=replies)
+    memory = Memory(window_steps=2, ledger_max_tokens=150, max_prompt_tokens=2000)
+    out = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=20)).invoke({"task": "read"})
+    for step in out["scratchpad"]:
+        assert step["prompt_parts"]["ledger"] <= 150
+        assert step["prompt_parts"]["total"] <= 2000
+    assert out["scratchpad"][-1]["prompt_parts"]["ledger"] > 0
+    counter = active_counter()
+    assert all(counter.count(line) <= 150 for line in prompt_text(model.prompts[-1]).splitlines() if line.startswith("- step"))
+
+
+def test_no_ledger_when_it_is_switched_off():
+    out, model = calc_run("2+2 is 4, times 2 is 8, plus 4 is 12.", memory=Memory(window_steps=3, ledger_max_tokens=None))
+    assert LEDGER_HEADER not in prompt_text(model.prompts[-1])
+    assert out["scratchpad"][-1]["prompt_parts"]["ledger"] == 0
+
+
+@pytest.mark.parametrize("window_steps", [2, 3, 4])
+def test_after_a_fold_the_window_keeps_window_steps_steps(window_steps):
+    model = ScriptedChatModel(replies=[*reads(range(1, 12)), "done"])
+    out = build_graph(model, [read_page], memory=Memory(window_steps=window_steps),
+                      limits=Limits(max_steps=15)).invoke({"task": "read"})
+    folds = [s["index"] for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
+    assert len(folds) >= 2
+    for index in folds:
+        results = [m for m in model.prompts[index - 1] if isinstance(m, ToolMessage)]
+        assert len(results) == window_steps  # not one: the batch came from the steps that had left
