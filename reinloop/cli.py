@@ -225,6 +225,9 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
         say(f"answer: {outcome.answer}")
     else:
         say(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
+        for result in outcome.observations:  # the answer may be in hand
+            say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
+                f" -> {_short(result['observation'], 100)}")
     say(
         f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
         f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, "
@@ -408,6 +411,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
             say(f"  answer: {_short(step['answer'], 100)}")
         if step.get("parse_error"):
             say(f"  parse error: {_short(step['parse_error'], 100)}")
+    for result in (detail.pending_break or {}).get("observations") or []:
+        say(f"in hand at the break: step {result['step']}: {result['tool']} "
+            f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
     for b in detail.breaks:
         resolved = safe_json(b.resolution) if b.resolution else "pending"
         say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")

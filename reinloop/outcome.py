@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from .memory.ledger import in_hand
 
 EXIT_DONE = 0
 EXIT_ERROR = 1
@@ -23,6 +25,9 @@ class Outcome:
     counters: dict[str, Any]
     paused: bool = False
     """True when a break paused the run and it waits for ``reinloop resume``."""
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    """The run's latest successful tool results (step, tool, args, observation), newest last:
+    a run that broke without an answer often holds it here."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
@@ -35,6 +40,7 @@ class Outcome:
             break_message=state.get("break_message"),
             counters=dict(state.get("counters") or {}),
             paused=state.get("decision") == "pause",
+            observations=[dict(r) for r in in_hand(state)],
         )
 
     @property

@@ -50,6 +50,7 @@ class Action(TypedDict, total=False):
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool
+    reused: int  # answered from this earlier step's identical read-only call, not run again
 
 
 class Reply(TypedDict, total=False):
@@ -196,6 +197,7 @@ class BreakPayload(TypedDict):
     counters: Counters
     limits: dict[str, Any]
     how_to_resume: str
+    observations: NotRequired[list[dict[str, Any]]]  # the run's latest tool results: the answer may be in them
 
 
 class ResumeValue(TypedDict, total=False):

@@ -207,3 +207,15 @@ def test_a_run_killed_between_a_nodes_writes_and_the_next_checkpoint_resumes(run
     monkeypatch.setattr(SqlCheckpointer, "put", put)
     outcome = resume("k1", model=model)
     assert outcome.status == "done" and outcome.answer == "42" and model.calls == 2
+
+
+def test_runs_show_text_prints_the_summary_and_the_results_in_hand(run_db, capsys):
+    replies = [[tool_call("calculator", {"expression": f"{i}*7"})] for i in range(1, 8)]
+    model = ScriptedChatModel(replies=replies)
+    run("multiply", model=model, tools="calculator", limits=Limits(max_steps=7), thread_id="m1")
+    capsys.readouterr()
+    assert main(["runs", "show", "m1"]) == 0
+    text = capsys.readouterr().out
+    summary = text.split("summary:\n", 1)[1]
+    assert summary.startswith("  Steps 1–3: ") and "7" in summary.splitlines()[0]
+    assert 'in hand at the break: step 7: calculator {"expression": "7*7"} -> 49' in text

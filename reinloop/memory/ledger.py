@@ -17,11 +17,12 @@ last-step hint.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..state import Step
-from .tokens import TokenCounter, clip_text, count_tokens
+from .tokens import TokenCounter, clip_text
+from .window import current_steps
 
 LEDGER_HEADER = "Tool results of earlier steps, verbatim (exact; where the summary disagrees, these are right):"
 
@@ -30,6 +31,12 @@ ENTRY_TOKENS = 100
 
 LATEST_CHARS = 300
 """Longest observation kept per result in an outcome, a break and a hint."""
+
+LATEST_COUNT = 3
+"""Results a run keeps in hand for its last step, its outcome and its break (the newest)."""
+
+REUSED_MARK = "\n(already known: "
+"""Where the note on a reused result starts."""
 
 
 class Result(TypedDict):
@@ -47,11 +54,14 @@ def call_key(tool: str | None, args: Any) -> str:
 
 
 def results(steps: Iterable[Step]) -> list[Result]:
-    """The successful calls of ``steps``, oldest first; an identical result only at its newest step."""
+    """The successful calls of ``steps``, oldest first; an identical result only at its newest step.
+
+    A repeated call answered from an earlier result (``reused``) adds nothing new.
+    """
     found: dict[str, Result] = {}
     for step in steps:
         for action in step.get("actions") or []:
-            if action.get("error") or action.get("observation") is None:
+            if action.get("error") or action.get("observation") is None or action.get("reused"):
                 continue
             entry = Result(step=step["index"], tool=str(action.get("tool")), args=dict(action.get("args") or {}),
                            observation=str(action["observation"]))
@@ -79,7 +89,36 @@ def unseen_results(all_steps: Sequence[Step], shown: Sequence[Step]) -> list[Res
     return [r for r in results(all_steps) if call_key(r["tool"], r["args"]) + r["observation"] not in in_window]
 
 
-def latest_results(steps: Sequence[Step], count: int = 3) -> list[Result]:
+def earlier_result(steps: Sequence[Step], tool: str, args: Any, changes_world: Callable[[str], bool]) -> Result | None:
+    """The newest successful result of the same call in ``steps``, unless a side-effecting call ran since."""
+    key = call_key(tool, args)
+    for step in reversed(steps):
+        for action in step.get("actions") or []:
+            if changes_world(str(action.get("tool"))) and not action.get("problem"):
+                return None  # the world may have changed since: the call must run again
+        for result in results([step]):
+            if call_key(result["tool"], result["args"]) == key:
+                return result
+    return None
+
+
+def reused_observation(result: Result) -> str:
+    """What a repeated call observes: the earlier result, marked as such."""
+    return (f"{result['observation']}{REUSED_MARK}the same call gave this at step {result['step']}; "
+            "it was not run again and its result will not change)")
+
+
+def plain_observation(action: Mapping[str, Any]) -> str:
+    """An action's observation without the note a reused result carries."""
+    return str(action.get("observation") or "").split(REUSED_MARK)[0]
+
+
+def in_hand(state: Mapping[str, Any]) -> list[Result]:
+    """The current run's latest results: the answer is often among them when the run ends without one."""
+    return latest_results(current_steps(state))
+
+
+def latest_results(steps: Sequence[Step], count: int = LATEST_COUNT) -> list[Result]:
     """The newest ``count`` results of ``steps``, observations cut to :data:`LATEST_CHARS`."""
     newest = results(steps)[-count:] if count > 0 else []
     return [Result(step=r["step"], tool=r["tool"], args=r["args"], observation=short(r["observation"]))
@@ -96,7 +135,3 @@ def results_text(results_: Sequence[Result]) -> str:
     """Results as ``step 2: calculator {...} -> 4; step 3: ...``."""
     return "; ".join(entry_text(r, r["observation"]) for r in results_)
 
-
-def ledger_tokens(lines: Sequence[str], counter: TokenCounter) -> int:
-    """Tokens of ledger lines (for tests and explanations)."""
-    return sum(count_tokens(line, counter) + 1 for line in lines)

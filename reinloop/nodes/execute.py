@@ -1,7 +1,11 @@
 """execute: run the validated tool calls and attach their observations.
 
 Invalid calls are skipped here (memorize turns their problem into their
-observation). The calls themselves go through
+observation). A call that repeats an earlier successful call of the run, to
+a tool without side effects, is not run again: it observes the earlier
+result, marked as already known (a small model re-issues calls whose result
+it has; running them again tells it nothing new). A side-effecting call in
+between makes the earlier result stale, and the call runs. The calls themselves go through
 :class:`~reinloop.tools.executor.ToolExecutor`: timeouts, retries,
 pseudo-success checks, the side-effects journal and parallel runs all live
 there; this node only places the step in its thread (for the journal), gives
@@ -21,8 +25,11 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import ActionRecord, emit
+from ..memory.ledger import earlier_result, reused_observation
+from ..memory.window import current_steps
 from ..state import Action, AgentState
 from ..tools.executor import Place, ToolCall, ToolExecutor
+from ..tools.options import options_of
 
 
 def place_of(state: AgentState) -> Place:
@@ -34,12 +41,34 @@ def place_of(state: AgentState) -> Place:
     return Place(thread_id=thread_id, run=state.get("run", 0), step=state["counters"]["steps"] + 1)
 
 
+def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> list[ActionRecord]:
+    """Answer repeated read-only calls from their earlier result, in place; their event records."""
+
+    def changes_world(name: str) -> bool:
+        tool = ctx.tools.get(name)
+        return tool is not None and options_of(tool).side_effects
+
+    steps = current_steps(state)
+    records: list[ActionRecord] = []
+    for i, action in enumerate(actions):
+        if action.get("problem") or changes_world(action["tool"]):
+            continue
+        known = earlier_result(steps, action["tool"], action.get("args") or {}, changes_world)
+        if known is not None:
+            actions[i] = {**action, "observation": reused_observation(known), "error": False, "reused": known["step"]}
+            records.append(ActionRecord(tool=action["tool"], args=action.get("args") or {},
+                                        observation=actions[i]["observation"], error=False, status="reused",
+                                        attempts=0, latency_ms=0.0))
+    return records
+
+
 def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Run each valid call and attach its observation, in the model's order."""
     ctx = runtime.context
     pending = state["pending"] or {}
     actions: list[Action] = list(pending.get("actions") or [])
-    positions = [i for i, a in enumerate(actions) if not a.get("problem")]
+    records: list[ActionRecord] = reuse_known_results(state, ctx, actions)
+    positions = [i for i, a in enumerate(actions) if not a.get("problem") and "reused" not in a]
     calls = []
     for i in positions:
         tool = ctx.tools.get(actions[i]["tool"])
@@ -48,7 +77,6 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     left = ctx.seconds_left(state, time.time())
     deadline = None if left is None else time.monotonic() + left  # the run's clock binds every call
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline)
-    records: list[ActionRecord] = []
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
         records.append(ActionRecord(tool=actions[i]["tool"], args=actions[i].get("args") or {},

@@ -47,20 +47,34 @@ from ..state import (
     Turn,
     new_extensions,
 )
+from ..memory.ledger import in_hand, plain_observation, results_text, short
 from .memorize import failure
 
 ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with what you know."
 
 
 def repeat_hint(state: AgentState) -> str:
-    """The hint for a model that keeps issuing the same call."""
+    """The hint for a model that keeps issuing the same call: what it already got from it."""
     last = (state.get("scratchpad") or [{}])[-1]
-    calls = ", ".join(a.get("tool", "?") for a in last.get("actions") or []) or "the same call"
+    actions = last.get("actions") or []
+    calls = ", ".join(a.get("tool", "?") for a in actions) or "the same call"
     n = state["counters"]["repeats"]
-    return (
-        f"You already did this: {calls} with the same arguments, {n} times in a row. "
-        "Its result will not change. Try something else, or give your final answer."
-    )
+    known = [f"{a.get('tool')} gave: {short(plain_observation(a))}"
+             for a in actions if not a.get("error") and a.get("observation") is not None]
+    if not known:
+        return (f"You already did this: {calls} with the same arguments, {n} times in a row. "
+                "Its result will not change. Try something else, or give your final answer.")
+    return (f"You already did this: {calls} with the same arguments, {n} times in a row. Its result is "
+            f"already known: {'; '.join(known)}. It will not change: do not call it again. Use it for "
+            "the next step, or give your final answer with it.")
+
+
+def last_step_hint(state: AgentState) -> str:
+    """The hint when one step is left: answer now, from the results in hand."""
+    latest = in_hand(state)
+    if not latest:
+        return ONE_STEP_LEFT
+    return f"{ONE_STEP_LEFT} The latest tool results: {results_text(latest)}. Answer from them."
 
 
 def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = None) -> tuple[BreakReason, str] | None:
@@ -83,7 +97,7 @@ def hints_for(state: AgentState, limits: Limits, c: Counters, ext: Extensions) -
         hints.append(repeat_hint(state))
     limit = limits.effective_steps(ext)
     if limit is not None and limit - c["steps"] == 1:
-        hints.append(ONE_STEP_LEFT)
+        hints.append(last_step_hint(state))
     return hints
 
 
@@ -172,6 +186,7 @@ def break_payload(state: AgentState, limits: Limits) -> BreakPayload:
         counters=state["counters"],
         limits={**limits.as_dict(), "extensions": dict(ext)},
         how_to_resume=HOW_TO_RESUME.get(reason, "continue or abort"),
+        observations=[dict(r) for r in in_hand(state)],
     )
 
 

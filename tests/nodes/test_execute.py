@@ -7,6 +7,7 @@ from langchain_core.tools import tool
 
 from reinloop import Limits
 from reinloop.testing import tool_call
+from reinloop.tools import builtins
 
 
 @tool
@@ -192,3 +193,66 @@ def test_calls_waiting_for_a_worker_do_not_outlast_the_run(make_graph):
     assert all("ran out" in o for o in observations[:2])  # started, abandoned at the run's end
     assert all("not started" in o for o in observations[2:])  # no worker came free before the run's end
     forever.set()
+
+
+def counting_tools():
+    """A read-only lookup and a side-effecting write, each counting its runs."""
+    from reinloop.tools import configure
+
+    runs = {"lookup": 0, "store": 0}
+    box = {"value": "old"}
+
+    @tool
+    def lookup(key: str) -> str:
+        """Read a value."""
+        runs["lookup"] += 1
+        return f"{key} = {box['value']}"
+
+    @configure(side_effects=True)
+    @tool
+    def store(value: str) -> str:
+        """Write a value."""
+        runs["store"] += 1
+        box["value"] = value
+        return "stored"
+
+    return [lookup, store], runs
+
+
+def look(key: str = "k") -> list[dict]:
+    return [tool_call("lookup", {"key": key})]
+
+
+def test_a_repeated_read_only_call_is_answered_from_its_earlier_result_not_run_again(make_graph):
+    tools, runs = counting_tools()
+    graph, model = make_graph([look(), look(), "k is old"], tools=tools)
+    out = graph.invoke({"task": "t"})
+    again = out["scratchpad"][1]["actions"][0]
+    assert runs["lookup"] == 1
+    assert again["reused"] == 1 and again["error"] is False
+    assert again["observation"].startswith("k = old\n(already known: the same call gave this at step 1; "
+                                           "it was not run again")
+    assert "already known" in model.prompts[2][-1].content  # the model reads the note
+    assert out["status"] == "done"
+
+
+def test_a_side_effecting_call_in_between_makes_the_read_run_again(make_graph):
+    tools, runs = counting_tools()
+    graph, _ = make_graph([look(), [tool_call("store", {"value": "new"})], look(), "new"], tools=tools)
+    out = graph.invoke({"task": "t"})
+    assert runs["lookup"] == 2 and out["scratchpad"][2]["actions"][0]["observation"] == "k = new"
+
+
+def test_a_side_effecting_call_is_never_answered_from_an_earlier_result(make_graph):
+    tools, runs = counting_tools()
+    write = [tool_call("store", {"value": "v"})]
+    graph, _ = make_graph([write, write, "done"], tools=tools)
+    graph.invoke({"task": "t"})
+    assert runs["store"] == 2
+
+
+def test_a_failed_call_is_run_again_and_other_arguments_run(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1/0"})]] * 2 + [look("a"), look("b"), "x"],
+                          tools=counting_tools()[0] + builtins("calculator"))
+    out = graph.invoke({"task": "t"})
+    assert [a.get("reused") for s in out["scratchpad"] for a in s["actions"]] == [None, None, None, None]

@@ -179,3 +179,39 @@ def test_counters_saved_before_the_same_way_count_existed_still_count():
     step = {"error": True, "parse_error": "bad", "actions": []}
     assert count(old, step, {"error": True, "parse_error": "worse", "actions": []})["same_errors"] == 1
     assert count({**old, "same_errors": 1}, step, {"error": True, "parse_error": "x", "actions": []})["same_errors"] == 2
+
+
+def test_the_repeat_hint_shows_the_earlier_result_and_says_it_is_already_known(make_graph):
+    graph, model = make_graph([calc("17*23"), calc("17*23"), "391"])
+    graph.invoke({"task": "What is 17*23?"})
+    hint = prompt_text(model.prompts[2])
+    assert ("Its result is already known: calculator gave: 391. It will not change: do not call it again."
+            in hint)
+
+
+def test_the_last_step_hint_asks_for_the_best_answer_from_the_results_in_hand(make_graph):
+    graph, model = make_graph([calc("2+2"), calc("4*2"), calc("8+4"), "12"], limits=Limits(max_steps=4))
+    out = graph.invoke({"task": "2+2, times 2, plus 4"})
+    last = prompt_text(model.prompts[3])
+    assert ONE_STEP_LEFT in last
+    assert ('The latest tool results: step 1: calculator {"expression": "2+2"} -> 4; step 2: calculator '
+            '{"expression": "4*2"} -> 8; step 3: calculator {"expression": "8+4"} -> 12. Answer from them.') in last
+    assert out["answer"] == "12"
+
+
+def test_a_run_that_breaks_keeps_the_answer_in_hand_in_its_outcome_and_break(make_graph, tmp_path):
+    from reinloop.outcome import Outcome
+    from reinloop.checkpoints import SqliteCheckpointer
+
+    replies = [calc("2+2"), calc("4*2"), calc("8+4"), calc("8+4"), calc("8+4")]
+    with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
+        graph, _ = make_graph(replies, checkpointer=saver)
+        config = {"configurable": {"thread_id": "t1"}}
+        state = graph.invoke({"task": "2+2, times 2, plus 4"}, config)
+        outcome = Outcome.from_state("t1", state)
+        assert outcome.status == "broken" and outcome.break_reason == "repeated_action" and outcome.answer is None
+        assert [(r["step"], r["observation"]) for r in outcome.observations] == [(1, "4"), (2, "8"), (3, "12")]
+        assert outcome.as_dict()["observations"][-1] == {"step": 3, "tool": "calculator",
+                                                         "args": {"expression": "8+4"}, "observation": "12"}
+        (pending,) = graph.get_state(config).interrupts
+        assert pending.value["observations"][-1]["observation"] == "12"

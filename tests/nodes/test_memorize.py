@@ -42,8 +42,10 @@ def test_identical_successful_steps_never_give_two_identical_prompts(make_graph)
     out = graph.invoke({"task": "1+1?"})
     prompts = [prompt_text(p) for p in model.prompts]
     assert all(a != b for a, b in zip(prompts, prompts[1:]))
-    assert "this prompt is the same as the one your last reply answered" in prompts[2]
-    assert out["scratchpad"][2]["hints"]  # the step records the note it was shown
+    # step 2 observed step 1's result marked as already known, so prompt 3 differs by itself; step 3 repeats
+    # step 2 exactly, dedup shows it once, and prompt 4 would equal prompt 3 but for the note
+    assert "this prompt is the same as the one your last reply answered" in prompts[3]
+    assert out["scratchpad"][3]["hints"]  # the step records the note it was shown
 
 
 def test_auto_moves_to_json_then_react_after_unreadable_replies_and_records_it(make_graph):
