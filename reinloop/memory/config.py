@@ -90,4 +90,5 @@ class Memory:
         budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
         summary = f"summaries every {self.summary_batch} steps" if self.summarize else "no summaries"
         recall = f"recall top {self.recall_k}" if self.recall else "no recall"
-        return f"{window}, {budget}, {summary}, {recall}"
+        ledger = "no ledger" if self.ledger_max_tokens is None else f"ledger <= {self.ledger_max_tokens} tokens"
+        return f"{window}, {budget}, {summary}, {ledger}, {recall}"

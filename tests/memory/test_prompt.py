@@ -137,7 +137,7 @@ def test_cli_run_takes_memory_flags_and_prints_the_counter(openai_server, capsys
                  "--window-steps", "2", "--max-prompt-tokens", "3000", "--no-summarize"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "memory: last 2 steps, <= 3000 prompt tokens, no summaries, no recall; tokens counted by " \
+    assert "memory: last 2 steps, <= 3000 prompt tokens, no summaries, ledger <= 400 tokens, no recall; tokens counted by " \
            "tiktoken:o200k_base" in out
     assert "memory:      evicted: evicted step 1 from the window" in out
     last = openai_server.requests[-1]["messages"]
