@@ -56,8 +56,8 @@ BREAKERS = [
         [],
         [completion(tool_calls=[{"name": "web", "args": {"q": f"2+2 try {i}"}}]) for i in range(3)],
         ["--hint", "there is no web tool; use the calculator"],
-        # at step 5 steps 1-3 leave the memory window: the summarizer is called first
-        [calc("2+2"), completion("steps 1-3 called a missing web tool"), completion("4")],
+        # at step 5 step 1 has left the window; it waits (in the ledger) for a batch of 3 to fold: no summarizer call
+        [calc("2+2"), completion("4")],
     ),
 ]
 
