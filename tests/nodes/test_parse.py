@@ -134,7 +134,8 @@ def test_arguments_at_the_deepest_nesting_allowed_go_through_signatures_memory_a
     out = graph.invoke({"task": "store it"}, CONFIG)
     assert out["status"] == "broken" and out["break_reason"] == "repeated_action"  # the signatures matched
     stored = graph.get_state(CONFIG).values["scratchpad"]
-    assert [s["actions"][0]["observation"] for s in stored] == ["stored"] * 3
+    assert [s["actions"][0]["observation"].split("\n")[0] for s in stored] == ["stored"] * 3
+    assert [s["actions"][0].get("reused") for s in stored] == [None, 1, 1]  # the repeats matched step 1's call
     assert stored[0]["actions"][0]["args"] == args
 
 
