@@ -32,6 +32,9 @@ ENTRY_TOKENS = 100
 LATEST_CHARS = 300
 """Longest observation kept per result in an outcome, a break and a hint."""
 
+ARGS_CHARS = 200
+"""Longest arguments shown per result, in characters (a call's arguments can be a whole document)."""
+
 LATEST_COUNT = 3
 """Results a run keeps in hand for its last step, its outcome and its break (the newest)."""
 
@@ -72,8 +75,8 @@ def results(steps: Iterable[Step]) -> list[Result]:
 
 
 def entry_text(result: Result, observation: str) -> str:
-    """``step 2: calculator {"expression": "2+2"} -> 4``."""
-    args = json.dumps(result["args"], ensure_ascii=False)
+    """``step 2: calculator {"expression": "2+2"} -> 4`` (long arguments cut to :data:`ARGS_CHARS`)."""
+    args = short(json.dumps(result["args"], ensure_ascii=False), ARGS_CHARS)
     return f"step {result['step']}: {result['tool']} {args} -> {' '.join(observation.split())}"
 
 

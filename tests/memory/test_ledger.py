@@ -127,3 +127,10 @@ def test_after_a_fold_the_window_keeps_window_steps_steps(window_steps):
     for index in folds:
         results = [m for m in model.prompts[index - 1] if isinstance(m, ToolMessage)]
         assert len(results) == window_steps  # not one: the batch came from the steps that had left
+
+
+def test_a_result_with_a_document_for_arguments_is_shown_cut():
+    from reinloop.memory.ledger import ARGS_CHARS, LATEST_CHARS, Result, entry_text
+
+    result = Result(step=1, tool="file_note", args={"text": "x" * 5000}, observation="filed")
+    assert len(entry_text(result, "filed")) < ARGS_CHARS + LATEST_CHARS
