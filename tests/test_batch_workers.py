@@ -11,12 +11,15 @@ computed from each request (concurrent runs share it), through the real client.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 
 import psycopg
@@ -119,6 +122,34 @@ def reply_after(seconds: float):
     return reply
 
 
+def wait_until_done(db: Path, tasks: int, proc: subprocess.Popen) -> None:
+    """Wait until ``tasks`` tasks of the batch in the SQLite file ``db`` are done (the batch may not have made it yet)."""
+    deadline = time.time() + 60
+    while True:
+        try:
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+                if conn.execute("SELECT count(*) FROM tasks WHERE status = 'done'").fetchone()[0] >= tasks:
+                    return
+        except sqlite3.OperationalError:  # no database, or no tasks table, yet
+            pass
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+
+
+def first_line(proc: subprocess.Popen) -> str:
+    """The child's first line of stdout, read from the pipe itself, one byte at a time.
+
+    ``proc.stdout.readline()`` would keep whatever else the pipe holds in its
+    buffer, which ``communicate()`` never reads (it reads the pipe): the lines
+    printed together with the first one would be lost.
+    """
+    assert proc.stdout is not None
+    line = bytearray()
+    while not line.endswith(b"\n") and (byte := os.read(proc.stdout.fileno(), 1)):
+        line += byte
+    return line.decode()
+
+
 def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"task": f"What is {i}*3?"}) + "\n" for i in range(1, 21)))
@@ -128,7 +159,8 @@ def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
                                  "--tools", "calculator", "--db", str(db), "-n", "2", "--json"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
                                 preexec_fn=interruptible)
-        first = proc.stdout.readline()  # one task finished: others are running
+        wait_until_done(db, 2, proc)  # the pipe holds two lines or more, as when the test reads late
+        first = first_line(proc)  # tasks finished: others are running
         assert json.loads(first)["status"] == "done", proc.stderr.read()
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
