@@ -17,12 +17,16 @@ until no task of the batch is left queued or running.
 Every worker process is equal; the database decides who runs what
 (:mod:`reinloop.checkpoints.queue`): a task is claimed by exactly one worker
 (PostgreSQL: ``FOR UPDATE SKIP LOCKED``; SQLite: ``BEGIN IMMEDIATE``, one
-machine), under a lease that a heartbeat thread renews. When a worker dies,
+machine), under a lease that a heartbeat thread renews (and a slot itself, at its
+next step, when a starved process let the heartbeat fall behind). When a worker dies,
 its leases run out and the other workers take its tasks over: a task that has
 a checkpoint is *resumed* from it (only the step the dead worker was in runs
 again; side-effecting tools are never repeated, thanks to the journal), one
 that has none is started. A worker that finds nothing to claim while tasks
 are still running elsewhere waits, so it can take over if their worker dies.
+A worker that was only slow (stopped, or starved of CPU, past its lease) and
+finds its task taken over stops running it at its next step: the thread is
+the other worker's now, and two runs writing one thread would mix their states.
 """
 
 from __future__ import annotations
@@ -63,6 +67,16 @@ TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "tool_detail", 
 STATUSES = ("done", "broken", "error")
 DEFAULT_LEASE = 60.0
 """Seconds a claimed task stays with its worker without a heartbeat."""
+
+
+class LeaseLost(ReinloopError):
+    """A task this worker was running was taken over by another worker: its lease ran out while this one was slow."""
+
+    def __init__(self, thread_id: str, worker: str) -> None:
+        super().__init__(f"task {thread_id} was taken over by another worker: the lease of {worker} ran out while it "
+                         "was slow (stopped or starved of CPU); this worker stopped running it, the outcome is theirs")
+        self.thread_id = thread_id
+        self.worker = worker
 
 
 class BatchInterrupted(KeyboardInterrupt):
@@ -290,7 +304,8 @@ def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, A
     return values if values.get("task") == claimed["task"] else {}
 
 
-def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any]) -> Outcome:
+def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any],
+            on_event: Callable[[Any], None] | None = None) -> Outcome:
     """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
     thread_id, spec = claimed["thread_id"], claimed["spec"]
     limits = settings.limits.replace(**(spec.get("limits") or {}))
@@ -299,29 +314,38 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
         return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
     if state:
         return resume_with(saver, thread_id, model=settings.model, base_url=settings.base_url, protocol=protocol,
-                           tools=settings.tools_for(spec), limits=limits)
+                           tools=settings.tools_for(spec), limits=limits, on_event=on_event)
     return run_with(
         saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
         protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
         system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
         tool_detail=spec.get("tool_detail") or settings.tool_detail, max_output_tokens=settings.max_output_tokens,
+        on_event=on_event,
     )
 
 
-def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings) -> TaskOutcome:
-    """Run a claimed task to its next stop: start it, or resume the checkpoint a dead worker left."""
+def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings,
+             on_event: Callable[[Any], None] | None = None) -> TaskOutcome:
+    """Run a claimed task to its next stop: start it, or resume the checkpoint a dead worker left.
+
+    ``on_event`` sees every step event; it raises :class:`LeaseLost` to stop a task this worker lost.
+    """
     began = time.monotonic()
     base = {"thread_id": claimed["thread_id"], "line": claimed["line"], "task": claimed["task"],
             "attempt": claimed["attempts"]}
     state: Mapping[str, Any] = {}
     try:
         state = left_behind(saver, claimed)
-        outcome = advance(saver, claimed, settings, state)
+        outcome = advance(saver, claimed, settings, state, on_event)
     except ReinloopError as exc:
         return TaskOutcome(**base, status="error", error=str(exc), seconds=time.monotonic() - began, resumed=bool(state))
+    if outcome.status not in ("done", "broken"):  # only a thread written by two workers at once ends mid-run
+        return TaskOutcome(**base, status="error", seconds=time.monotonic() - began, resumed=bool(state),
+                           error=f"the run ended without an outcome (status {outcome.status!r}); resume it with "
+                                 f"`reinloop resume {claimed['thread_id']}`")
     c = outcome.counters
     return TaskOutcome(
-        **base, status="done" if outcome.status == "done" else "broken", answer=outcome.answer,
+        **base, status=outcome.status, answer=outcome.answer,
         break_reason=outcome.break_reason, steps=int(c.get("steps", 0)),
         tokens=int(c.get("prompt_tokens", 0)) + int(c.get("completion_tokens", 0)),
         seconds=time.monotonic() - began, resumed=bool(state),
@@ -336,6 +360,8 @@ class Worker:
         self.db, self.name, self.settings, self.on_outcome = db, name, settings, on_outcome
         self.id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self.held: set[str] = set()
+        self.renewed: dict[str, float] = {}  # task -> monotonic time before its lease was last set (claim or renew)
+        self.lost: set[str] = set()  # tasks still running here that another worker took over
         self.outcomes: list[TaskOutcome] = []
         self.lock = threading.Lock()
         self.reporting = threading.Lock()  # counts read and reported in one order: the last report is the latest
@@ -359,6 +385,7 @@ class Worker:
         """Claim, run and record tasks until none of the batch is queued or running."""
         with self.connection() as saver:
             while not self.stop.is_set():
+                before = time.monotonic()
                 claimed = saver.claim(self.name, self.id, self.settings.lease)
                 if claimed is None:
                     counts = saver.batch_counts(self.name)
@@ -368,22 +395,56 @@ class Worker:
                         if not self.stop.is_set():
                             self.finished.wait(self.settings.poll)
                     continue
+                thread_id = claimed["thread_id"]
                 with self.lock:
-                    self.held.add(claimed["thread_id"])
+                    self.held.add(thread_id)
+                    self.renewed[thread_id] = before
                 try:
-                    self.record(saver, run_task(saver, claimed, self.settings))
+                    self.record(saver, run_task(saver, claimed, self.settings,
+                                                lambda _event, t=thread_id: self.keep_lease(saver, t)))
                 finally:
                     with self.finished:
-                        self.held.discard(claimed["thread_id"])
+                        self.held.discard(thread_id)
+                        self.renewed.pop(thread_id, None)
+                        self.lost.discard(thread_id)
                         self.finished.notify_all()
+
+    def keep_lease(self, saver: ReinloopSaver, thread_id: str) -> None:
+        """Before a task's next step: stop it if it was taken over; renew its lease here if the heartbeat is late.
+
+        The heartbeat renews every lease/3 seconds; a lease not renewed for half of it means a starved
+        process, in which this slot (which is making progress) renews its own lease, and learns whether
+        another worker took the task over meanwhile (then it raises :class:`LeaseLost`).
+        """
+        with self.lock:
+            lost = thread_id in self.lost
+            overdue = time.monotonic() - self.renewed.get(thread_id, 0.0) > self.settings.lease / 2
+        if not lost and overdue:
+            lost = thread_id not in self.renew(saver, [thread_id])
+        if lost:
+            raise LeaseLost(thread_id, self.id)
+
+    def renew(self, saver: ReinloopSaver, held: list[str]) -> set[str]:
+        """Renew the leases of ``held``; the ones kept. Those taken over are marked lost for their slots."""
+        before = time.monotonic()
+        kept = saver.renew(self.id, self.settings.lease, held)
+        with self.lock:
+            for thread_id in held:
+                if thread_id not in self.held:
+                    continue  # finished meanwhile: not renewed because it is done, not because it was lost
+                if thread_id in kept:
+                    self.renewed[thread_id] = max(self.renewed.get(thread_id, 0.0), before)
+                else:
+                    self.lost.add(thread_id)
+        return kept
 
     def record(self, saver: ReinloopSaver, outcome: TaskOutcome) -> None:
         """Write the task's end to the queue, unless another worker took it over meanwhile."""
         fields = {"status": outcome.status, "answer": outcome.answer, "break_reason": outcome.break_reason,
                   "error": outcome.error, "steps": outcome.steps, "tokens": outcome.tokens, "seconds": outcome.seconds}
         if not saver.finish(outcome.thread_id, self.id, fields):
-            logger.warning("task %s was taken over by another worker (its lease ran out); its outcome is theirs",
-                           outcome.thread_id)
+            logger.warning("task %s was taken over by another worker (the lease of %s ran out while it was slow); "
+                           "its outcome is theirs", outcome.thread_id, self.id)
             return
         with self.lock:
             self.outcomes.append(outcome)
@@ -437,18 +498,18 @@ class Worker:
             raise errors[0]
 
     def heartbeat(self) -> None:
-        """Renew the leases of the tasks this worker runs, three times per lease."""
+        """Renew the leases of the tasks this worker runs, three times per lease.
+
+        A task found taken over is stopped by its slot at its next step (:meth:`keep_lease`), which says so.
+        """
         with self.connection() as saver:
             while not self.done.wait(self.settings.lease / 3):
                 with self.lock:
                     held = list(self.held)
                 try:
-                    kept = saver.renew(self.id, self.settings.lease, held)
+                    self.renew(saver, held)
                 except ReinloopError as exc:  # the next beat may get through; the runs go on meanwhile
                     logger.warning("could not renew the leases of %s: %s", self.id, exc)
-                    continue
-                if kept < len(held):
-                    logger.warning("%d task(s) of %s were taken over by other workers", len(held) - kept, self.id)
 
 
 def batch(

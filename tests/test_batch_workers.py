@@ -108,6 +108,45 @@ def test_a_batch_survives_a_killed_worker_and_runs_every_task_exactly_once(pg_ur
     assert all(n <= 3 for n in calls.values()) and len(repeated) <= len(orphans)  # only a killed step's call again
 
 
+def slow_record_reply(body: dict) -> Raw:
+    """``record_reply``, taking a second: a worker is always mid-call when the test stops it."""
+    reply = record_reply(body)
+    return Raw(reply.status, reply.body, delay=1.0)
+
+
+def test_a_worker_stopped_past_its_lease_stops_the_task_another_worker_took_over(tmp_path):
+    # SIGSTOP is what a starved process looks like from outside: alive, but renewing nothing
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"task": "Record item task-0"}) + "\n")
+    db = str(tmp_path / "runs.db")
+    with OpenAIServer(reply=slow_record_reply) as server:
+        argv = [sys.executable, str(WORKER), db, str(tasks), server.base_url, str(tmp_path), "1", "1"]
+        slow = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        deadline = time.time() + 60
+        while not server.requests:  # the slow worker waits for the model
+            assert time.time() < deadline and slow.poll() is None, slow.stderr.read() if slow.stderr else ""
+            time.sleep(0.02)
+        slow.send_signal(signal.SIGSTOP)
+        try:
+            other = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, timeout=60)  # takes it over
+            assert other.returncode == 0, other.stderr
+            calls = len(server.requests)
+        finally:
+            slow.send_signal(signal.SIGCONT)
+        out, err = slow.communicate(timeout=60)
+        assert len(server.requests) == calls, "the slow worker went on calling the model for a task it had lost"
+    assert slow.returncode == 0 and json.loads(out)["outcomes"] == [], err
+    assert "task tasks-" in err and "was taken over by another worker" in err
+    report = json.loads(other.stdout)
+    assert [o["status"] for o in report["outcomes"]] == ["done"]
+    with open_saver(db) as saver:
+        [task] = saver.query("SELECT status, attempts, worker FROM tasks")
+        [run] = saver.query("SELECT status, steps FROM runs")
+    assert (task["status"], task["attempts"], run["status"], run["steps"]) == ("done", 2, "done", 2)
+    assert task["worker"] == report["worker"]
+    assert len((tmp_path / "effects.log").read_text().splitlines()) == 1  # the tool ran once
+
+
 def reply_after(seconds: float):
     """The calculator for the task's product, then its result; each reply takes ``seconds``."""
 

@@ -360,8 +360,8 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
         """Take the next claimable task of ``batch`` for ``lease`` seconds, or None."""
 
     @abstractmethod
-    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> int:
-        """Extend ``worker``'s leases; how many tasks it still holds."""
+    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> set[str]:
+        """Extend ``worker``'s leases; the tasks it still holds."""
 
     @abstractmethod
     def finish(self, thread_id: str, worker: str, result: Mapping[str, Any]) -> bool:

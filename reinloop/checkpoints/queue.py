@@ -94,18 +94,18 @@ class TaskQueue:
         thread_id, line, task, spec, attempts = row
         return {"thread_id": thread_id, "line": line, "task": task, "spec": json_value(spec, {}), "attempts": attempts + 1}
 
-    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> int:
-        """Extend the leases ``worker`` holds on ``thread_ids``; how many it still holds."""
+    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> set[str]:
+        """Extend the leases ``worker`` holds on ``thread_ids``; the ones it still holds (the others were taken over)."""
         ids = list(thread_ids)
         if not ids:
-            return 0
+            return set()
         with self._write() as tx:
-            cursor = tx.execute(
+            rows = tx.execute(
                 f"UPDATE tasks SET lease_until = {self.dialect.now} + ? WHERE worker = ? AND status = 'running' "
-                f"AND thread_id IN ({', '.join('?' * len(ids))})",
+                f"AND thread_id IN ({', '.join('?' * len(ids))}) RETURNING thread_id",
                 (float(lease), worker, *ids),
-            )
-            return int(cursor.rowcount)
+            ).fetchall()
+            return {r[0] for r in rows}
 
     def finish(self, thread_id: str, worker: str, result: Mapping[str, Any]) -> bool:
         """Record how a task ended (``status`` done/broken/error, ``answer``, ``tokens`` ...); False if it was lost."""
