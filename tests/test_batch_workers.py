@@ -75,17 +75,18 @@ def test_a_batch_survives_a_killed_worker_and_runs_every_task_exactly_once(pg_ur
             while conn.execute("SELECT count(*) FROM tasks WHERE status = 'done'").fetchone()[0] < TASKS // 3:
                 assert time.time() < deadline and victim.poll() is None, victim.stderr.read() if victim.stderr else ""
                 time.sleep(0.05)
-            while True:  # frozen, the victim holds what it will leave behind; it may be between tasks
-                victim.send_signal(signal.SIGSTOP)
-                orphans = [r[0] for r in conn.execute("SELECT thread_id FROM tasks WHERE status = 'running' "
-                                                      "AND worker LIKE %s", (f"%:{victim.pid}:%",))]
-                if orphans:
-                    break
+            held = "SELECT thread_id FROM tasks WHERE status = 'running' AND worker LIKE %s"
+            victim.send_signal(signal.SIGSTOP)  # frozen, it claims and finishes nothing more; it may be between tasks
+            while not conn.execute(held, (f"%:{victim.pid}:%",)).fetchall():
                 victim.send_signal(signal.SIGCONT)
                 assert time.time() < deadline, "the victim never held a task"
                 time.sleep(0.05)
+                victim.send_signal(signal.SIGSTOP)
             victim.send_signal(signal.SIGKILL)
             victim.wait(timeout=10)
+            # read after the kill: a finish the victim sent just before it froze may still have committed
+            orphans = [r[0] for r in conn.execute(held, (f"%:{victim.pid}:%",))]
+        assert orphans, "the killed worker held no task: nothing was taken over"
         # a live worker too slow to renew (a loaded machine) is taken for dead too: it stops those tasks, and says so
         lost = set(LOST.findall(victim.stderr.read()))
         reports = []
