@@ -58,7 +58,7 @@ class Reply(TypedDict, total=False):
 
     text: str
     finish_reason: str | None  # why the model stopped, as its provider said it (stop, length, max_tokens ...)
-    truncated: bool  # the token cap cut the reply off: it is never used
+    truncated: bool  # the token cap cut the reply off: never the answer; only a whole first call before the cut runs
     tool_calls: list[dict[str, Any]]
     invalid_tool_calls: list[dict[str, Any]]
     prompt_tokens: int

@@ -6,15 +6,19 @@ applies the rules that need more than the reply:
 - :func:`~reinloop.protocols.base.parse_reply` is the last line: whatever the
   reply, the result is actions, an answer or a parse error, so a stored reply
   can never make a resume crash again;
-- a reply the token cap cut off (its finish reason says so) is never used,
-  neither as calls nor as the answer: it is a parse error that asks for a
-  shorter reply (a cut JSON call "repaired" would run with cut arguments);
+- a reply the token cap cut off (its finish reason says so) is never the
+  answer, and what the cut damaged is never used (a cut JSON call "repaired"
+  would run with cut arguments): it is a parse error that asks for a shorter
+  reply, unless, in a text protocol, the reply *begins* with a whole JSON call
+  (small models write the same call again and again until the cap stops
+  them): that first call is whole, so it runs;
 - in a text protocol, plain prose right after a tool result can be the final
   answer (:mod:`reinloop.protocols.prose` says when).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -36,11 +40,37 @@ def truncation_problem(reason: str, cap: int | None) -> str:
     )
 
 
+def whole_first_object(text: str) -> str | None:
+    """The first JSON object of ``text`` when it is whole (strict JSON, nothing repaired), else None."""
+    start = text.find("{")
+    if start < 0:
+        return None
+    try:
+        value, end = json.JSONDecoder().raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None
+    return text[start:end] if isinstance(value, dict) else None
+
+
+def whole_call_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | None:
+    """The first call of a cut-off reply in a text protocol, when the cut came after it; else None."""
+    if protocol.native_tools:
+        return None
+    head = whole_first_object(reply.get("text") or "")
+    if head is None:
+        return None
+    pending = parse_reply(protocol, {**reply, "text": head, "truncated": False})
+    return pending if pending.get("actions") and not pending.get("parse_error") else None
+
+
 def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
     """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
     reply = state.get("reply") or {}
     pending = parse_reply(protocol, reply)
     if reply.get("truncated"):
+        whole = whole_call_of_cut_reply(reply, protocol)
+        if whole is not None:
+            return whole
         return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),
                              pending.get("thought") or "")
     if pending.get("parse_error") and not protocol.native_tools:
@@ -62,6 +92,8 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         summary = "final answer" + (" (plain text after a tool result)" if pending.get("prose") else "")
     else:
         summary = "actions: " + ", ".join(a["tool"] for a in pending["actions"])
+        if (state.get("reply") or {}).get("truncated"):
+            summary += " (the reply was cut off after this whole call; the rest was not used)"
     update: dict[str, Any] = {"pending": pending}
     if pending.get("fallback"):
         summary += f"; the model answers in {pending['fallback']}: switching protocols"

@@ -32,6 +32,26 @@ def test_a_cut_off_json_call_is_neither_repaired_nor_run(make_graph):
     assert out["answer"] == "492"
 
 
+def test_a_cut_off_reply_that_begins_with_a_whole_json_call_runs_that_call_once(make_graph):
+    line = '{"name": "calculator", "arguments": {"expression": "12*41"}}'
+    cut = cut_off("\n".join([line] * 5) + '\n{"name": "calculator", "argu')  # a small model repeating its call
+    graph, model = make_graph([cut, {"final_answer": "492"}], protocol="json")
+    out = graph.invoke({"task": "12*41?"})
+    first = out["scratchpad"][0]
+    assert [a["args"] for a in first["actions"]] == [{"expression": "12*41"}] and not first["error"]
+    assert first["actions"][0]["observation"] == "492" and out["answer"] == "492"
+    assert out["counters"]["errors"] == 0
+
+
+def test_a_cut_off_reply_whose_first_call_is_cut_still_runs_nothing(make_graph):
+    pretty = cut_off('{\n  "tool": "calculator",\n  "args": {\n    "expression": "12*4')  # cut inside the call
+    graph, _ = make_graph([pretty, cut_off("The answer is 492, because"), CALL, {"final_answer": "492"}],
+                          protocol="json")
+    out = graph.invoke({"task": "12*41?"})
+    assert [s["actions"] for s in out["scratchpad"][:2]] == [[], []]
+    assert [s["answer"] for s in out["scratchpad"][:2]] == [None, None] and out["answer"] == "492"
+
+
 def test_cut_off_native_tool_calls_are_not_run(make_graph):
     cut = AIMessage(content="", tool_calls=[tool_call("calculator", {"expression": "1+1"})],
                     response_metadata={"finish_reason": "length"})
