@@ -9,7 +9,7 @@ applies the rules that need more than the reply:
 - a reply the token cap cut off (its finish reason says so) is never the
   answer, and what the cut damaged is never used (a cut JSON call "repaired"
   would run with cut arguments): it is a parse error that asks for a shorter
-  reply, unless, in a text protocol, the reply *begins* with a whole JSON call
+  reply, unless, in a text protocol that reads JSON, the reply *begins* with a whole JSON call
   (small models write the same call again and again until the cap stops
   them): that first call is whole, so it runs;
 - in a text protocol, plain prose right after a tool result can be the final
