@@ -41,24 +41,24 @@ def place_of(state: AgentState) -> Place:
     return Place(thread_id=thread_id, run=state.get("run", 0), step=state["counters"]["steps"] + 1)
 
 
-def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> list[ActionRecord]:
-    """Answer repeated read-only calls from their earlier result, in place; their event records."""
+def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:
+    """Answer repeated read-only calls from their earlier result, in place; their event records by position."""
 
     def changes_world(name: str) -> bool:
         tool = ctx.tools.get(name)
         return tool is not None and options_of(tool).side_effects
 
     steps = current_steps(state)
-    records: list[ActionRecord] = []
+    records: dict[int, ActionRecord] = {}
     for i, action in enumerate(actions):
         if action.get("problem") or changes_world(action["tool"]):
             continue
         known = earlier_result(steps, action["tool"], action.get("args") or {}, changes_world)
         if known is not None:
             actions[i] = {**action, "observation": reused_observation(known), "error": False, "reused": known["step"]}
-            records.append(ActionRecord(tool=action["tool"], args=action.get("args") or {},
-                                        observation=actions[i]["observation"], error=False, status="reused",
-                                        attempts=0, latency_ms=0.0))
+            records[i] = ActionRecord(tool=action["tool"], args=action.get("args") or {},
+                                      observation=actions[i]["observation"], error=False, status="reused",
+                                      attempts=0, latency_ms=0.0)
     return records
 
 
@@ -67,7 +67,7 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     ctx = runtime.context
     pending = state["pending"] or {}
     actions: list[Action] = list(pending.get("actions") or [])
-    records: list[ActionRecord] = reuse_known_results(state, ctx, actions)
+    by_position = reuse_known_results(state, ctx, actions)
     positions = [i for i, a in enumerate(actions) if not a.get("problem") and "reused" not in a]
     calls = []
     for i in positions:
@@ -79,9 +79,10 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline)
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
-        records.append(ActionRecord(tool=actions[i]["tool"], args=actions[i].get("args") or {},
-                                    observation=result.observation, error=result.error, status=result.status,
-                                    attempts=result.attempts, latency_ms=round(result.seconds * 1000, 3)))
+        by_position[i] = ActionRecord(tool=actions[i]["tool"], args=actions[i].get("args") or {},
+                                      observation=result.observation, error=result.error, status=result.status,
+                                      attempts=result.attempts, latency_ms=round(result.seconds * 1000, 3))
+    records = [by_position[i] for i in sorted(by_position)]  # the model's order, reused calls included
     failed = [r for r in records if r["error"]]
     summary = ", ".join(f"{r['tool']} -> {r['status']}" for r in records)
     workers = ctx.workers.stats()

@@ -256,3 +256,12 @@ def test_a_failed_call_is_run_again_and_other_arguments_run(make_graph):
                           tools=counting_tools()[0] + builtins("calculator"))
     out = graph.invoke({"task": "t"})
     assert [a.get("reused") for s in out["scratchpad"] for a in s["actions"]] == [None, None, None, None]
+
+
+def test_the_execute_event_lists_reused_and_run_calls_in_the_models_order(make_graph):
+    weather = tool_call("get_weather", {"city": "Paris"})
+    replies = [[weather], [tool_call("calculator", {"expression": "1+1"}), weather], "done"]
+    graph, _ = make_graph(replies)
+    events = [e for _, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
+    assert [(r["tool"], r["status"]) for r in events[1]["actions"]] == [("calculator", "ok"), ("get_weather", "reused")]
+    assert events[1]["summary"] == "calculator -> ok, get_weather -> reused"
