@@ -3,9 +3,10 @@
 The protocol does the reading and never raises; this node only routes, and
 applies the rules that need more than the reply:
 
-- :func:`~reinloop.protocols.base.parse_reply` is the last line: whatever the
-  reply, the result is actions, an answer or a parse error, so a stored reply
-  can never make a resume crash again;
+- :func:`~reinloop.protocols.base.read_safely` is the last line, around the
+  protocol and the rules below alike: whatever the reply, the result is
+  actions, an answer or a parse error, so a stored reply can never make a
+  resume crash again;
 - a reply the token cap cut off (its finish reason says so) is never the
   answer, and what the cut damaged is never used (a cut JSON call "repaired"
   would run with cut arguments): it is a parse error that asks for a shorter
@@ -26,7 +27,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
-from ..protocols.base import OutputProtocol, error_pending, parse_reply
+from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_safely
 from ..protocols.prose import prose_answer
 from ..state import AgentState, Pending
 
@@ -85,7 +86,7 @@ def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -
 def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Parse the current reply with the run's protocol."""
     protocol, _ = runtime.context.active(state)
-    pending = read_reply(state, runtime.context, protocol)
+    pending = read_safely(lambda: read_reply(state, runtime.context, protocol))  # the rules, too, never raise
     if pending.get("parse_error"):
         summary = f"parse error: {pending['parse_error']}"
     elif pending.get("answer") is not None:

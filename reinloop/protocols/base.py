@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import orjson
@@ -133,16 +134,21 @@ class OutputProtocol(ABC):
 
 
 def parse_reply(protocol: OutputProtocol, reply: Reply) -> Pending:
-    """``protocol.parse(reply)``, with a guarantee: whatever happens, a Pending that can be stored.
+    """``protocol.parse(reply)``, with the guarantee of :func:`read_safely`."""
+    return read_safely(lambda: protocol.parse(reply))
 
-    The protocols never raise by design; this is the last line for what
-    design missed (and for user protocols): any exception but
-    ``KeyboardInterrupt`` becomes a parse error, and so does a result that
-    could not be checkpointed (see :func:`~reinloop.bounds.check_value`).
+
+def read_safely(read: Callable[[], Pending]) -> Pending:
+    """``read()``, with a guarantee: whatever happens, a Pending that can be stored.
+
+    The protocols and the parse node's rules never raise by design; this is
+    the last line for what design missed (and for user protocols): any
+    exception but ``KeyboardInterrupt`` becomes a parse error, and so does a
+    result that could not be checkpointed (see :func:`~reinloop.bounds.check_value`).
     A stored reply that made the parse crash would otherwise crash every resume.
     """
     try:
-        pending = protocol.parse(reply)
+        pending = read()
         checked, problem = check_value(pending, MAX_NESTING + PENDING_LEVELS)
     except KeyboardInterrupt:
         raise
@@ -151,4 +157,3 @@ def parse_reply(protocol: OutputProtocol, reply: Reply) -> Pending:
     if problem is not None:
         return error_pending(f"the reply could not be read: {problem}")
     return checked  # type: ignore[no-any-return]
-

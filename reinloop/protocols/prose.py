@@ -22,6 +22,7 @@ answer anyway, and never applies before a tool has answered.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Sequence
 
@@ -50,6 +51,9 @@ def numbers(text: str) -> set[str]:
         try:
             value = float(plain)
         except ValueError:
+            continue
+        if not math.isfinite(value):  # more digits than a float holds: compared as written
+            found.add(plain.lstrip("0") or "0")
             continue
         found.add(f"{value:g}" if value != int(value) else str(int(value)))
     return found

@@ -84,6 +84,15 @@ def test_plain_prose_after_a_tool_result_is_the_answer_in_json_mode(make_graph):
     assert out["counters"]["errors"] == 0
 
 
+def test_prose_with_a_number_too_long_for_a_float_is_read_not_a_crash(make_graph):
+    huge = "9" * 400  # float() gives inf, and int(inf) raises
+    graph, _ = make_graph([CALL, f"Perhaps {huge}", CALL, f"It is 492, not {huge}."],
+                          protocol="json", limits=Limits(max_repeats=None))
+    out = graph.invoke({"task": "What is 12*41?"})
+    assert out["scratchpad"][1]["parse_error"] and out["scratchpad"][1]["answer"] is None  # no result repeated
+    assert out["answer"] == f"It is 492, not {huge}." and out["status"] == "done"  # repeats 492: the answer
+
+
 def test_plain_prose_after_a_tool_result_is_the_answer_in_react_mode(make_graph):
     call = 'Thought: multiply\nAction: calculator\nArgs: {"expression": "12*41"}'
     graph, _ = make_graph([call, "So 12*41 = 492."], protocol="react")
