@@ -75,6 +75,7 @@ def test_a_thread_stuck_on_a_reply_that_crashed_an_older_version_resumes_and_fin
     # The older version: decide stored the deep reply, then parse raised RecursionError, on every resume.
     with SqliteCheckpointer.open(tmp_path / "runs.db") as old:
         monkeypatch.setattr(sys.modules["reinloop.nodes.parse"], "parse_reply", old_parse)
+        monkeypatch.setattr(sys.modules["reinloop.nodes.parse"], "read_safely", lambda read: read())  # no guard then
         graph, _ = make_graph([DEEP_TEXT], protocol="json", checkpointer=old)
         with pytest.raises(RecursionError):
             graph.invoke({"task": "compute 1+1"}, CONFIG)
