@@ -34,7 +34,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from ..bounds import bounded_message, check_value
+from ..bounds import bounded_message, check_value, token_count
 from ..state import Step
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens
 
@@ -150,8 +150,8 @@ def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[s
     if calls or invalid or not text:
         raise SummaryError("the summarizer replied with no text")
     usage = getattr(reply, "usage_metadata", None) or {}
-    return (text, int(usage.get("input_tokens") or count_message_tokens(prompt, counter)),
-            int(usage.get("output_tokens") or count_tokens(text, counter)))
+    return (text, token_count(usage.get("input_tokens")) or count_message_tokens(prompt, counter),
+            token_count(usage.get("output_tokens")) or count_tokens(text, counter))
 
 
 def summary_lines(summary: str) -> list[str]:

@@ -38,3 +38,12 @@ def test_a_summary_nested_too_deep_to_read_is_a_summarizer_failure(tmp_path):
     assert out["status"] == "done" and out["summary"] == ""
     failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
     assert failed and failed[0]["error"].startswith("the summarizer's reply cannot be read: it is nested more than")
+
+
+def test_absurd_token_counts_from_a_summarizer_are_replaced_by_its_own_count(tmp_path):
+    usage = {"input_tokens": 10**30, "output_tokens": -5, "total_tokens": 0}
+    reply = AIMessage(content="pages 1-3 read; the vault code is 4711.", usage_metadata=usage)
+    out = run(lambda messages: reply, tmp_path)  # stored in SQLite: a 101-bit count could not be
+    assert out["status"] == "done" and "4711" in out["summary"]
+    summarized = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
+    assert summarized and all(0 < e["tokens_in"] < 100_000 and 0 < e["tokens_out"] < 1_000 for e in summarized)
