@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .api import new_thread_id
+from .runs import new_thread_id
 from .console import JsonConsole, RunConsole
 from .demo import BANNER, as_expected, demo
 from .drawing import FORMATS, draw_graph
@@ -32,7 +32,8 @@ from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
 from .terminal import safe_json, safe_text
-from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
+from .spec import RunSpec
+from .runs import stored_spec, DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 from .tools.detail import TOOL_DETAILS
 
@@ -261,19 +262,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     with console or contextlib.nullcontext():
         outcome = run(
             args.task,
+            RunSpec(model=args.model, tools=args.tools, tool_settings=settings, protocol=args.protocol,
+                    tool_detail=args.tool_detail, max_output_tokens=args.max_output_tokens, limits=limits,
+                    base_url=args.base_url, system_prompt=args.system_prompt, retry=retry, memory=memory),
             db=args.db,
-            model=args.model,
-            tools=args.tools,
-            tool_settings=settings,
-            protocol=args.protocol,
-            tool_detail=args.tool_detail,
-            max_output_tokens=args.max_output_tokens,
-            limits=limits,
             thread_id=thread_id,
-            base_url=args.base_url,
-            system_prompt=args.system_prompt,
-            retry=retry,
-            memory=memory,
             on_event=console.handle if console else None,
             progress=None if args.json or args.quiet else print_index_progress,
         )
@@ -344,11 +337,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
             extra_tokens=args.extra_tokens,
             hint=args.hint,
             abort=args.abort,
-            model=args.model,
-            base_url=args.base_url,
-            protocol=args.protocol,
-            limits=changes,
             on_event=console.handle if console else None,
+            **{k: v for k, v in (("model", args.model), ("base_url", args.base_url), ("protocol", args.protocol))
+               if v is not None},
+            limits=changes,
             tool_settings={name: getattr(args, name) for name in BOUND_FLAGS if hasattr(args, name)},
         )
     print_outcome(outcome, args.json)
@@ -392,8 +384,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         + (" (paused at a break)" if state.get("decision") == "pause" else ""))
     say(f"task: {state.get('task', record.task if record else '')}")
     if record is not None:
-        shown = (record.options or {}).get("tool_detail") or "full"
-        say(f"model: {record.model}  protocol: {record.protocol}  tools: {','.join(record.tools or [])} ({shown})")
+        spec = stored_spec(record)
+        say(f"model: {spec.model}  protocol: {spec.protocol}  tools: {','.join(spec.tools)} ({spec.tool_detail})")
+        say(f"spec: {safe_json(detail.spec)}")
     if state.get("answer") is not None:
         say(f"answer: {state['answer']}")
     if state.get("break_reason"):
@@ -437,7 +430,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from .batch import BatchInterrupted, batch
+    from .batches import BatchInterrupted, batch
     from .batch_console import BatchConsole
 
     retry = RetryPolicy(attempts=args.model_retries + 1, timeout=args.model_timeout)
@@ -446,10 +439,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
     settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
-            report = batch(args.tasks, concurrency=args.concurrency, db=args.db, model=args.model,
-                           base_url=args.base_url, tools=args.tools, tool_settings=settings, protocol=args.protocol,
-                           tool_detail=args.tool_detail, max_output_tokens=args.max_output_tokens,
-                           limits=limits_from(args), retry=retry, lease=args.lease,
+            spec = RunSpec(model=args.model, base_url=args.base_url, tools=args.tools, tool_settings=settings,
+                           protocol=args.protocol, tool_detail=args.tool_detail,
+                           max_output_tokens=args.max_output_tokens, limits=limits_from(args), retry=retry)
+            report = batch(args.tasks, spec, concurrency=args.concurrency, db=args.db, lease=args.lease,
                            on_outcome=view.outcome, on_start=view.start)
     except BatchInterrupted as exc:
         # the abandoned runs sit in LangGraph's worker threads, which Python would wait for at exit
@@ -558,7 +551,7 @@ def add_model_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_batch_parser(sub: Any) -> None:
     """``reinloop batch TASKS.jsonl``."""
-    from .batch import DEFAULT_LEASE
+    from .batches import DEFAULT_LEASE
 
     p = sub.add_parser("batch", help="run the tasks of a JSONL file, N at a time; start it on several machines to share them",
                        epilog=EXAMPLES["batch"])

@@ -29,10 +29,7 @@ from .redact import scrub
 from .retry import call_with_retries, endpoint_of, model_url
 from .tools.registry import ToolRegistry
 
-DEFAULT_MAX_OUTPUT_TOKENS = 1024
-"""Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
-final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
-or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
+from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # noqa: E402 (the default lives with RunSpec)
 
 OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
 """Names chat model classes give their reply cap, in the order they are looked for."""

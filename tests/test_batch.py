@@ -1,4 +1,4 @@
-"""reinloop.batch and ``reinloop batch``: many tasks, bounded concurrency, any number of workers on one database.
+"""reinloop.batches and ``reinloop batch``: many tasks, bounded concurrency, any number of workers on one database.
 
 Tests that take ``db_url`` run on a SQLite file and on PostgreSQL. The model
 is a scripted one whose every reply is planned from its own prompt
@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from reinloop.batch import batch, read_tasks
+from reinloop.batches import batch, read_tasks
 from reinloop.checkpoints import open_saver
 from reinloop.cli import main
 from reinloop.errors import ConfigurationError
@@ -43,7 +43,7 @@ def arithmetic(n: int) -> list[dict]:
 BAD_FILES = [
     (["{\"task\": \"ok\"}", "not json"], r"tasks.jsonl:2: not a JSON object \(Expecting value\)"),
     ([{"task": ""}], r"tasks.jsonl:1: each line needs a \"task\" string"),
-    ([{"task": "a", "priority": 1}], r"tasks.jsonl:1: unknown key\(s\) priority; valid keys: task, thread_id, tools, limits"),
+    ([{"task": "a", "priority": 1}], r"tasks.jsonl:1: unknown key\(s\) priority; valid keys: task, thread_id, model, base_url, protocol"),
     ([{"task": "a", "tools": "calculator,teleport"}], r"tasks.jsonl:1: unknown tool\(s\) teleport; available: calculator"),
     ([{"task": "a", "limits": {"max_stepz": 3}}], r"tasks.jsonl:1: unknown limit\(s\) max_stepz"),
     ([{"task": "a", "protocol": "xml"}], r"tasks.jsonl:1: unknown protocol 'xml'; choose one of: tool_calling"),
@@ -189,7 +189,7 @@ def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_pa
     sent = {json.dumps(request["tools"]) for request in openai_server.requests}
     assert len(openai_server.requests) == 4 and len(sent) == 1
     assert "description" not in json.loads(sent.pop())[0]["function"]["parameters"]["properties"]["expression"]
-    assert {run.options["tool_detail"] for run in list_runs()} == {"compact"}
+    assert {run.spec["tool_detail"] for run in list_runs()} == {"compact"}
 
 
 def test_a_task_line_sets_its_own_tool_detail(tmp_path, openai_server):
@@ -198,7 +198,7 @@ def test_a_task_line_sets_its_own_tool_detail(tmp_path, openai_server):
                                                              "tool_detail": "compact"}]
     report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), base_url=openai_server.base_url, tools="calculator")
     assert report.counts["done"] == 2
-    assert {run.thread_id: run.options["tool_detail"] for run in list_runs()} == {"full": "full", "compact": "compact"}
+    assert {run.thread_id: run.spec["tool_detail"] for run in list_runs()} == {"full": "full", "compact": "compact"}
     described = {"description" in r["tools"][0]["function"]["parameters"]["properties"]["expression"]
                  for r in openai_server.requests}
     assert described == {True, False}  # each task's requests carried its own detail

@@ -9,7 +9,7 @@ import sqlite_utils
 
 from langchain_core.messages import ToolMessage
 
-from reinloop.batch import batch
+from reinloop.batches import batch
 from reinloop.cli import main
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import ToolSettings, builtin, builtins, run_tool
