@@ -48,7 +48,7 @@ EXPORTS = {
     "batch": ".batch",
     "build_graph": ".graph",
     "draw_graph": ".drawing",
-    "list_runs": ".runs",
+    "list_runs": ".rundb",
     "open_saver": ".checkpoints",
     "resume": ".runs",
     "run": ".runs",

@@ -33,17 +33,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from .checkpoints import (
-    DEFAULT_TIMEOUT,
-    BreakRecord,
-    ReinloopSaver,
-    RunRecord,
-    SqliteCheckpointer,
-    is_postgres_url,
-    open_saver,
-)
+from .checkpoints import BreakRecord, ReinloopSaver, RunRecord
 from .checkpoints.base import break_interrupts
-from .checkpoints.sqlitedb import is_read_only
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, ThreadNotFoundError
 from .graph import ReinloopGraph, graph_for
 from .limits import Limits
@@ -51,48 +42,14 @@ from .models import resolve_model
 from .outcome import Outcome
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
+from .rundb import BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config
 from .runlog import RunLog
 from .spec import GROUPS, RunSpec, is_object_label, object_label
 from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
 
-DEFAULT_DB = "reinloop.db"
-"""The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
-DB_VARIABLE = "REINLOOP_DB"
-TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
-BASE_URL_VARIABLE = "OPENAI_BASE_URL"
-
 EventHandler = Callable[[dict[str, Any]], None]
-
-
-def db_location(db: str | Path | None = None) -> str:
-    """The run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db`` (a path or a URL)."""
-    return str(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
-
-
-def db_timeout() -> float:
-    """Seconds to wait for another process's write lock: ``$REINLOOP_DB_TIMEOUT``, else 30."""
-    text = os.environ.get(TIMEOUT_VARIABLE)
-    try:
-        return float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {text!r}") from None
-
-
-def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
-    """Open the run database (a SQLite file or a ``postgresql://`` URL); for reading only, a read-only file is fine."""
-    location = db_location(db)
-    if is_postgres_url(location):
-        return open_saver(location, create=create, timeout=db_timeout())
-    path = Path(location)
-    read_only = not write and path.exists() and is_read_only(path)
-    return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
-
-
-def thread_config(thread_id: str) -> dict[str, Any]:
-    """The LangGraph config of a thread's root namespace."""
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
 def new_thread_id() -> str:
@@ -424,12 +381,6 @@ def run_limits(thread_id: str, db: str | Path | None = None) -> Limits:
         "token_budget": limits.token_budget and limits.token_budget + int(ext.get("tokens", 0)),
     }
     return limits.replace(**raised)
-
-
-def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
-    """The stored runs, most recently updated first; ``status`` keeps only running, done or broken ones."""
-    with open_db(db) as saver:
-        return saver.list_runs(status=status)
 
 
 @dataclass(frozen=True)

@@ -105,8 +105,7 @@ class RunSpec:
     """Replaces the default system prompt."""
 
     def __post_init__(self) -> None:
-        if isinstance(self.tools, str) or isinstance(self.tools, list):
-            object.__setattr__(self, "tools", tool_names(self.tools))
+        object.__setattr__(self, "tools", tool_names(self.tools))
         for name, kind in GROUPS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):
