@@ -16,6 +16,7 @@ import pytest
 from reinloop.batches import batch, read_tasks
 from reinloop.checkpoints import open_saver
 from reinloop.cli import main
+from reinloop import Memory, RunSpec
 from reinloop.errors import ConfigurationError
 from reinloop.graph import build_graph
 from reinloop.runs import list_runs, resume, thread_config
@@ -208,3 +209,23 @@ def test_batch_help_has_an_example(capsys):
     with pytest.raises(SystemExit):
         main(["batch", "--help"])
     assert "example: reinloop batch tasks.jsonl --concurrency" in capsys.readouterr().out
+
+
+def test_a_task_line_overrides_any_run_spec_key_memory_included(tmp_path, run_db):
+    lines = [{"task": "What is 1*3?", "thread_id": "plain"},
+             {"task": "What is 2*3?", "thread_id": "tuned", "memory": {"window_steps": 1, "summarize": False},
+              "max_output_tokens": 77, "limits": {"max_steps": 4}}]
+    report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), model=planner(), tools="calculator",
+                   memory={"window_steps": 2})
+    assert report.counts["done"] == 2
+    specs = {run.thread_id: RunSpec.from_dict(run.spec) for run in list_runs()}
+    assert specs["plain"].memory.window_steps == 2 and specs["plain"].max_output_tokens == 1024
+    assert specs["tuned"].memory == Memory(window_steps=1, summarize=False)
+    assert (specs["tuned"].max_output_tokens, specs["tuned"].limits.max_steps) == (77, 4)
+
+
+def test_a_task_line_with_a_bad_memory_setting_is_refused_with_its_line(tmp_path, run_db):
+    path = write_tasks(tmp_path / "tasks.jsonl", [{"task": "a", "memory": {"window_steps": 0}}])
+    with pytest.raises(ConfigurationError, match="tasks.jsonl:1: Memory.window_steps must be a positive integer"):
+        batch(path, model=planner())
+    assert not run_db.exists()
