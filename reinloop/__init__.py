@@ -45,7 +45,7 @@ EXPORTS = {
     "ToolDatabaseError": ".errors",
     "ToolRegistry": ".tools.registry",
     "UnknownToolError": ".errors",
-    "batch": ".batch",
+    "batch": ".batches",
     "build_graph": ".graph",
     "draw_graph": ".drawing",
     "list_runs": ".rundb",
