@@ -84,3 +84,10 @@ def test_the_stored_form_has_no_credentials():
 
 def test_the_builtin_names_the_spec_knows_are_the_builtin_tools():
     assert tuple(sorted(BUILTINS)) == BUILTIN_NAMES
+
+
+def test_the_names_the_spec_checks_are_the_protocols_and_detail_levels_the_loop_has():
+    from reinloop.protocols import PROTOCOLS
+    from reinloop.spec import PROTOCOL_NAMES
+
+    assert tuple(PROTOCOLS) == PROTOCOL_NAMES
