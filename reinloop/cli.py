@@ -206,7 +206,7 @@ def demo_options(p: argparse.ArgumentParser) -> None:
          example="reinloop demo")
 def cmd_demo(args: argparse.Namespace) -> int:
     from .console import RunConsole
-    from .demo import BANNER, as_expected, demo
+    from .demo.scenarios import BANNER, as_expected, demo
     from .limits import Limits
     from .runlog import RunLog
     from .runs import open_db

@@ -26,7 +26,7 @@ from .limits import Limits
 from .spec import RunSpec
 from .testing import ScriptedChatModel, tool_call
 from .tools.catalog import builtins
-from .tools.demo import DEMO_WEATHER
+from .demo.tools import DEMO_WEATHER
 
 ARITHMETIC = re.compile(r"[\d.]+(?:\s*[-+*/]\s*\(*\s*[\d.]+\s*\)*)+|\([\d.\s+\-*/()]+\)[\d.\s+\-*/()]*")
 

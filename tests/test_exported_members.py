@@ -26,3 +26,12 @@ def test_every_public_name_comes_from_this_package_and_the_roles_are_exported():
         module = sys.modules[getattr(reinloop, name).__module__]
         assert Path(module.__file__).is_relative_to(home), (name, module.__file__)
     assert {"run", "resume", "list_runs", "batch", "RunSpec", "Outcome", "Limits", "Memory", "RetryPolicy"} <= set(reinloop.__all__)
+
+
+def test_the_tools_package_exports_a_sorted_list_without_the_demo_tools():
+    import reinloop.tools
+
+    assert reinloop.tools.__all__ == sorted(reinloop.tools.__all__)
+    assert not {"db_query", "get_weather", "translate", "GLOSSARY"} & set(reinloop.tools.__all__)
+    for name in reinloop.tools.__all__:
+        assert getattr(reinloop.tools, name) is not None, name

@@ -13,13 +13,13 @@ from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage
 
-from .events import EventSink
-from .graph import build_graph
-from .limits import Limits
-from .outcome import Outcome
-from .runs import EventHandler, stream_run
-from .testing import ScriptedChatModel, tool_call
-from .tools.catalog import builtins
+from ..events import EventSink
+from ..graph import build_graph
+from ..limits import Limits
+from ..outcome import Outcome
+from ..runs import EventHandler, stream_run
+from ..testing import ScriptedChatModel, tool_call
+from ..tools.catalog import builtins
 
 
 @dataclass(frozen=True)
