@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -42,7 +42,9 @@ from .models import resolve_model
 from .outcome import Outcome
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
-from .rundb import BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config
+from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
+    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
+)
 from .runlog import RunLog
 from .spec import GROUPS, RunSpec, is_object_label, object_label
 from .tools.catalog import BUILTINS, builtins
