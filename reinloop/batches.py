@@ -57,7 +57,7 @@ from .errors import ConfigurationError, ReinloopError
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
 from .runs import Given, db_location, open_db, resume_with, run_with, thread_config, with_objects
-from .spec import RunSpec, tool_names
+from .spec import RunSpec, is_object_label, tool_names
 from .tools.catalog import BUILTINS, builtins
 from .tools.files import QUOTA_KEY
 
@@ -294,8 +294,9 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
         return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
     spec = settings.spec_for(claimed["spec"])
     given = settings.given_for(spec)
-    if state:
-        return resume_with(saver, thread_id, model=given.model, tools=list(given.tools), on_event=on_event)
+    if state:  # a model string stays the stored one (built again); a model object is given again
+        model = {"model": given.model} if is_object_label(spec.model) else {}
+        return resume_with(saver, thread_id, tools=list(given.tools), on_event=on_event, **model)
     return run_with(saver, claimed["task"], spec, given, thread_id=thread_id, on_event=on_event)
 
 

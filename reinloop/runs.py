@@ -185,11 +185,16 @@ def run_with(
     thread_id = thread_id or new_thread_id()
     tools = tool_list(spec, given)
     graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
+    record_spec(saver, thread_id, spec)
+    return stream_stored(graph, {"task": task}, thread_id, on_event)
+
+
+def record_spec(saver: ReinloopSaver, thread_id: str, spec: RunSpec) -> None:
+    """Store how a run is made: the spec's JSON, and copies of its main fields in their own columns for SQL readers."""
     saver.record_settings(thread_id, {
         "model": spec.model, "base_url": spec.base_url, "protocol": spec.protocol, "tools": list(spec.tools),
         "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
     })
-    return stream_stored(graph, {"task": task}, thread_id, on_event)
 
 
 def resume(
@@ -211,7 +216,8 @@ def resume(
     :class:`~reinloop.RunSpec` is reused with ``changes`` (:meth:`RunSpec.replace`:
     e.g. ``limits={"max_steps": 20}``, ``tool_settings={"write_quota": 20_000_000}``,
     ``retry=RetryPolicy(...)``, ``memory={"window_steps": 5}``, ``model=`` a string
-    or a chat model, ``tools=`` names or tool objects).
+    or a chat model, ``tools=`` names or tool objects); the changed spec is stored,
+    so a later resume starts from it.
     """
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
@@ -351,6 +357,8 @@ def _rebuild(
                             calls_of(state or {}))
     base_url = resume_endpoint(thread_id, changes.get("base_url"), stored.base_url)
     spec = spec.replace(base_url=base_url)
+    if spec != stored:  # the overrides hold for the rest of the run: a later resume starts from them
+        record_spec(saver, thread_id, spec)
     return _graph(saver, spec, given, tools, chat_model_of(spec, given))
 
 

@@ -234,6 +234,8 @@ def test_resume_overrides_retry_memory_and_tool_detail_from_the_command_line(ope
     assert "description" in first["tools"][0]["function"]["parameters"]["properties"]["expression"]
     assert "description" not in last["tools"][0]["function"]["parameters"]["properties"]["expression"]
     assert last["max_completion_tokens"] == 99
+    stored = show_run("r1").spec  # kept for a later resume
+    assert (stored["tool_detail"], stored["retry"]["attempts"], stored["memory"]["window_steps"]) == ("compact", 1, 1)
 
 
 def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
