@@ -45,7 +45,7 @@ from .nodes import (
 )
 from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
-from .spec import GROUPS, RunSpec, object_label
+from .spec import GROUPS, RunSpec, object_label, protocol_change
 from .state import BREAK_KIND, AgentState, InputState
 from .tools.journal import ToolJournal
 from .tools.pool import WorkerPool
@@ -182,10 +182,8 @@ def build_graph(
     if changes.get("tool_detail") is None and spec is None:
         changes["tool_detail"] = registry.detail  # a registry's own detail is kept when none is asked
     protocol = changes.pop("protocol", None)
-    if protocol is not None and not isinstance(protocol, str):
-        changes["protocol"] = getattr(protocol, "name", protocol)
-    elif protocol is not None:
-        changes["protocol"] = protocol
+    if protocol is not None:
+        changes.update({"protocol": protocol} if isinstance(protocol, str) else protocol_change(protocol))
     changes = {k: v for k, v in changes.items() if not (v is None and k in GROUPS)}
     given_model = None if isinstance(model, str) else model
     changes["model"] = model if isinstance(model, str) else object_label(model)

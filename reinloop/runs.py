@@ -46,7 +46,7 @@ from .rundb import (  # noqa: F401 (the run database's names, re-exported: one m
     BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
 )
 from .runlog import RunLog
-from .spec import GROUPS, RunSpec, is_object_label, object_label
+from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
 from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
@@ -89,7 +89,8 @@ def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunS
         changes["tools"] = tuple(t.name if isinstance(t, BaseTool) else t for t in tools)
     if protocol is not None and not isinstance(protocol, str):
         given = Given(given.model, given.tools, protocol)
-        changes["protocol"] = protocol.name
+        del changes["protocol"]
+        changes.update(protocol_change(protocol))
     return (spec or RunSpec()).replace(**changes), given
 
 

@@ -72,7 +72,8 @@ class RunSpec:
 
     version: ClassVar[int] = SPEC_VERSION
 
-    model: str = field(default=DEFAULT_MODEL, metadata={"group": "model", "help": "an init_chat_model string"})
+    model: str = field(default=DEFAULT_MODEL, metadata={
+        "group": "model", "help": "an init_chat_model string (the command line's default: $REINLOOP_MODEL, if set)"})
     """An ``init_chat_model`` string (``"openai:gpt-4o-mini"``); ``"<X object>"`` when a model object was given."""
     base_url: str | None = field(default=None, metadata={
         "group": "model", "help": "an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio); a user:password@ or "
@@ -202,6 +203,12 @@ class RunSpec:
         from .redact import redact_urls
 
         return redact_urls(self.to_dict())  # type: ignore[no-any-return]
+
+
+def protocol_change(protocol: Any) -> dict[str, str]:
+    """The spec change for a protocol object: its name when the spec knows it (a custom protocol is not data)."""
+    name = getattr(protocol, "name", None)
+    return {"protocol": name} if name in PROTOCOL_NAMES else {}
 
 
 def tool_names(value: Any) -> tuple[str, ...]:

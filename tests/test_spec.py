@@ -91,3 +91,16 @@ def test_the_names_the_spec_checks_are_the_protocols_and_detail_levels_the_loop_
     from reinloop.spec import PROTOCOL_NAMES
 
     assert tuple(PROTOCOLS) == PROTOCOL_NAMES
+
+
+def test_a_custom_protocol_object_runs_though_the_spec_cannot_name_it():
+    from reinloop import build_graph
+    from reinloop.protocols import JsonProtocol
+    from reinloop.testing import ScriptedChatModel
+
+    class Terse(JsonProtocol):
+        name = "terse"
+
+    graph = build_graph(ScriptedChatModel(replies=['{"final_answer": "ok"}']), protocol=Terse())
+    assert graph.reinloop_context.protocol.name == "terse" and graph.reinloop_context.spec.protocol == "tool_calling"
+    assert graph.invoke({"task": "t"})["answer"] == "ok"
