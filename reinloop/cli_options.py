@@ -135,10 +135,12 @@ class SpecFlag:
 
     @property
     def alias(self) -> Alias | None:
+        """The older flag name this field keeps, if any."""
         return ALIASES.get(self.path)
 
     @property
     def is_switch(self) -> bool:
+        """True for a yes/no field: a flag without a value."""
         return self.kind == "bool"
 
     def switch_flag(self) -> str:
@@ -157,6 +159,7 @@ class SpecFlag:
         return value
 
     def _convert(self, text: str) -> Any:
+        """The text as the field's type: a number (``none`` switches an optional one off), a size, names, text."""
         optional = "None" in self.kind
         if optional and text.lower() in ("none", "off"):
             return None
@@ -183,6 +186,7 @@ class SpecFlag:
         return text
 
     def shown_default(self) -> str:
+        """The default as ``--help`` shows it, in the flag's own terms (``--model-retries``: retries, not calls)."""
         value = self.alias.from_field(self.default) if self.alias and self.default is not None else self.default
         if isinstance(value, tuple):
             return ",".join(value)
