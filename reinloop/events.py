@@ -30,13 +30,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
-
-MemoryKind = Literal["evicted", "summarized", "recalled", "deduplicated"]
-
 
 class ActionRecord(TypedDict, total=False):
     """One tool call as an event reports it."""
@@ -54,7 +51,7 @@ class ActionRecord(TypedDict, total=False):
 class MemoryEvent(TypedDict, total=False):
     """Something the memory did during a node: ``kind``, a human ``summary``, and details."""
 
-    kind: str  # one of MemoryKind
+    kind: str  # evicted, summarized, recalled, deduplicated ...
     summary: str
     data: dict[str, Any]
 

@@ -28,17 +28,6 @@ BreakReason = Literal[
 Decision = Literal["continue", "hint", "finish", "break", "pause"]
 """What the guard decided after a step (``pause``: broken, waiting for an operator)."""
 
-BREAK_REASONS: tuple[str, ...] = (
-    "max_steps",
-    "timeout",
-    "token_budget",
-    "repeated_action",
-    "consecutive_errors",
-    "same_errors",
-    "aborted",
-)
-
-
 class Action(TypedDict, total=False):
     """One tool call the model asked for, and what came of it."""
 

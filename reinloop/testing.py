@@ -56,10 +56,6 @@ from .memory.summary import SUMMARIZER_TAG
 from .memory.tokens import message_text
 from .simulation import FAULTS, Plan, PlanStep, SimulatedModel  # noqa: F401  (the flaky stand-in, for benchmarks)
 
-Scripted = Any
-"""One scripted reply: str, dict, list of tool calls, AIMessage, Exception, or a callable."""
-
-
 def tool_call(name: str, args: dict[str, Any] | None = None, id: str | None = None) -> dict[str, Any]:  # noqa: A002
     """A native tool call for a scripted reply: ``[tool_call("calculator", {"expression": "1+1"})]``."""
     return {

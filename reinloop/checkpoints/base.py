@@ -371,10 +371,6 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
         """Record how a task ended; False if ``worker`` no longer held it."""
 
     @abstractmethod
-    def release(self, thread_id: str, worker: str) -> None:
-        """Put a held task back in the queue."""
-
-    @abstractmethod
     def batch_counts(self, batch: str) -> dict[str, int]:
         """Tasks of ``batch`` per status."""
 

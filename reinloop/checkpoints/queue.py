@@ -118,12 +118,6 @@ class TaskQueue:
             )
             return cursor.rowcount == 1
 
-    def release(self, thread_id: str, worker: str) -> None:
-        """Put a task this worker holds back in the queue (a worker stopping on purpose)."""
-        with self._write() as tx:
-            tx.execute("UPDATE tasks SET status = 'queued', worker = NULL, lease_until = NULL "
-                       "WHERE thread_id = ? AND worker = ? AND status = 'running'", (thread_id, worker))
-
     def batch_counts(self, batch: str) -> dict[str, int]:
         """How many tasks of ``batch`` are queued, running, done, broken or error."""
         rows = self.query("SELECT status, count(*) AS n FROM tasks WHERE batch = ? GROUP BY status", (batch,))
