@@ -35,6 +35,9 @@ from typing import Any, TypedDict
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 
+from .location import locate
+
+
 class ActionRecord(TypedDict, total=False):
     """One tool call as an event reports it."""
 
@@ -164,33 +167,6 @@ def publish(runtime: Any, event: StepEvent) -> None:
         sink(event)
 
 
-def where(state: Any, config: Any, update: Any = None) -> dict[str, Any]:
-    """The location fields of an event, from the node's input state, its update and LangGraph's config."""
-    conf = (config or {}).get("configurable") or {}
-    meta = (config or {}).get("metadata") or {}
-    state = state or {}
-    counters = state.get("counters") or {}
-    run = state.get("run", 0)
-    if isinstance(update, dict) and "run" in update:  # decide starting a new task on the thread
-        run = update["run"]
-    # Inside a node, checkpoint_ns is the task's own namespace ("decide:<task id>",
-    # below any parent graph's); the graph's checkpoints live in the part before it.
-    # checkpoint_id is None there: checkpoint_map holds, per graph namespace, the id
-    # of the checkpoint this superstep started from.
-    task_ns = conf.get("checkpoint_ns") or ""
-    graph_ns = task_ns.rsplit("|", 1)[0] if "|" in task_ns else ""
-    saved = conf.get("__pregel_checkpointer") is not None  # without a saver the ids point at nothing stored
-    return {
-        "thread_id": conf.get("thread_id"),
-        "run": run,
-        "step": counters.get("steps", 0) + 1,
-        "superstep": meta.get("langgraph_step"),
-        "checkpoint_ns": graph_ns,
-        "checkpoint_id": ((conf.get("checkpoint_map") or {}).get(graph_ns) or conf.get("checkpoint_id")) if saved else None,
-        "task_id": conf.get("__pregel_task_id"),
-    }
-
-
 def finish(run: _NodeRun, base: dict[str, Any], error: BaseException | None = None) -> list[StepEvent]:
     """The node's events completed with location and timing, plus an error event if it raised."""
     events = run.events
@@ -224,12 +200,12 @@ def observed(node: Callable[..., Any]) -> Callable[..., Any]:
         except GraphBubbleUp:  # interrupt() and friends are control flow, not failures
             raise
         except Exception as exc:
-            for event in finish(current, where(state, config), exc):
+            for event in finish(current, locate(state, config).event_fields(), exc):
                 publish(runtime, event)
             raise
         finally:
             _current.reset(token)
-        for event in finish(current, where(state, config, update)):
+        for event in finish(current, locate(state, config, update).event_fields()):
             publish(runtime, event)
         return update
 

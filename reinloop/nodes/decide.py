@@ -16,13 +16,13 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..bounds import bounded_message, token_count
 from ..context import FALLBACK, AgentContext
 from ..errors import ModelCallError
 from ..events import emit
+from ..location import locate
 from ..memory.explain import describe
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
@@ -91,14 +91,6 @@ def history_with_summary(state: AgentState) -> list[Turn]:
     return turns
 
 
-def thread_id() -> str:
-    """The thread of the current invocation ("" without a checkpointer)."""
-    try:
-        return str(get_config().get("configurable", {}).get("thread_id") or "")
-    except RuntimeError:  # called outside a graph run
-        return ""
-
-
 def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Reply:
     """The parts of a model message the next nodes need, as plain data that can be stored.
 
@@ -144,7 +136,7 @@ def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
     """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
     protocol, llm = ctx.active(state)
-    prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), thread_id())
+    prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), locate().thread_id)
     try:
         message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
         return message, prepared, {}, hints

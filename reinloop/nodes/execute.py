@@ -20,11 +20,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import ActionRecord, emit
+from ..location import locate
 from ..memory.ledger import earlier_result, reused_observation
 from ..memory.window import current_steps
 from ..state import Action, AgentState
@@ -33,12 +33,9 @@ from ..tools.options import options_of
 
 
 def place_of(state: AgentState) -> Place:
-    """The thread, run and step the current calls belong to."""
-    try:
-        thread_id = str(get_config().get("configurable", {}).get("thread_id") or "")
-    except RuntimeError:  # called outside a graph run: no thread, nothing to journal
-        thread_id = ""
-    return Place(thread_id=thread_id, run=state.get("run", 0), step=state["counters"]["steps"] + 1)
+    """The thread, run and step the current calls belong to (outside a graph run: no thread, nothing to journal)."""
+    here = locate(state)
+    return Place(thread_id=here.thread_id, run=here.run, step=here.step)
 
 
 def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:

@@ -25,14 +25,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from langgraph.config import get_config
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from ..context import AgentContext
 from ..errors import ConfigurationError
 from ..events import emit
+from ..location import locate
 from ..limits import Limits
 from ..state import (
     BREAK_KIND,
@@ -108,11 +107,7 @@ def close_turn(state: AgentState, status: str, answer: str | None) -> list[Turn]
 
 def can_pause() -> bool:
     """True inside a graph run that has a checkpointer (so a break can wait for an operator)."""
-    try:
-        configurable = get_config().get("configurable") or {}
-    except RuntimeError:  # called outside a graph run
-        return False
-    return configurable.get(CONFIG_KEY_CHECKPOINTER) not in (None, False)
+    return locate().checkpointed
 
 
 def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions, *, pause: bool) -> dict[str, Any]:
