@@ -336,7 +336,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     with open_db(args.db):  # a missing, damaged or foreign file is refused with its own message
         pass
     if fmt == "html":
-        write_output(visualize(run=args.thread, db=db_location(args.db), format="html"), args.output)
+        write_output(visualize(thread_id=args.thread, db=db_location(args.db), format="html"), args.output)
         return EXIT_DONE
     detail = show_run(args.thread, args.db)
     if fmt == "json":

@@ -23,6 +23,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import groupby, pairwise
@@ -356,21 +357,29 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
     return safe_html(html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE))
 
 
-def visualize(graph: Any = None, run: str | None = None, path: str | Path | None = None, *,
-              db: str | Path | sqlite_utils.Database | None = None, format: str = "html") -> str:  # noqa: A002
-    """Draw the graph, or thread ``run``'s path on it with its timeline, as self-contained HTML (or JSON).
+def visualize(graph: Any = None, thread_id: str | None = None, path: str | Path | None = None, *,
+              db: str | Path | sqlite_utils.Database | None = None, format: str = "html",  # noqa: A002
+              run: str | None = None) -> str:
+    """Draw the graph, or thread ``thread_id``'s path on it with its timeline, as self-contained HTML (or JSON).
 
     The run is read from ``db``'s ``steps`` table, else from the graph's
     checkpointer. The text is returned, and written to ``path`` if given.
+    ``run=`` is the old name of ``thread_id`` (deprecated; it will be removed).
     """
+    if run is not None:
+        if thread_id is not None:
+            raise ConfigurationError("visualize() got both thread_id and run (its old name); pass thread_id only")
+        warnings.warn("visualize(run=...) is deprecated: the argument is a thread id, pass thread_id=...",
+                      DeprecationWarning, stacklevel=2)
+        thread_id = run
     if format not in REPORT_FORMATS:
         raise ConfigurationError(f"unknown report format {format!r}; choose one of: {', '.join(REPORT_FORMATS)}")
-    if run is None:
+    if thread_id is None:
         text = str(draw_graph(graph, "html")) if format == "html" else json.dumps(
             {"graph": [{"source": e.source, "target": e.target, "label": e.data}
                        for e in (graph or default_graph()).get_graph().edges]}, ensure_ascii=False, indent=2)
     else:
-        report = run_report(graph, run, db=db)
+        report = run_report(graph, thread_id, db=db)
         text = render_html(report, graph) if format == "html" else safe_json(report, indent=2, default=str)
     if path is not None:
         Path(path).write_text(text, encoding="utf-8")

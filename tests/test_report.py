@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import RunLog, run_report, visualize
 from reinloop.cli import main
-from reinloop.errors import ThreadNotFoundError
+from reinloop.errors import ConfigurationError, ThreadNotFoundError
 
 from . import chromium
 
@@ -109,7 +109,7 @@ def test_a_run_stopped_by_an_exception_is_reported_as_failed(make_graph, tmp_pat
         graph.invoke({"task": "t"}, {"configurable": {"thread_id": "boom"}})
     latest = run_report(graph, "boom", db=log.db)["latest"]
     assert latest["status"] == "failed" and latest["error"] == "RuntimeError: endpoint exploded"
-    assert "Stopped by an error:</b> RuntimeError: endpoint exploded" in visualize(graph, run="boom", db=log.db)
+    assert "Stopped by an error:</b> RuntimeError: endpoint exploded" in visualize(graph, thread_id="boom", db=log.db)
 
 
 def test_an_unknown_thread_says_how_to_record_runs(troubled):
@@ -121,15 +121,28 @@ def test_an_unknown_thread_says_how_to_record_runs(troubled):
 
 def test_visualize_writes_json_with_the_same_data(troubled, tmp_path):
     graph, log = troubled
-    text = visualize(graph, run="trouble", db=log.db, format="json", path=tmp_path / "run.json")
+    text = visualize(graph, thread_id="trouble", db=log.db, format="json", path=tmp_path / "run.json")
     data = json.loads((tmp_path / "run.json").read_text(encoding="utf-8"))
     assert json.loads(text) == data
     assert data["latest"]["break_reason"] == "repeated_action" and len(data["events"]) == 28
 
 
+def test_visualize_still_takes_the_old_run_keyword_with_a_deprecation_warning(troubled):
+    graph, log = troubled
+    with pytest.warns(DeprecationWarning, match=r"visualize\(run=\.\.\.\) is deprecated: .* pass thread_id="):
+        old = visualize(graph, run="trouble", db=log.db, format="json")
+    assert json.loads(old) == json.loads(visualize(graph, thread_id="trouble", db=log.db, format="json"))
+
+
+def test_visualize_refuses_both_the_thread_id_and_its_old_name(troubled):
+    graph, log = troubled
+    with pytest.raises(ConfigurationError, match="both thread_id and run"):
+        visualize(graph, thread_id="trouble", run="trouble", db=log.db)
+
+
 def test_run_html_is_self_contained(troubled, tmp_path):
     graph, log = troubled
-    page = visualize(graph, run="trouble", path=tmp_path / "run.html", db=log.db)
+    page = visualize(graph, thread_id="trouble", path=tmp_path / "run.html", db=log.db)
     assert (tmp_path / "run.html").read_text(encoding="utf-8") == page
     assert "<script" not in page and not re.search(r"https?://", page)
     assert not re.search(r"""\b(src|href)=["'](?!data:|#)""", page)
@@ -139,7 +152,7 @@ def test_run_html_is_self_contained(troubled, tmp_path):
 
 def test_run_html_renders_in_headless_chromium_without_any_request(troubled, tmp_path):
     graph, log = troubled
-    visualize(graph, run="trouble", path=tmp_path / "run.html", db=log.db)
+    visualize(graph, thread_id="trouble", path=tmp_path / "run.html", db=log.db)
     page = chromium.render(tmp_path / "run.html", tmp_path)
     assert page.page_requests == []
     dom = page.dom
