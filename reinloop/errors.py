@@ -9,7 +9,8 @@ Errors are split by who has to act::
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
     │   └── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
     ├── RunError                  the run: something went wrong while the loop was running
-    │   └── ModelCallError        the model endpoint failed and retries did not help
+    │   ├── ModelCallError        the model endpoint failed and retries did not help
+    │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
     ├── StorageError              the run database: missing, corrupted, locked, read-only
     │   ├── ThreadNotFoundError   no run with that thread id
     │   └── NotResumableError     the run is finished or has nothing to resume
@@ -18,13 +19,44 @@ Errors are split by who has to act::
 Mistakes the *model* makes inside a run (bad JSON, unknown tool, wrong arguments,
 a tool that raises) are never raised: they become observations fed back to the
 model and are counted by the guards.
+
+An exception carries its facts as fields (the status code, the endpoint,
+whether retrying could help, the thread ...) and its message is made from
+them: code decides on the fields, never on the message text.
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
+HTTP_FIXES = {
+    400: "the request was rejected: check the model name, the protocol (try --protocol json) and the parameters",
+    401: "the API key was refused: check OPENAI_API_KEY (or the provider's key variable)",
+    403: "the API key may not use this model: check the key's permissions",
+    404: "the model or endpoint does not exist: check --model and --base-url",
+    413: "the prompt is too large: lower --max-prompt-tokens or --window-steps",
+    422: "the request was rejected: check the model name and parameters",
+}
+"""What to do about an HTTP status a model endpoint answered, for :class:`ModelCallError`'s message."""
+
+StoppedBy = Literal["permanent", "attempts", "deadline"]
+"""Why a failed model call was not tried again: the failure cannot pass, the attempts or the run's time ran out."""
+
 
 class ReinloopError(Exception):
     """Base class of every exception reinloop raises."""
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # fields are keyword arguments, which Exception's own pickling drops: a batch
+        # worker's error must reach its parent process whole
+        return (_rebuild, (type(self), self.args, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[ReinloopError], args: tuple[object, ...], fields: dict[str, object]) -> ReinloopError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(fields)
+    return error
 
 
 class ConfigurationError(ReinloopError, ValueError):
@@ -40,7 +72,12 @@ class UnknownToolError(ConfigurationError):
 
 
 class ModelSetupError(ConfigurationError):
-    """A model that cannot be created or reached as configured."""
+    """A model that cannot be created or reached as configured (``key_variable``: the API key it lacks, if that is why)."""
+
+    def __init__(self, message: str, *, model: str, key_variable: str | None = None) -> None:
+        super().__init__(message)
+        self.model = model
+        self.key_variable = key_variable
 
 
 class ToolDatabaseError(ConfigurationError):
@@ -54,9 +91,94 @@ class ToolDatabaseError(ConfigurationError):
 class RunError(ReinloopError):
     """A run failed in a way the loop could not turn into an observation."""
 
+    @property
+    def problem(self) -> str:
+        """What went wrong, without advice on resuming (whoever stores the run adds its own)."""
+        return str(self)
+
 
 class ModelCallError(RunError):
-    """The model endpoint failed permanently, or transiently beyond its retries."""
+    """The model endpoint failed permanently, or transiently beyond its retries.
+
+    ``status_code`` is the HTTP status the endpoint answered (``None``: no answer,
+    e.g. a timeout); ``param`` the request field it named as the cause, if it
+    did; ``retryable`` whether the failure is of a kind that may pass (429, 5xx,
+    timeouts, malformed replies); ``stopped_by`` why it was not tried again,
+    after ``attempts`` calls. ``detail`` is the client's own text (escaped,
+    credentials removed). A run that stopped on a retryable failure is saved and
+    can be resumed (``resumable``).
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        error_type: str,
+        detail: str = "",
+        status_code: int | None = None,
+        param: str | None = None,
+        retryable: bool = False,
+        stopped_by: StoppedBy = "permanent",
+        attempts: int = 1,
+        next_wait: float | None = None,
+        seconds_left: float | None = None,
+    ) -> None:
+        self.endpoint, self.error_type, self.detail = endpoint, error_type, detail
+        self.status_code, self.param, self.retryable = status_code, param, retryable
+        self.stopped_by, self.attempts = stopped_by, attempts
+        self.next_wait, self.seconds_left = next_wait, seconds_left
+        super().__init__(self.problem + self.advice)
+
+    @property
+    def malformed(self) -> bool:
+        """True when the endpoint answered 2xx with a body the client could not read."""
+        return self.status_code is not None and 200 <= self.status_code < 300
+
+    @property
+    def rejected(self) -> bool:
+        """True when the endpoint refused the request itself (HTTP 400 or 422): sending the same again fails again."""
+        return self.status_code in (400, 422)
+
+    @property
+    def resumable(self) -> bool:
+        """True when the run stopped on a failure that may pass: resuming it later can succeed."""
+        return self.retryable and self.stopped_by != "permanent"
+
+    @property
+    def problem(self) -> str:
+        """What failed and where, with the fix; without the advice on resuming."""
+        detail = self.detail or self.error_type
+        if self.malformed:
+            return f"model endpoint {self.endpoint} sent a malformed response: {self.error_type}: {detail}"
+        if self.status_code is not None:
+            fix = HTTP_FIXES.get(self.status_code, "see the provider's status page")
+            return f"model endpoint {self.endpoint} answered HTTP {self.status_code}: {fix} ({detail})"
+        return f"model endpoint {self.endpoint} failed: {self.error_type}: {detail}"
+
+    @property
+    def advice(self) -> str:
+        """Why no further attempt was made, and that the run is saved ("" for a permanent failure)."""
+        if self.stopped_by == "attempts":
+            return (f"; gave up after {self.attempts} attempts. "
+                    "The run is saved: resume it when the endpoint is back")
+        if self.stopped_by == "deadline":
+            return (f"; not retrying: the next wait ({self.next_wait or 0:.1f} s) is longer than the "
+                    f"{max(self.seconds_left or 0, 0):.1f} s left of max_seconds. The run is saved: resume it with more time")
+        return ""
+
+
+class RunStoppedError(RunError):
+    """A stored run stopped on a failure (``reason``); its progress up to it is saved under ``thread_id``."""
+
+    def __init__(self, thread_id: str, reason: str) -> None:
+        self.thread_id, self.reason = thread_id, reason
+        super().__init__(
+            f"run {thread_id} stopped: {reason}; its progress is saved: resume it with `reinloop resume {thread_id}`"
+        )
+
+    @property
+    def problem(self) -> str:
+        return f"run {self.thread_id} stopped: {self.reason}"
 
 
 class StorageError(ReinloopError):

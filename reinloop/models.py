@@ -27,7 +27,7 @@ from .protocols.base import OutputProtocol
 from .protocols.json_protocol import JsonProtocol
 from .redact import scrub
 from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
-from .retry import call_with_retries, endpoint_of, model_url
+from .retry import call_with_retries, endpoint_of, model_call_error, model_url
 from .tools.registry import ToolRegistry
 
 
@@ -84,20 +84,21 @@ def resolve_model(
     try:
         return init_chat_model(model, **kwargs)
     except ImportError as exc:
-        raise ModelSetupError(f"model {model!r}: {exc}") from None
+        raise ModelSetupError(f"model {model!r}: {exc}", model=model) from None
     except ValueError as exc:
         first = scrub(str(exc), base_url).splitlines()[0]
         raise ModelSetupError(
-            f"model {model!r}: {first} Use 'provider:model', e.g. 'openai:gpt-4o-mini'."
+            f"model {model!r}: {first} Use 'provider:model', e.g. 'openai:gpt-4o-mini'.", model=model
         ) from None
-    except Exception as exc:  # provider clients raise their own types for missing credentials
+    except Exception as exc:  # provider clients raise their own types, e.g. for missing credentials
         var = KEY_VARIABLES.get(provider, f"{provider.upper()}_API_KEY")
-        if "key" in str(exc).lower() or "credential" in str(exc).lower():
+        if not kwargs.get("api_key") and not os.environ.get(var):  # the fact, not the client's wording
             raise ModelSetupError(
                 f"model {model!r} needs an API key: set {var} (or use --base-url for a local "
-                f"OpenAI-compatible server such as Ollama or vLLM)"
+                f"OpenAI-compatible server such as Ollama or vLLM)", model=model, key_variable=var,
             ) from None
-        raise ModelSetupError(f"model {model!r} could not be created: {scrub(str(exc), base_url)}") from None
+        raise ModelSetupError(f"model {model!r} could not be created: {scrub(str(exc), base_url)}",
+                              model=model) from None
 
 
 def prepare_model(
@@ -157,16 +158,18 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     them: the error is stored with the run and printed.
     """
     cap = output_cap(ctx.model, getattr(ctx, "max_output_tokens", None))
+    url = model_url(ctx.model)
     try:
         return call_with_retries(
             lambda: llm.invoke(prompt, **cap),
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,
-            url=model_url(ctx.model),
+            url=url,
         )
+    except ModelCallError:
+        raise
     except Exception as exc:  # not a client error: re-raised as it is, unless it quotes the credentials
-        url = model_url(ctx.model)
         if url and scrub(repr(exc), url) != repr(exc):
-            raise ModelCallError(scrub(f"{type(exc).__name__}: {exc}", url)) from None
+            raise model_call_error(exc, endpoint_of(ctx.model), url) from None
         raise

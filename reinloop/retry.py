@@ -7,6 +7,11 @@ with capped exponential backoff and jitter, honouring ``Retry-After``. No wait
 ever runs past the run's remaining ``max_seconds``. Anything else (400, 401,
 403, 404 ...) fails at once with one line naming the endpoint and the fix.
 
+The loop is ``tenacity``'s, as for tool calls (:mod:`reinloop.tools.executor`);
+this module only says what is transient (from the exception's type and status
+code, never its text), how long to wait, and what the error says when the
+retries end (:class:`~reinloop.errors.ModelCallError`, its facts as fields).
+
 When reinloop builds the model from a string it turns the client's own retries
 off, so there is one retry layer, not two multiplied together.
 """
@@ -16,12 +21,17 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base
+
+from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError, StoppedBy
 from .redact import redact_url, scrub
 from .terminal import safe_text
 
@@ -29,14 +39,16 @@ logger = logging.getLogger(__name__)
 
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 MALFORMED = (json.JSONDecodeError, TypeError, IndexError, KeyError, AttributeError)
-FIXES = {
-    400: "the request was rejected: check the model name, the protocol (try --protocol json) and the parameters",
-    401: "the API key was refused: check OPENAI_API_KEY (or the provider's key variable)",
-    403: "the API key may not use this model: check the key's permissions",
-    404: "the model or endpoint does not exist: check --model and --base-url",
-    413: "the prompt is too large: lower --max-prompt-tokens or --window-steps",
-    422: "the request was rejected: check the model name and parameters",
+"""What the ``openai`` client raises for a 200 reply whose body it cannot read."""
+
+CLIENTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai": ("OpenAIError", ("APIConnectionError",)),  # APITimeoutError is an APIConnectionError
+    "anthropic": ("AnthropicError", ("APIConnectionError",)),
+    "httpx": ("HTTPError", ("TimeoutException", "NetworkError", "RemoteProtocolError")),
+    "httpx2": ("HTTPError", ("TimeoutException", "NetworkError", "RemoteProtocolError")),
+    "requests": ("RequestException", ("Timeout", "ConnectionError")),
 }
+"""Model clients by module: the base class of their errors, and the classes of their transient ones."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,13 +72,41 @@ class RetryPolicy:
             )
 
 
+def client_classes() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The error classes of the model clients loaded in this process: all of them, and the transient ones.
+
+    A client that is not imported cannot have raised: it is not imported here either.
+    """
+    every: list[type[BaseException]] = []
+    transient: list[type[BaseException]] = [TimeoutError, ConnectionError]
+    for name, (base, passing) in CLIENTS.items():
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        every += [c for c in [getattr(module, base, None)] if isinstance(c, type)]
+        transient += [c for c in (getattr(module, p, None) for p in passing) if isinstance(c, type)]
+    return tuple(every), tuple(transient)
+
+
 def status_of(exc: BaseException) -> int | None:
-    """The HTTP status carried by a client exception, if any."""
+    """The HTTP status carried by a client exception (``status_code``, or its response's), if any."""
     status = getattr(exc, "status_code", None)
     if status is None:
         response = getattr(exc, "response", None)
         status = getattr(response, "status_code", None)
-    return status if isinstance(status, int) else None
+    return status if isinstance(status, int) and not isinstance(status, bool) else None
+
+
+def param_of(exc: BaseException) -> str | None:
+    """The request field the endpoint named as the cause (``openai``'s ``param``), if it did."""
+    param = getattr(exc, "param", None)
+    return param if isinstance(param, str) and param else None
+
+
+def is_client_error(exc: BaseException) -> bool:
+    """True for an error a model client raised about a call (as opposed to a bug, or a test's script running out)."""
+    every, transient = client_classes()
+    return status_of(exc) is not None or isinstance(exc, every + transient)
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -76,13 +116,10 @@ def is_transient(exc: BaseException) -> bool:
     status = status_of(exc)
     if status is not None and not 200 <= status < 300:  # a 2xx here is a malformed body
         return status in RETRYABLE_STATUS
-    name = type(exc).__name__.lower()
-    if isinstance(exc, (TimeoutError, ConnectionError)) or "timeout" in name or "connection" in name:
-        return True
-    return isinstance(exc, MALFORMED)
+    return isinstance(exc, client_classes()[1]) or isinstance(exc, MALFORMED)
 
 
-def retry_after(exc: BaseException) -> float | None:
+def retry_after(exc: BaseException | None) -> float | None:
     """Seconds the server asked us to wait (``Retry-After``), if it said."""
     headers = getattr(getattr(exc, "response", None), "headers", None) or {}
     value = headers.get("retry-after") if hasattr(headers, "get") else None
@@ -92,17 +129,21 @@ def retry_after(exc: BaseException) -> float | None:
         return None
 
 
-def describe(exc: BaseException, endpoint: str) -> str:
-    """One line: what failed, where, and the fix (the server's text escaped for a terminal)."""
-    status = status_of(exc)
-    # the server's own text: shown escaped, since it goes to logs and terminals as it is
-    detail = safe_text(" ".join(str(exc).split())[:200]) or type(exc).__name__
-    if status is not None and 200 <= status < 300:
-        return f"model endpoint {endpoint} sent a malformed response: {type(exc).__name__}: {detail}"
-    if status is not None:
-        fix = FIXES.get(status, "see the provider's status page")
-        return f"model endpoint {endpoint} answered HTTP {status}: {fix} ({detail})"
-    return f"model endpoint {endpoint} failed: {type(exc).__name__}: {detail}"
+def model_call_error(exc: BaseException, endpoint: str, url: str | None = None, *, attempts: int = 1,
+                     stopped_by: StoppedBy = "permanent", next_wait: float | None = None,
+                     seconds_left: float | None = None) -> ModelCallError:
+    """The :class:`ModelCallError` for a failed call: the facts of ``exc`` as fields, its text escaped and scrubbed.
+
+    ``url`` is the endpoint as configured: its credentials are taken out of the
+    client's text, should the server have quoted them back.
+    """
+    # the server's own text: kept escaped, since it goes to logs and terminals as it is
+    detail = scrub(safe_text(" ".join(str(exc).split())[:200]), url)
+    return ModelCallError(
+        endpoint=endpoint, error_type=type(exc).__name__, detail=detail, status_code=status_of(exc),
+        param=param_of(exc), retryable=is_transient(exc), stopped_by=stopped_by, attempts=attempts,
+        next_wait=next_wait, seconds_left=seconds_left,
+    )
 
 
 def model_url(model: Any) -> str | None:
@@ -120,6 +161,28 @@ def endpoint_of(model: Any) -> str:
     return redact_url(url) if url else type(model).__name__
 
 
+class wait_backoff_or_server(wait_base):  # noqa: N801 - tenacity's naming
+    """The server's ``Retry-After`` when it says, else capped exponential backoff with jitter (half to full)."""
+
+    def __init__(self, policy: RetryPolicy) -> None:
+        self.backoff = wait_exponential(multiplier=policy.base_delay, max=policy.max_delay)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        asked = retry_after(retry_state.outcome.exception() if retry_state.outcome else None)
+        return asked if asked is not None else self.backoff(retry_state) * random.uniform(0.5, 1.0)
+
+
+class stop_at_deadline(stop_base):  # noqa: N801 - tenacity's naming
+    """Stop when the next wait would run past the run's time limit (``seconds_left()``; ``None``: no limit)."""
+
+    def __init__(self, seconds_left: Callable[[], float | None]) -> None:
+        self.seconds_left = seconds_left
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        left = self.seconds_left()
+        return left is not None and (retry_state.upcoming_sleep or 0.0) >= left
+
+
 def call_with_retries(
     call: Callable[[], Any],
     *,
@@ -131,41 +194,36 @@ def call_with_retries(
 ) -> Any:
     """Run ``call`` until it succeeds, a permanent error occurs, or retries or time run out.
 
-    ``url`` is the endpoint as configured: its credentials are taken out of
-    every message, should the server quote them back.
+    Client errors end as a :class:`ModelCallError`; anything else (a bug, a
+    test script that ran out) is raised as it is, at once. ``url`` is the
+    endpoint as configured: its credentials are taken out of every message.
     """
 
-    def explain(exc: BaseException) -> str:
-        return scrub(describe(exc, endpoint), url)
+    def gave_up(state: RetryCallState) -> Any:
+        exc = state.outcome.exception() if state.outcome else None
+        assert exc is not None  # tenacity stops only after a failed attempt here
+        stopped_by: StoppedBy = "attempts" if state.attempt_number >= policy.attempts else "deadline"
+        raise model_call_error(exc, endpoint, url, attempts=state.attempt_number, stopped_by=stopped_by,
+                               next_wait=state.upcoming_sleep, seconds_left=seconds_left()) from exc
 
-    for attempt in range(1, policy.attempts + 1):
-        try:
-            return call()
-        except Exception as exc:
-            if not is_transient(exc):
-                if status_of(exc) is not None or _is_client_error(exc):
-                    raise ModelCallError(explain(exc)) from exc
-                raise
-            wait = retry_after(exc)
-            if wait is None:
-                wait = min(policy.max_delay, policy.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-            left = seconds_left()
-            if attempt == policy.attempts:
-                raise ModelCallError(
-                    f"{explain(exc)}; gave up after {attempt} attempts. "
-                    f"The run is saved: resume it when the endpoint is back"
-                ) from exc
-            if left is not None and wait >= left:
-                raise ModelCallError(
-                    f"{explain(exc)}; not retrying: the next wait ({wait:.1f} s) is longer "
-                    f"than the {max(left, 0):.1f} s left of max_seconds. The run is saved: resume it with more time"
-                ) from exc
-            logger.warning("model call failed (attempt %d/%d), retrying in %.1f s: %s",
-                           attempt, policy.attempts, wait, explain(exc))
-            sleep(wait)
-    raise AssertionError("unreachable")  # pragma: no cover
+    def warn(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        logger.warning("model call failed (attempt %d/%d), retrying in %.1f s: %s", state.attempt_number,
+                       policy.attempts, state.upcoming_sleep, model_call_error(exc, endpoint, url).problem)
 
-
-def _is_client_error(exc: BaseException) -> bool:
-    module = type(exc).__module__.split(".")[0]
-    return module in {"openai", "httpx", "anthropic", "httpx2"}
+    retrying = Retrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_attempt(policy.attempts) | stop_at_deadline(seconds_left),
+        wait=wait_backoff_or_server(policy),
+        sleep=sleep,
+        before_sleep=warn,
+        retry_error_callback=gave_up,
+    )
+    try:
+        return retrying(call)
+    except ModelCallError:
+        raise
+    except Exception as exc:  # not retryable: a client error fails at once, in one line; anything else as it is
+        if is_client_error(exc):
+            raise model_call_error(exc, endpoint, url) from exc
+        raise

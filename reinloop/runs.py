@@ -35,7 +35,7 @@ from langgraph.types import Command
 
 from .checkpoints import BreakRecord, ReinloopSaver, RunRecord
 from .checkpoints.base import break_interrupts
-from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, ThreadNotFoundError
+from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
 from .graph import ReinloopGraph, graph_for
 from .limits import Limits
 from .models import resolve_model
@@ -129,12 +129,10 @@ def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: 
     except ReinloopError as exc:
         if not isinstance(exc, RunError):  # bad configuration or storage: the message says what to fix
             raise
-        reason = str(exc).split(". The run is saved", 1)[0]
+        reason = exc.problem
     except Exception as exc:  # a bug in a tool wrapper, a provider error we do not know ...
         reason = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or ['(no message)'])[0]}"
-    raise RunError(
-        f"run {thread_id} stopped: {reason}; its progress is saved: resume it with `reinloop resume {thread_id}`"
-    )
+    raise RunStoppedError(thread_id, reason)
 
 
 def _graph(saver: ReinloopSaver, spec: RunSpec, given: Given, tools: list[BaseTool], chat_model: BaseChatModel) -> ReinloopGraph:
