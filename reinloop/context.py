@@ -16,7 +16,6 @@ from langchain_core.runnables import Runnable
 
 from .events import EventSink
 from .limits import Limits
-from .protocols import JsonProtocol, ReactProtocol
 from .memory.config import Memory
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
@@ -24,11 +23,6 @@ from .spec import RunSpec
 from .tools.journal import ToolJournal
 from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
-
-FALLBACK = JsonProtocol()
-TEXT_PROTOCOLS: dict[str, OutputProtocol] = {"json": FALLBACK, "react": ReactProtocol()}
-"""Where ``protocol="auto"`` goes when native tool calling does not work, by ``state["protocol"]``."""
-
 
 @dataclass(frozen=True, kw_only=True)
 class AgentContext:
@@ -62,10 +56,9 @@ class AgentContext:
         return self.spec.max_output_tokens
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
-        """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct."""
-        if self.protocol.name == "auto" and state.get("protocol") in TEXT_PROTOCOLS:
-            return TEXT_PROTOCOLS[state["protocol"]], self.model
-        return self.protocol, self.llm
+        """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct (without bound tools)."""
+        protocol = self.protocol.now(state.get("protocol"))
+        return protocol, (self.llm if protocol is self.protocol else self.model)
 
     def elapsed(self, state: Mapping[str, Any], now: float) -> float:
         """Active seconds of the run: time between invocations is not counted."""

@@ -24,7 +24,6 @@ from langchain_core.runnables import Runnable
 
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
-from .protocols.json_protocol import JsonProtocol
 from .redact import scrub
 from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
 from .retry import call_with_retries, endpoint_of, model_call_error, model_url
@@ -114,8 +113,9 @@ def prepare_model(
     try:
         return protocol, model.bind_tools(tools.bindable())
     except NotImplementedError:
-        if protocol.name == "auto":
-            return JsonProtocol(), model
+        fallback = protocol.without_native_tools()
+        if fallback is not None:
+            return fallback, model
         raise ConfigurationError(
             f"{type(model).__name__} does not support native tool calling; "
             f"use protocol='json', 'react' or 'auto'"

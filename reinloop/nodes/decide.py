@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.runtime import Runtime
 
 from ..bounds import bounded_message, token_count
-from ..context import FALLBACK, AgentContext
+from ..context import AgentContext
 from ..errors import ModelCallError
 from ..events import emit
 from ..location import locate
@@ -128,11 +128,6 @@ def add_usage(c: Counters, reply: Reply, prepared: Prepared) -> Counters:
     }
 
 
-def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool:
-    """True when ``auto`` sent tools and the endpoint rejected them."""
-    return ctx.protocol.name == "auto" and protocol.native_tools and "tool" in str(exc).lower()
-
-
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
     """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
     protocol, llm = ctx.active(state)
@@ -141,9 +136,10 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
         message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
         return message, prepared, {}, hints
     except ModelCallError as exc:
-        if not refuses_tools(ctx, protocol, exc):
+        moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools
+        if moved_to is None:
             raise
-    switched = {"protocol": FALLBACK.name}
+    switched = {"protocol": moved_to}
     message, prepared, _, hints = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
     return message, prepared, switched, hints
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ..context import TEXT_PROTOCOLS, AgentContext
+from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol
@@ -106,24 +106,14 @@ def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRe
     return {**step, "actions": actions}
 
 
-def switch_protocol(ctx: AgentContext, state: AgentState, step: Step, counters: Counters) -> str | None:
-    """``protocol="auto"``: the protocol to move to after this step's unreadable reply, if it is time."""
-    if not step.get("parse_error") or step.get("switched_to"):
-        return None
-    next_protocol = getattr(ctx.protocol, "next_protocol", None)
-    return next_protocol(state.get("protocol"), counters.get("same_errors", 0)) if next_protocol else None
-
-
 def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters) -> tuple[Step, Counters, str | None]:
     """The step with its correction, the counters, and the protocol ``auto`` moves to (if it does)."""
-    switch = switch_protocol(ctx, state, step, counters)
+    switch = ctx.protocol.after_unreadable(state.get("protocol"), step, counters.get("same_errors", 0))
     if switch is None:
         protocol, _ = ctx.active(state)
         return corrected(step, counters["consecutive_errors"], protocol, ctx.tools), counters, None
-    new = TEXT_PROTOCOLS[switch]
-    step = corrected(step, max(2, counters["consecutive_errors"]), new, ctx.tools)
-    step = {**step, "switched_to": switch,
-            "feedback": f"The reply format changes now, to the {switch} format in the system prompt. {step['feedback']}"}
+    step = corrected(step, max(2, counters["consecutive_errors"]), ctx.protocol.now(switch), ctx.tools)
+    step = {**step, "switched_to": switch, "feedback": ctx.protocol.announce(switch, step["feedback"])}
     return step, {**counters, "same_errors": 0}, switch  # a new format is a fresh start for the same-error count
 
 

@@ -1,49 +1,85 @@
-"""``protocol="auto"``: native tool calling while the model does it, JSON once it shows it does not.
+"""``protocol="auto"``: native tool calling while the model does it, then JSON, then ReAct.
 
-Many OpenAI-compatible servers accept ``tools`` but the model behind them
-answers in text, typically with the JSON call written out. When a reply has
-no native tool call but its text is a JSON tool call, the parse switches the
-thread to the JSON protocol (``state["protocol"] = "json"``) for good.
+This module owns the whole fallback: when ``auto`` moves on, where to, and
+the one piece of state it keeps (``state["protocol"]``: the protocol the
+thread moved to, ``None`` while it calls tools natively). The nodes only ask
+it, through the hooks every :class:`~reinloop.protocols.base.OutputProtocol`
+has (which do nothing for the other protocols):
 
-A model that cannot follow a format at all moves on too: after
-:attr:`AutoProtocol.switch_after` unreadable replies in a row, the run goes
-to the next protocol of :data:`CHAIN` (tool calling, then JSON, then ReAct),
-the step records it (``switched_to``) and the model is told.
+- **The model cannot bind tools** (:meth:`AutoProtocol.without_native_tools`):
+  the run starts with the JSON protocol.
+- **The endpoint rejects the tools** (:meth:`AutoProtocol.after_rejection`):
+  a request with tools answered HTTP 400/422, naming no request field or a
+  tool field (``tools``, ``tool_choice`` ...), moves the thread to JSON and the
+  call is made again without tools. The decision reads the error's fields
+  (:class:`~reinloop.errors.ModelCallError`), never its text.
+- **The model writes its calls as text** (:meth:`AutoProtocol.parse`): a
+  reply with no native call whose text is a JSON tool call moves the thread
+  to JSON for good (the parse node stores ``pending["fallback"]``).
+- **The model cannot follow a format** (:meth:`AutoProtocol.after_unreadable`):
+  after :attr:`AutoProtocol.switch_after` unreadable replies in a row, the
+  run goes to the next protocol of :data:`CHAIN`; the step records it
+  (``switched_to``) and the model is told (:meth:`AutoProtocol.announce`).
 """
 
 from __future__ import annotations
 
-from ..state import Pending, Reply
-from ..tools.registry import ToolRegistry
+from ..errors import ModelCallError
+from ..state import Pending, Reply, Step
+from .base import OutputProtocol
 from .json_protocol import JsonProtocol
+from .react import ReactProtocol
 from .tool_calling import ToolCallingProtocol
-
-_JSON = JsonProtocol()
 
 CHAIN: tuple[str, ...] = ("tool_calling", "json", "react")
 """The protocols ``auto`` tries, in order."""
 
+TOOL_PARAMS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"})
+"""Request fields that carry tools: an endpoint that names one of them as the cause of a 400 refuses tools."""
+
 
 class AutoProtocol(ToolCallingProtocol):
-    """Tool calling with a fallback to the JSON protocol."""
+    """Tool calling with a fallback to the JSON protocol, then to ReAct."""
 
     name = "auto"  # type: ignore[assignment]
     switch_after = 2
     """Unreadable replies in a row after which the run moves to the next protocol of :data:`CHAIN`."""
 
-    def next_protocol(self, current: str | None, unreadable: int) -> str | None:
-        """The protocol to move to after ``unreadable`` unreadable replies in a row under ``current``."""
-        at = CHAIN.index(current) if current in CHAIN else 0
-        return CHAIN[at + 1] if unreadable >= self.switch_after and at + 1 < len(CHAIN) else None
+    def __init__(self) -> None:
+        self.text_protocols: dict[str, OutputProtocol] = {"json": JsonProtocol(), "react": ReactProtocol()}
+        """The protocols ``auto`` moves to, by name (one instance of each)."""
 
-    def instructions(self, tools: ToolRegistry) -> str:
-        return super().instructions(tools)
+    def now(self, moved_to: str | None) -> OutputProtocol:
+        """The protocol in force on a thread that moved to ``moved_to`` (``state["protocol"]``)."""
+        return self.text_protocols.get(moved_to or "", self)
+
+    def without_native_tools(self) -> OutputProtocol:
+        """The JSON protocol: where ``auto`` starts with a model that cannot bind tools."""
+        return self.text_protocols["json"]
+
+    def after_rejection(self, active: OutputProtocol, error: ModelCallError) -> str | None:
+        """``"json"`` when the endpoint refused a request because of its tools; else ``None`` (the error stands)."""
+        if active is not self or not error.rejected:
+            return None
+        return "json" if error.param is None or error.param in TOOL_PARAMS else None
+
+    def after_unreadable(self, moved_to: str | None, step: Step, unreadable: int) -> str | None:
+        """The protocol to move to after ``step``, the ``unreadable``-th unreadable reply in a row, if it is time."""
+        if not step.get("parse_error") or step.get("switched_to") or unreadable < self.switch_after:
+            return None
+        at = CHAIN.index(moved_to) if moved_to in CHAIN else 0
+        return CHAIN[at + 1] if at + 1 < len(CHAIN) else None
+
+    def announce(self, moved_to: str, feedback: str) -> str:
+        """What the model is told with the correction of the step after which the format changes."""
+        return f"The reply format changes now, to the {moved_to} format in the system prompt. {feedback}"
 
     def parse(self, reply: Reply) -> Pending:
         pending = super().parse(reply)
         if pending.get("actions") or "{" not in (reply.get("text") or ""):
             return pending
-        as_json = _JSON.parse(reply)
+        json_protocol = self.text_protocols["json"]
+        as_json = json_protocol.parse(reply)
         if as_json.get("actions"):
-            return {**as_json, "fallback": _JSON.name}
+            return {**as_json, "fallback": json_protocol.name}
         return pending

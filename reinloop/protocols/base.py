@@ -19,6 +19,7 @@ import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from ..bounds import MAX_NESTING, check_value, describe_exception
+from ..errors import ModelCallError
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 
@@ -74,6 +75,29 @@ class OutputProtocol(ABC):
     @abstractmethod
     def parse(self, reply: Reply) -> Pending:
         """Turn a raw reply into actions, an answer, or a parse error. Never raises."""
+
+    # protocol="auto" moves from one protocol to another (all of it in reinloop.protocols.auto);
+    # these hooks are how the nodes ask, and the other protocols stay as they are.
+
+    def now(self, moved_to: str | None) -> OutputProtocol:
+        """The protocol in force on a thread whose ``state["protocol"]`` is ``moved_to``: this one."""
+        return self
+
+    def without_native_tools(self) -> OutputProtocol | None:
+        """The protocol to use with a model that cannot bind tools (``None``: this protocol cannot do without)."""
+        return None
+
+    def after_rejection(self, active: OutputProtocol, error: ModelCallError) -> str | None:
+        """The protocol to move to after the endpoint rejected a call made with ``active`` (``None``: the error stands)."""
+        return None
+
+    def after_unreadable(self, moved_to: str | None, step: Step, unreadable: int) -> str | None:
+        """The protocol to move to after an unreadable reply, the ``unreadable``-th in a row (``None``: stay)."""
+        return None
+
+    def announce(self, moved_to: str, feedback: str) -> str:
+        """The correction ``feedback``, with the news that the reply format changes to ``moved_to``."""
+        return feedback
 
     def repair_message(self, problem: str) -> str:
         """What the model is told after a reply that could not be used."""
