@@ -55,8 +55,35 @@ class Refused(Exception):
     """A query that was refused or failed; the message is the model-facing reason."""
 
 
+class ReadOnlyConnection(sqlite3.Connection):
+    """A connection that remembers what its authorizer denied and whether its clock stopped a query.
+
+    A failed query is then explained from those facts and SQLite's error code,
+    never from the wording of the error.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.denied: list[str] = []
+        """What the read-only authorizer refused (an action code, or a function's name)."""
+        self.timed_out = False
+        """True once the progress handler stopped a query for running past its time."""
+
+    def authorize(self, action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
+        """The read-only authorizer: reads and side-effect-free functions only."""
+        verdict = authorize(action, arg1, arg2, db, trigger)
+        if verdict == sqlite3.SQLITE_DENY:
+            self.denied.append(arg2 if action == sqlite3.SQLITE_FUNCTION and arg2 else str(action))
+        return verdict
+
+    def watch_clock(self, deadline: float) -> int:
+        """The progress handler: non-zero (stop the query) once ``deadline`` has passed."""
+        self.timed_out = self.timed_out or time.monotonic() > deadline
+        return int(self.timed_out)
+
+
 def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, trigger: str | None) -> int:
-    """The read-only authorizer: reads and side-effect-free functions only."""
+    """The read-only rule: reads and side-effect-free functions only."""
     if action not in ALLOWED_ACTIONS:
         return sqlite3.SQLITE_DENY
     if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
@@ -64,15 +91,15 @@ def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, t
     return sqlite3.SQLITE_OK
 
 
-def open_read_only(path: Path, max_seconds: float) -> sqlite3.Connection:
+def open_read_only(path: Path, max_seconds: float) -> ReadOnlyConnection:
     """A connection that can only read ``path``, and only for ``max_seconds`` per query."""
     uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
-    conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    conn = sqlite3.connect(uri, uri=True, check_same_thread=False, factory=ReadOnlyConnection)
     conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES)
-    conn.set_authorizer(authorize)
+    conn.set_authorizer(conn.authorize)
     deadline = time.monotonic() + max_seconds
-    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), PROGRESS_STEPS)
+    conn.set_progress_handler(lambda: conn.watch_clock(deadline), PROGRESS_STEPS)
     return conn
 
 
@@ -99,18 +126,37 @@ def format_table(columns: list[str], rows: list[tuple[Any, ...]], more: bool, ma
 TOO_LONG = "the query ran too long and was stopped after {seconds:g} s; add a LIMIT or a narrower WHERE, or compute less per row"
 
 
-def explain(exc: BaseException, seconds: float) -> str:
-    """A model-facing reason for a failed query."""
+def several_statements(sql: str) -> bool:
+    """True when ``sql`` holds more than one statement, which Python's driver refuses to run.
+
+    After the first complete statement, anything but blanks and comments counts
+    (even a lone ``;``), as in the driver's own check.
+    """
+    end = next((i for i, ch in enumerate(sql) if ch == ";" and sqlite3.complete_statement(sql[: i + 1])), None)
+    rest = sql[end + 1:] if end is not None else ""
+    while rest := rest.lstrip():
+        if rest.startswith("--"):
+            rest = rest.partition("\n")[2]
+        elif rest.startswith("/*"):
+            rest = rest.partition("*/")[2]
+        else:
+            return True
+    return False
+
+
+def explain(exc: BaseException, seconds: float, conn: ReadOnlyConnection | None = None, sql: str = "") -> str:
+    """A model-facing reason for a failed query, from SQLite's error code and what ``conn`` saw."""
     text = str(exc)
-    if "not authorized" in text or "authorization denied" in text or "prohibited" in text:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code == sqlite3.SQLITE_AUTH or (conn is not None and conn.denied):
         return "refused: this tool can only read (one SELECT statement; no writes, ATTACH, PRAGMA or extension loading)"
-    if "one statement at a time" in text:
+    if code is None and isinstance(exc, (sqlite3.ProgrammingError, sqlite3.Warning)) and several_statements(sql):
         return "refused: send exactly one SELECT statement (no ';' followed by another statement)"
-    if "interrupted" in text:
+    if code == sqlite3.SQLITE_INTERRUPT or (conn is not None and conn.timed_out):
         return TOO_LONG.format(seconds=round(seconds, 2))
-    if "readonly" in text:
+    if code == sqlite3.SQLITE_READONLY:
         return "refused: the database is opened read-only"
-    if "too big" in text or "out of memory" in text:
+    if code in (sqlite3.SQLITE_TOOBIG, sqlite3.SQLITE_NOMEM) or isinstance(exc, MemoryError):
         return f"SQL error: {text}: the query builds values or results too large; compute less (at most {MAX_VALUE_BYTES} bytes per value)"
     return f"SQL error: {text}"
 
@@ -124,8 +170,8 @@ def query(path: Path, sql: str, max_rows: int, max_seconds: float) -> str:
             raise Refused("the statement returned no result set; send one SELECT statement")
         columns = [d[0] for d in cursor.description]
         rows = cursor.fetchmany(max_rows + 1)
-    except (sqlite3.Error, sqlite3.Warning, MemoryError) as exc:  # Warning: "You can only execute one statement" on 3.11
-        raise Refused(explain(exc, max_seconds)) from None
+    except (sqlite3.Error, sqlite3.Warning, MemoryError) as exc:  # Warning: several statements, on some 3.11 releases
+        raise Refused(explain(exc, max_seconds, conn, sql)) from None
     finally:
         conn.close()
     table = format_table(columns, rows[:max_rows], len(rows) > max_rows, max_rows)
