@@ -148,6 +148,15 @@ def test_auto_protocol_falls_back_when_the_endpoint_rejects_tools(openai_server)
     assert len(openai_server.requests) == 2 and "tools" not in openai_server.requests[1]
 
 
+def test_auto_protocol_keeps_the_tools_when_the_endpoint_rejects_another_field_in_words_about_tools(openai_server):
+    body = {"error": {"message": "the tool result in messages[2] is too long", "param": "messages"}}
+    openai_server.responses.append(Raw(400, json.dumps(body)))
+    with pytest.raises(ModelCallError) as raised:
+        graph_for(openai_server, protocol="auto").invoke({"task": "t"})
+    assert (raised.value.status_code, raised.value.param) == (400, "messages")
+    assert len(openai_server.requests) == 1  # no second call without tools
+
+
 def test_auto_protocol_keeps_native_calls_when_the_model_makes_them(openai_server):
     openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "1+1"}}]),
                                 completion("2")]

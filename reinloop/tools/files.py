@@ -56,14 +56,22 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class SandboxError(ValueError):
-    """A path or file the sandbox refuses; the message says why and what to do."""
+    """A path or file the sandbox refuses (``path``, as the model gave it); the message says why and what to do.
+
+    ``limit`` is the size limit in bytes that the file broke, when that is why.
+    """
+
+    def __init__(self, message: str, *, path: str, limit: int | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.limit = limit
 
 
 class QuotaError(SandboxError):
     """A write the quota refuses: the limit, what was used and what was asked for are fields."""
 
     def __init__(self, what: str, limit: int, used: int, wanted: int, path: str) -> None:
-        self.what, self.limit, self.used, self.wanted, self.path = what, limit, used, wanted, path
+        self.what, self.used, self.wanted = what, used, wanted
         if what == "file":
             text = (f"{path!r} would be {wanted:,} bytes, over write_file's per-file cap of {limit:,} bytes; "
                     "write it in smaller files, or raise the cap with --max-file-bytes BYTES "
@@ -72,7 +80,7 @@ class QuotaError(SandboxError):
             text = (f"writing {wanted:,} bytes to {path!r} would exceed this run's write_file quota: "
                     f"{used:,} of {limit:,} bytes are used; write less (nothing was written), or raise the quota "
                     "with --write-quota BYTES (from Python: builtin('write_file', quota=...))")
-        super().__init__(text)
+        super().__init__(text, path=path, limit=limit)
 
 
 class WriteQuota:
@@ -134,13 +142,13 @@ class Sandbox:
     def _parts(self, relative: str) -> list[str]:
         """The components of ``relative`` below the root (an absolute path must name a place under it)."""
         if "\x00" in relative:
-            raise SandboxError("the path contains a NUL byte; give a plain relative path such as 'notes/todo.txt'")
+            raise SandboxError("the path contains a NUL byte; give a plain relative path such as 'notes/todo.txt'", path=relative)
         if not relative.strip():
-            raise SandboxError("the path is empty; give a relative path such as 'notes/todo.txt'")
+            raise SandboxError("the path is empty; give a relative path such as 'notes/todo.txt'", path=relative)
         if os.path.isabs(relative):
             inside = self._below_root(relative)
             if inside is None:
-                raise SandboxError(self._outside(relative, "is an absolute path outside the sandbox"))
+                raise SandboxError(self._outside(relative, "is an absolute path outside the sandbox"), path=relative)
             return inside
         return relative.split("/")
 
@@ -173,7 +181,7 @@ class Sandbox:
                 if name == "..":
                     if len(stack) == 1:
                         why = "leads outside the sandbox through a symbolic link" if links else "leaves the sandbox through '..'"
-                        raise SandboxError(self._outside(relative, why))
+                        raise SandboxError(self._outside(relative, why), path=relative)
                     os.close(stack.pop())
                     names.pop()
                     if parts:
@@ -186,7 +194,7 @@ class Sandbox:
                 if target is not None:
                     links += 1
                     if links > MAX_LINKS:
-                        raise SandboxError(f"path {relative!r} goes through more than {MAX_LINKS} symbolic links; give the real path")
+                        raise SandboxError(f"path {relative!r} goes through more than {MAX_LINKS} symbolic links; give the real path", path=relative)
                     parts = self._splice(relative, target, parts, stack, names)
                     continue
                 if not parts:
@@ -218,7 +226,7 @@ class Sandbox:
         if os.path.isabs(target):
             inside = self._below_root(target)
             if inside is None:
-                raise SandboxError(self._outside(relative, "leads outside the sandbox through a symbolic link"))
+                raise SandboxError(self._outside(relative, "leads outside the sandbox through a symbolic link"), path=relative)
             while len(stack) > 1:
                 os.close(stack.pop())
             names.clear()
@@ -232,16 +240,16 @@ class Sandbox:
                 return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
             except FileNotFoundError:
                 if not create:
-                    raise SandboxError(f"no directory {name!r} on the path {relative!r} in the sandbox") from None
+                    raise SandboxError(f"no directory {name!r} on the path {relative!r} in the sandbox", path=relative) from None
                 with _ignoring(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     return None
                 if exc.errno == errno.ENOTDIR:
-                    raise SandboxError(f"{name!r} on the path {relative!r} is a file, not a directory") from None
+                    raise SandboxError(f"{name!r} on the path {relative!r} is a file, not a directory", path=relative) from None
                 raise
-        raise SandboxError(f"the directories of {relative!r} keep changing; try again")
+        raise SandboxError(f"the directories of {relative!r} keep changing; try again", path=relative)
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -251,15 +259,15 @@ class Sandbox:
             try:
                 fd = os.open(place.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=place.dir_fd)
             except FileNotFoundError:
-                raise SandboxError(f"no file {path!r} in the sandbox; {self.listing(place.dir_fd, place.shown.rpartition('/')[0])}") from None
+                raise SandboxError(f"no file {path!r} in the sandbox; {self.listing(place.dir_fd, place.shown.rpartition('/')[0])}", path=path) from None
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise SandboxError(f"{path!r} was replaced by a symbolic link while being read; try again") from None
+                    raise SandboxError(f"{path!r} was replaced by a symbolic link while being read; try again", path=path) from None
                 raise
             try:
                 info = os.fstat(fd)  # the size and kind of what was opened, not of what a path named before
                 if stat.S_ISDIR(info.st_mode):
-                    raise SandboxError(f"{path!r} is a directory; {self.listing(fd, place.shown)}")
+                    raise SandboxError(f"{path!r} is a directory; {self.listing(fd, place.shown)}", path=path)
                 self._check_readable(path, info)
             except BaseException:
                 os.close(fd)
@@ -267,19 +275,19 @@ class Sandbox:
             with os.fdopen(fd, "rb") as f:
                 data = f.read(self.max_read_bytes + 1)
         if len(data) > self.max_read_bytes:  # it grew after the fstat
-            raise SandboxError(f"{path!r} is over the {self.max_read_bytes:,}-byte limit; it is not read")
+            raise SandboxError(f"{path!r} is over the {self.max_read_bytes:,}-byte limit; it is not read", path=path, limit=self.max_read_bytes)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
-            raise SandboxError(f"{path!r} is not a UTF-8 text file; only text files can be read") from None
+            raise SandboxError(f"{path!r} is not a UTF-8 text file; only text files can be read", path=path) from None
 
     def _check_readable(self, relative: str, info: os.stat_result) -> None:
         if not stat.S_ISREG(info.st_mode):
-            raise SandboxError(f"{relative!r} is not a regular file (a device, FIFO or socket); only files can be read")
+            raise SandboxError(f"{relative!r} is not a regular file (a device, FIFO or socket); only files can be read", path=relative)
         if info.st_nlink > 1:
-            raise SandboxError(f"{relative!r} has {info.st_nlink} hard links, one of which may be outside the sandbox; it is not read")
+            raise SandboxError(f"{relative!r} has {info.st_nlink} hard links, one of which may be outside the sandbox; it is not read", path=relative)
         if info.st_size > self.max_read_bytes:
-            raise SandboxError(f"{relative!r} is {info.st_size:,} bytes, over the {self.max_read_bytes:,}-byte limit; it is not read")
+            raise SandboxError(f"{relative!r} is {info.st_size:,} bytes, over the {self.max_read_bytes:,}-byte limit; it is not read", path=relative, limit=self.max_read_bytes)
 
     def listing(self, dir_fd: int, where: str, limit: int = 30) -> str:
         """A short list of an open sandbox directory's entries, to help the model find its way."""
@@ -296,7 +304,7 @@ class Sandbox:
         data = content.encode("utf-8")
         with self._walk(path, create=True) as place:
             if place.name == "." or _is_dir(place.dir_fd, place.name):
-                raise SandboxError(f"{path!r} is a directory; give a file path such as 'notes/todo.txt'")
+                raise SandboxError(f"{path!r} is a directory; give a file path such as 'notes/todo.txt'", path=path)
             with self.quota.reserve(len(data), place.shown):
                 self._replace(place, data)
         return f"wrote {len(data):,} bytes to {place.shown}"

@@ -93,6 +93,22 @@ def test_sql_query_refuses_writes_attach_pragma_and_tricks(shop, tmp_path, uncha
     unchanged()  # no file created (evil.db, copy.db), the database untouched
 
 
+@pytest.mark.parametrize(
+    "query", ["SELECT [not authorized] FROM users", "SELECT [interrupted] FROM users", "SELECT * FROM readonly_too_big"],
+)
+def test_a_plain_sql_error_whose_text_sounds_like_a_refusal_is_reported_as_the_error_it_is(shop, query):
+    tool = builtin("sql_query", path=shop, max_seconds=5)
+    with pytest.raises(QueryError) as raised:
+        tool.invoke({"query": query})
+    assert str(raised.value).startswith("SQL error: no such ")  # not "can only read", "ran too long", "read-only"
+
+
+def test_a_driver_error_about_parameters_is_not_taken_for_several_statements(shop):
+    with pytest.raises(QueryError, match="SQL error: .*bindings") as raised:
+        builtin("sql_query", path=shop).invoke({"query": "SELECT name FROM users WHERE id = ?; "})
+    assert "exactly one SELECT" not in str(raised.value)
+
+
 def test_refusals_reach_the_model_as_observations(shop):
     result = run_tool(builtin("sql_query", path=shop), {"query": "SELECT 1; DROP TABLE users"})
     assert result.error
