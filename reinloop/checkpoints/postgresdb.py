@@ -65,7 +65,7 @@ def _target(url: str) -> tuple[str, str, str]:
     return host, parts.username or "(default user)", (parts.path or "/").lstrip("/") or "(default database)"
 
 
-def describe(exc: Exception, url: str) -> str:
+def postgres_error_message(exc: Exception, url: str) -> str:
     """A one-line explanation of a psycopg error, naming the server and the fix."""
     text = scrub(" ".join(str(exc).split()), url) or type(exc).__name__
     lowered = text.lower()
@@ -107,7 +107,7 @@ def storage_errors(url: str) -> Iterator[None]:
     try:
         yield
     except psycopg.Error as exc:
-        raise StorageError(describe(exc, url)) from exc
+        raise StorageError(postgres_error_message(exc, url)) from exc
 
 
 @lru_cache(maxsize=512)

@@ -47,23 +47,29 @@ DEFAULT_TIMEOUT = 30.0
 SQL_TYPES = {"text": str, "integer": int, "float": float, "json": str, "value": bytes, "blob": bytes}
 
 
-def describe(exc: sqlite3.Error, location: str, timeout: float) -> str:
-    """A one-line explanation of a SQLite error, naming the file and the fix."""
+def primary_code(exc: sqlite3.Error) -> int | None:
+    """SQLite's primary result code of an error (``SQLITE_BUSY`` ...; extended codes folded), if SQLite gave one."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def sqlite_error_message(exc: sqlite3.Error, location: str, timeout: float) -> str:
+    """A one-line explanation of a SQLite error (from its result code), naming the file and the fix."""
     text = str(exc)
-    lowered = text.lower()
-    if "locked" in lowered or "busy" in lowered:
+    code = primary_code(exc)
+    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
         return (
             f"{location} is locked by another process (waited {timeout:g} s for it); "
             "wait for that process to finish, or use another database with --db"
         )
-    if "readonly" in lowered or "read-only" in lowered:
+    if code == sqlite3.SQLITE_READONLY:
         return f"{location} is read-only ({text}); make it writable, or use another database with --db"
-    if "not a database" in lowered or "malformed" in lowered or "corrupt" in lowered:
+    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
         return (
             f"{location} is damaged or not a SQLite database ({text}); restore it from a backup, "
             "or use another database with --db"
         )
-    if "unable to open" in lowered:
+    if code == sqlite3.SQLITE_CANTOPEN:
         return f"cannot open {location} ({text}); check the path and its directory's permissions"
     return f"{location}: SQLite error: {text}"
 
@@ -74,7 +80,7 @@ def storage_errors(location: str, timeout: float) -> Iterator[None]:
     try:
         yield
     except sqlite3.Error as exc:
-        raise StorageError(describe(exc, location, timeout)) from exc
+        raise StorageError(sqlite_error_message(exc, location, timeout)) from exc
 
 
 def check_file(path: Path) -> None:
@@ -253,7 +259,7 @@ def use_wal(conn: sqlite3.Connection, attempts: int = 200) -> None:
             conn.execute("PRAGMA journal_mode=WAL")
             return
         except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc).lower() and "busy" not in str(exc).lower():
+            if primary_code(exc) not in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
                 raise
             time.sleep(0.05)
     conn.execute("PRAGMA journal_mode=WAL")  # still locked: let the caller report it

@@ -25,8 +25,8 @@ EXPORTS = {
     "count_message_tokens": ".tokens",
     "count_tokens": ".tokens",
     "create_memories_table": ".store",
-    "describe": ".explain",
     "estimate_tokens": ".tokens",
+    "event_line": ".explain",
     "prepare_prompt": ".manager",
 }
 """Each public name -> the module defining it; loaded on first use (:mod:`reinloop.lazy`)."""

@@ -1,7 +1,7 @@
 """Memory events in words, for logs and the console.
 
 Each event is a plain dict (``{"event": "summarized", "steps": [1, 2, 3], ...}``)
-kept in the step record; :func:`describe` turns one into a short line.
+kept in the step record; :func:`event_line` turns one into a short line.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _short(text: str, limit: int = 100) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def describe(event: dict[str, Any]) -> str:
+def event_line(event: dict[str, Any]) -> str:
     """One line for a memory event."""
     kind = event.get("event")
     steps = steps_text(event.get("steps") or []) if event.get("steps") else ""

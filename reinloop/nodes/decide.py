@@ -23,7 +23,7 @@ from ..context import AgentContext
 from ..errors import ModelCallError
 from ..events import emit
 from ..location import locate
-from ..memory.explain import describe
+from ..memory.explain import event_line
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
@@ -152,7 +152,7 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     message, prepared, switched, hints = ask(ctx, view)
     update.update(switched)
     for event in prepared.events:
-        emit(runtime, "memory", describe(event), **event)
+        emit(runtime, "memory", event_line(event), **event)
     reply = to_reply(message, prepared, hints)
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
