@@ -142,7 +142,8 @@ class Sandbox:
     def _parts(self, relative: str) -> list[str]:
         """The components of ``relative`` below the root (an absolute path must name a place under it)."""
         if "\x00" in relative:
-            raise SandboxError("the path contains a NUL byte; give a plain relative path such as 'notes/todo.txt'", path=relative)
+            raise SandboxError("the path contains a NUL byte; give a plain relative path such as 'notes/todo.txt'",
+                               path=relative)
         if not relative.strip():
             raise SandboxError("the path is empty; give a relative path such as 'notes/todo.txt'", path=relative)
         if os.path.isabs(relative):
@@ -194,7 +195,8 @@ class Sandbox:
                 if target is not None:
                     links += 1
                     if links > MAX_LINKS:
-                        raise SandboxError(f"path {relative!r} goes through more than {MAX_LINKS} symbolic links; give the real path", path=relative)
+                        raise SandboxError(f"path {relative!r} goes through more than {MAX_LINKS} symbolic links; give the real path",
+                                           path=relative)
                     parts = self._splice(relative, target, parts, stack, names)
                     continue
                 if not parts:
@@ -226,7 +228,8 @@ class Sandbox:
         if os.path.isabs(target):
             inside = self._below_root(target)
             if inside is None:
-                raise SandboxError(self._outside(relative, "leads outside the sandbox through a symbolic link"), path=relative)
+                raise SandboxError(self._outside(relative, "leads outside the sandbox through a symbolic link"),
+                                   path=relative)
             while len(stack) > 1:
                 os.close(stack.pop())
             names.clear()
@@ -240,14 +243,16 @@ class Sandbox:
                 return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
             except FileNotFoundError:
                 if not create:
-                    raise SandboxError(f"no directory {name!r} on the path {relative!r} in the sandbox", path=relative) from None
+                    raise SandboxError(f"no directory {name!r} on the path {relative!r} in the sandbox",
+                                       path=relative) from None
                 with _ignoring(FileExistsError):
                     os.mkdir(name, 0o777, dir_fd=dir_fd)
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
                     return None
                 if exc.errno == errno.ENOTDIR:
-                    raise SandboxError(f"{name!r} on the path {relative!r} is a file, not a directory", path=relative) from None
+                    raise SandboxError(f"{name!r} on the path {relative!r} is a file, not a directory",
+                                       path=relative) from None
                 raise
         raise SandboxError(f"the directories of {relative!r} keep changing; try again", path=relative)
 
@@ -259,10 +264,12 @@ class Sandbox:
             try:
                 fd = os.open(place.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=place.dir_fd)
             except FileNotFoundError:
-                raise SandboxError(f"no file {path!r} in the sandbox; {self.listing(place.dir_fd, place.shown.rpartition('/')[0])}", path=path) from None
+                raise SandboxError(f"no file {path!r} in the sandbox; {self.listing(place.dir_fd, place.shown.rpartition('/')[0])}",
+                                   path=path) from None
             except OSError as exc:
                 if exc.errno == errno.ELOOP:
-                    raise SandboxError(f"{path!r} was replaced by a symbolic link while being read; try again", path=path) from None
+                    raise SandboxError(f"{path!r} was replaced by a symbolic link while being read; try again",
+                                       path=path) from None
                 raise
             try:
                 info = os.fstat(fd)  # the size and kind of what was opened, not of what a path named before
@@ -275,7 +282,8 @@ class Sandbox:
             with os.fdopen(fd, "rb") as f:
                 data = f.read(self.max_read_bytes + 1)
         if len(data) > self.max_read_bytes:  # it grew after the fstat
-            raise SandboxError(f"{path!r} is over the {self.max_read_bytes:,}-byte limit; it is not read", path=path, limit=self.max_read_bytes)
+            raise SandboxError(f"{path!r} is over the {self.max_read_bytes:,}-byte limit; it is not read",
+                               path=path, limit=self.max_read_bytes)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -283,11 +291,14 @@ class Sandbox:
 
     def _check_readable(self, relative: str, info: os.stat_result) -> None:
         if not stat.S_ISREG(info.st_mode):
-            raise SandboxError(f"{relative!r} is not a regular file (a device, FIFO or socket); only files can be read", path=relative)
+            raise SandboxError(f"{relative!r} is not a regular file (a device, FIFO or socket); only files can be read",
+                               path=relative)
         if info.st_nlink > 1:
-            raise SandboxError(f"{relative!r} has {info.st_nlink} hard links, one of which may be outside the sandbox; it is not read", path=relative)
+            raise SandboxError(f"{relative!r} has {info.st_nlink} hard links, one of which may be outside the sandbox; it is not read",
+                               path=relative)
         if info.st_size > self.max_read_bytes:
-            raise SandboxError(f"{relative!r} is {info.st_size:,} bytes, over the {self.max_read_bytes:,}-byte limit; it is not read", path=relative, limit=self.max_read_bytes)
+            raise SandboxError(f"{relative!r} is {info.st_size:,} bytes, over the {self.max_read_bytes:,}-byte limit; it is not read",
+                               path=relative, limit=self.max_read_bytes)
 
     def listing(self, dir_fd: int, where: str, limit: int = 30) -> str:
         """A short list of an open sandbox directory's entries, to help the model find its way."""
