@@ -6,7 +6,7 @@
 
 One worker process runs ``reinloop.batches.batch`` on a fresh database per
 cell. Every task takes two model calls (the calculator, then the answer) and
-is checkpointed, logged (``steps``) and queued as in production. The model is
+is checkpointed, logged (``node_events``) and queued as in production. The model is
 scripted (:func:`reinloop.server.plan`): replies computed from each prompt,
 so concurrent runs never take each other's replies. Two models:
 

@@ -28,7 +28,7 @@ def replies(steps: int) -> list:
 
 def per_step_ms(steps: int, *, log: bool, saver: bool, folder: Path, name: str) -> float:
     db = folder / f"{name}.db"
-    sinks = [RunLog(db)] if log else []
+    sinks = [RunLog(folder / f"{name}-events.db")] if log else []  # a run database of its own: not SqliteSaver's file
     limits = Limits(max_steps=steps + 1, max_seconds=None, max_repeats=None)
     model = ScriptedChatModel(replies=replies(steps))
 
@@ -49,7 +49,7 @@ CONFIGS = [
     ("no checkpointer, no run log", False, False),
     ("no checkpointer, RunLog", True, False),
     ("SqliteSaver (sync), no run log", False, True),
-    ("SqliteSaver (sync) + RunLog, same file", True, True),
+    ("SqliteSaver (sync) + RunLog", True, True),
 ]
 
 

@@ -52,7 +52,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
-from .checkpoints import ReinloopSaver, is_postgres_url
+from .checkpoints import Database, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
 from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
@@ -277,16 +277,16 @@ class Settings:
         return self._models[key]
 
 
-def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, Any]:
+def left_behind(saver: Database, claimed: Mapping[str, Any]) -> dict[str, Any]:
     """The state a dead worker left for this task: its thread's latest, if it holds this task ({} otherwise)."""
     if claimed["attempts"] < 2:
         return {}
-    latest = saver.get_tuple(thread_config(claimed["thread_id"]))
+    latest = saver.checkpointer.get_tuple(thread_config(claimed["thread_id"]))
     values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
     return values if values.get("task") == claimed["task"] else {}
 
 
-def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any],
+def advance(saver: Database, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any],
             on_event: Callable[[Any], None] | None = None) -> Outcome:
     """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
     thread_id = claimed["thread_id"]
@@ -300,7 +300,7 @@ def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings
     return run_with(saver, claimed["task"], spec, given, thread_id=thread_id, on_event=on_event)
 
 
-def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings,
+def run_task(saver: Database, claimed: Mapping[str, Any], settings: Settings,
              on_event: Callable[[Any], None] | None = None) -> TaskOutcome:
     """Run a claimed task to its next stop: start it, or resume the checkpoint a dead worker left.
 
@@ -348,8 +348,8 @@ class Worker:
         # for the file's write lock with sleeps). PostgreSQL: a connection per slot, so they run side by side.
         self.shared = None if is_postgres_url(db_location(db)) else open_db(db, write=True)
 
-    def connection(self) -> AbstractContextManager[ReinloopSaver]:
-        """The saver a slot or the heartbeat uses."""
+    def connection(self) -> AbstractContextManager[Database]:
+        """The run database a slot or the heartbeat uses."""
         return nullcontext(self.shared) if self.shared is not None else open_db(self.db, write=True)
 
     def close(self) -> None:
@@ -362,9 +362,9 @@ class Worker:
         with self.connection() as saver:
             while not self.stop.is_set():
                 before = time.monotonic()
-                claimed = saver.claim(self.name, self.id, self.settings.lease)
+                claimed = saver.queue.claim(self.name, self.id, self.settings.lease)
                 if claimed is None:
-                    counts = saver.batch_counts(self.name)
+                    counts = saver.queue.counts(self.name)
                     if not counts.get("queued") and not counts.get("running"):
                         return
                     with self.finished:  # running elsewhere: take it over if its worker dies
@@ -385,7 +385,7 @@ class Worker:
                         self.lost.discard(thread_id)
                         self.finished.notify_all()
 
-    def keep_lease(self, saver: ReinloopSaver, thread_id: str) -> None:
+    def keep_lease(self, saver: Database, thread_id: str) -> None:
         """Before a task's next step: stop it if it was taken over; renew its lease here if the heartbeat is late.
 
         The heartbeat renews every lease/3 seconds; a lease not renewed for half of it means a starved
@@ -400,10 +400,10 @@ class Worker:
         if lost:
             raise LeaseLost(thread_id, self.id)
 
-    def renew(self, saver: ReinloopSaver, held: list[str]) -> set[str]:
+    def renew(self, saver: Database, held: list[str]) -> set[str]:
         """Renew the leases of ``held``; the ones kept. Those taken over are marked lost for their slots."""
         before = time.monotonic()
-        kept = saver.renew(self.id, self.settings.lease, held)
+        kept = saver.queue.renew(self.id, self.settings.lease, held)
         with self.lock:
             for thread_id in held:
                 if thread_id not in self.held:
@@ -414,11 +414,11 @@ class Worker:
                     self.lost.add(thread_id)
         return kept
 
-    def record(self, saver: ReinloopSaver, outcome: TaskOutcome) -> None:
+    def record(self, saver: Database, outcome: TaskOutcome) -> None:
         """Write the task's end to the queue, unless another worker took it over meanwhile."""
         fields = {"status": outcome.status, "answer": outcome.answer, "break_reason": outcome.break_reason,
                   "error": outcome.error, "steps": outcome.steps, "tokens": outcome.tokens, "seconds": outcome.seconds}
-        if not saver.finish(outcome.thread_id, self.id, fields):
+        if not saver.queue.finish(outcome.thread_id, self.id, fields):
             logger.warning("task %s was taken over by another worker (the lease of %s ran out while it was slow); "
                            "its outcome is theirs", outcome.thread_id, self.id)
             return
@@ -426,7 +426,7 @@ class Worker:
             self.outcomes.append(outcome)
         if self.on_outcome is not None:
             with self.reporting:  # read after every finish committed before it, reported in the same order
-                self.on_outcome(outcome, saver.batch_counts(self.name))
+                self.on_outcome(outcome, saver.queue.counts(self.name))
 
     def run(self, concurrency: int) -> None:
         """Run ``concurrency`` slots until the batch is finished.
@@ -523,7 +523,7 @@ def batch(
                         poll if poll is not None else min(1.0, lease / 10))
     began = time.monotonic()
     with open_db(db, write=True, create=True) as saver:
-        added = saver.enqueue(name, specs)
+        added = saver.queue.enqueue(name, specs)
     worker = Worker(db, name, settings, on_outcome)
     if on_start is not None:
         on_start(name, len(specs), added, worker.id, concurrency)
@@ -537,5 +537,5 @@ def batch(
         beat.join(timeout=5)
         worker.close()
     with open_db(db) as saver:
-        rows = saver.batch_tasks(name)
+        rows = saver.queue.tasks(name)
     return BatchReport(name, worker.id, worker.outcomes, rows, time.monotonic() - began, added)

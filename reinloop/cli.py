@@ -199,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def demo_options(p: argparse.ArgumentParser) -> None:
     add_output_flags(p)
-    p.add_argument("--db", metavar="FILE", help="log every step to the 'steps' table of this SQLite file [no log]")
+    p.add_argument("--db", metavar="FILE", help="log every node event to the 'node_events' table of this run database [no log]")
 
 
 @command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options,

@@ -2,7 +2,7 @@
 
 The consoles are consumers of the ``custom`` stream: everything they show is
 also in the events a caller gets from ``graph.stream(...,
-stream_mode="custom")`` and in the ``steps`` table.
+stream_mode="custom")`` and in the ``node_events`` table.
 
 :class:`RunConsole` prints each step when it completes (thought, actions with
 their arguments, observations, memory events, the guard's decision) under a
@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from .events import StepEvent
+from .events import NodeEvent
 from .limits import Limits
 from .terminal import safe_json, safe_text
 
@@ -95,7 +95,7 @@ class RunConsole:
         )
         self.live_enabled = self.console.is_terminal if live is None else live
         self._live: Live | None = None
-        self.events: list[StepEvent] = []
+        self.events: list[NodeEvent] = []
         self.counters: dict[str, Any] = {}
         self.since = time.time()
         self.node = ""
@@ -116,7 +116,7 @@ class RunConsole:
         """Print a line of text (above the live progress line); control characters come out escaped."""
         self.console.print(safe_text(text) if isinstance(text, str) else text, style=style, markup=False)
 
-    def handle(self, event: StepEvent) -> None:
+    def handle(self, event: NodeEvent) -> None:
         """Take one event: a completed step is printed when its guard has decided."""
         if self.live_enabled and self._live is None:
             self._live = Live(_Status(self), console=self.console, transient=True, refresh_per_second=8)
@@ -136,7 +136,7 @@ class RunConsole:
     def _line(self, label: str, value: str, style: str = "") -> None:
         self.print(Text.assemble((f"  {label + ':':<{LABEL}}", style or "dim"), (safe_text(value), style)))
 
-    def _print_step(self, events: list[StepEvent]) -> None:
+    def _print_step(self, events: list[NodeEvent]) -> None:
         by_node = {e["node"]: e for e in events}
         guard, step = by_node["guard"], by_node.get("memorize", {})
         self.print(f"[{progress(self.limits, guard.get('counters') or {})}]", "bold")
@@ -154,7 +154,7 @@ class RunConsole:
                 self._line("memory", f"{memory.get('kind')}: {short(memory.get('summary', ''))}", "magenta")
         self._print_guard(guard)
 
-    def _print_guard(self, event: StepEvent) -> None:
+    def _print_guard(self, event: NodeEvent) -> None:
         decision = event.get("decision") or "?"
         if decision == "break":
             self._line("guard", f"BREAK {event.get('reason')}: {event.get('message')}", "bold red")
@@ -185,6 +185,6 @@ class JsonConsole:
     def __exit__(self, *exc: Any) -> None:
         return None
 
-    def handle(self, event: StepEvent) -> None:
+    def handle(self, event: NodeEvent) -> None:
         """Print one event as a JSON line."""
         print(safe_json({"type": "event", **event}, default=str), file=self.out or sys.stdout, flush=True)

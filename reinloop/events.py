@@ -11,7 +11,7 @@ publishes it to three places:
 - LangGraph's ``custom`` stream (``graph.stream(..., stream_mode="custom")``),
   which the CLI console reads;
 - every sink in ``AgentContext.sinks`` (``build_graph(..., sinks=[...])``),
-  e.g. :class:`reinloop.runlog.RunLog`, which keeps them in a ``steps`` table.
+  e.g. :class:`reinloop.runlog.RunLog`, which keeps them in a ``node_events`` table.
 
 Publishing after the node returns is what makes ``latency_ms`` the node's own
 time; a node that raises still publishes one event, with ``error`` set, before
@@ -59,8 +59,8 @@ class MemoryEvent(TypedDict, total=False):
     data: dict[str, Any]
 
 
-class StepEvent(TypedDict, total=False):
-    """What one node transition did: the record behind logs, the console, the ``steps`` table and reports.
+class NodeEvent(TypedDict, total=False):
+    """What one node transition did: the record behind logs, the console, the ``node_events`` table and reports.
 
     Only ``node`` and ``summary`` are always present; ``observed`` adds the
     location and timing fields; each node sets the fields that concern it.
@@ -94,10 +94,13 @@ class StepEvent(TypedDict, total=False):
     data: dict[str, Any]  # anything else a node reports
 
 
-EVENT_FIELDS: frozenset[str] = frozenset(StepEvent.__annotations__)
-"""The keys a :class:`StepEvent` may have; other keyword arguments of :func:`emit` go into ``data``."""
+StepEvent = NodeEvent
+"""Deprecated name of :class:`NodeEvent` (it is one event per node, six per step)."""
 
-EventSink = Callable[[StepEvent], None]
+EVENT_FIELDS: frozenset[str] = frozenset(NodeEvent.__annotations__)
+"""The keys a :class:`NodeEvent` may have; other keyword arguments of :func:`emit` go into ``data``."""
+
+EventSink = Callable[[NodeEvent], None]
 """Receives every published event, e.g. :class:`reinloop.runlog.RunLog`."""
 
 
@@ -108,15 +111,15 @@ class _NodeRun:
     node: str
     started: float
     wall: float
-    events: list[StepEvent] = field(default_factory=list)
+    events: list[NodeEvent] = field(default_factory=list)
     memory: list[MemoryEvent] = field(default_factory=list)
 
 
 _current: contextvars.ContextVar[_NodeRun | None] = contextvars.ContextVar("reinloop_node_run", default=None)
 
 
-def make_event(node: str, summary: str, **fields: Any) -> StepEvent:
-    """A :class:`StepEvent`: known fields at the top, the rest under ``data``."""
+def make_event(node: str, summary: str, **fields: Any) -> NodeEvent:
+    """A :class:`NodeEvent`: known fields at the top, the rest under ``data``."""
     event: dict[str, Any] = {"node": node, "summary": summary}
     extra = {k: v for k, v in fields.items() if k not in EVENT_FIELDS and v is not None}
     event.update((k, v) for k, v in fields.items() if k in EVENT_FIELDS)
@@ -125,7 +128,7 @@ def make_event(node: str, summary: str, **fields: Any) -> StepEvent:
     return event  # type: ignore[return-value]
 
 
-def emit(runtime: Any, node: str, summary: str, **fields: Any) -> StepEvent:
+def emit(runtime: Any, node: str, summary: str, **fields: Any) -> NodeEvent:
     """Report what ``node`` did; published when the node returns (at once outside a graph run).
 
     ``emit(runtime, "memory", summary, event=KIND, ...)`` inside a node is a
@@ -154,7 +157,7 @@ def record_memory(kind: str, summary: str, **data: Any) -> MemoryEvent:
     return record
 
 
-def publish(runtime: Any, event: StepEvent) -> None:
+def publish(runtime: Any, event: NodeEvent) -> None:
     """Send a finished event to the node's logger, the custom stream and the context's sinks."""
     logger = logging.getLogger(f"reinloop.nodes.{event['node']}")
     logger.info("%s: %s", event["node"], event["summary"])
@@ -167,7 +170,7 @@ def publish(runtime: Any, event: StepEvent) -> None:
         sink(event)
 
 
-def finish(run: _NodeRun, base: dict[str, Any], error: BaseException | None = None) -> list[StepEvent]:
+def finish(run: _NodeRun, base: dict[str, Any], error: BaseException | None = None) -> list[NodeEvent]:
     """The node's events completed with location and timing, plus an error event if it raised."""
     events = run.events
     if error is not None:

@@ -26,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Interrupt
 
-from .checkpoints import ReinloopSaver
+from .checkpoints import Database
 from .context import AgentContext
 from .events import EventSink, observed
 from .memory.longterm import resolve_memory
@@ -136,11 +136,11 @@ def label_edges(graph: Graph) -> Graph:
     return graph
 
 
-def open_journal(journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
-    """The side-effects journal: the one given, a saver's, one at a path, or in memory when runs can resume."""
+def open_journal(journal: ToolJournal | Database | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
+    """The side-effects journal: the one given, a database's, one at a path, or in memory when runs can resume."""
     if isinstance(journal, ToolJournal):
         return journal
-    if journal is not None:  # a saver: its run database's tool_journal table
+    if journal is not None:  # a run database (or a path to one): its tool_journal table
         return ToolJournal(journal)
     return ToolJournal(":memory:") if checkpointer not in (None, False) else None
 
@@ -151,7 +151,7 @@ def build_graph(
     *,
     spec: RunSpec | None = None,
     checkpointer: Checkpointer = None,
-    journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
+    journal: ToolJournal | Database | str | os.PathLike[str] | None = None,
     sinks: Sequence[EventSink] = (),
     name: str = "reinloop",
     **changes: Any,
@@ -173,8 +173,8 @@ def build_graph(
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
 
-    ``journal`` (a :class:`~reinloop.tools.ToolJournal`, a SQLite path or a
-    saver, typically the run database) records side-effecting tool calls so a resumed
+    ``journal`` (a :class:`~reinloop.tools.ToolJournal` such as ``db.journal``, a run
+    database or a SQLite path) records side-effecting tool calls so a resumed
     run never repeats one; by default, with a checkpointer, they are journaled
     in memory, which guards resumes within this process only.
     """
@@ -201,7 +201,7 @@ def graph_for(
     *,
     protocol: OutputProtocol | None = None,
     checkpointer: Checkpointer = None,
-    journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
+    journal: ToolJournal | Database | str | os.PathLike[str] | None = None,
     sinks: Sequence[EventSink] = (),
     name: str = "reinloop",
 ) -> ReinloopGraph:

@@ -6,7 +6,7 @@ with how often each node ran and each edge was taken, the path of the latest
 run, and a timeline of steps (thought, actions with arguments, observations,
 tokens, latency, memory events, guard decisions, errors).
 
-It reads two sources. The ``steps`` table of a run database
+It reads two sources. The ``node_events`` table of a run database
 (:class:`~reinloop.runlog.RunLog`) is the full record. Without it, the events
 are rebuilt from the graph's checkpoints (``get_state_history``): the same
 path and steps, with latencies measured between checkpoints (serialisation
@@ -32,11 +32,12 @@ from typing import Any
 
 import sqlite_utils
 
+from .checkpoints import Database
 from .drawing import Overlay, default_graph, draw_graph, html_page, path_svg
 from .errors import ConfigurationError, ThreadNotFoundError
-from .events import StepEvent
+from .events import NodeEvent
 from .graph import ROUTES
-from .runlog import read_steps
+from .runlog import read_events
 from .terminal import safe_html, safe_json
 
 REPORT_FORMATS = ("html", "json")
@@ -89,11 +90,11 @@ def _seconds(snapshot: Any) -> float:
     return dt.datetime.fromisoformat(snapshot.created_at).timestamp() if snapshot.created_at else 0.0
 
 
-def events_from_history(graph: Any, thread_id: str) -> list[StepEvent]:
-    """The events of a thread, rebuilt from its checkpoints (no ``steps`` table needed)."""
+def events_from_history(graph: Any, thread_id: str) -> list[NodeEvent]:
+    """The events of a thread, rebuilt from its checkpoints (no ``node_events`` table needed)."""
     config = {"configurable": {"thread_id": thread_id}}
     chain = _branch(graph, config)
-    events: list[StepEvent] = []
+    events: list[NodeEvent] = []
     for before, after in pairwise(chain):
         for node in before.next:
             if node.startswith("__"):
@@ -132,7 +133,7 @@ def _route(source: str, event: dict[str, Any] | None, target: str) -> str | None
     return None
 
 
-def traversals(events: list[StepEvent], graph: Any) -> dict[str, Any]:
+def traversals(events: list[NodeEvent], graph: Any) -> dict[str, Any]:
     """Visits per node, errors per node, traversals per edge (by route), and the latest run's path."""
     edges = {(e.source, e.target) for e in graph.edges}
     visits, errors, counts = Counter(), Counter(), Counter()
@@ -169,7 +170,7 @@ def edge_label(edge: Any, count: int, routes: Counter[str]) -> str:
     return " / ".join(f"{n} ×{routes[n]}" if routes.get(n) else n for n in names)
 
 
-def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
+def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
     """One entry per step: what the model thought and did, what came back, what it cost, what the guard said."""
     steps = []
     for (run, index), group in groupby(events, key=lambda e: (e.get("run", 0), e.get("step", 0))):
@@ -193,7 +194,7 @@ def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
     return steps
 
 
-def runs_of(events: list[StepEvent]) -> list[dict[str, Any]]:
+def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
     """Each task run on the thread: its task, how it ended, and where it broke."""
     runs = []
     for run, group in groupby(events, key=lambda e: e.get("run", 0)):
@@ -219,17 +220,18 @@ def _checkpointed(graph: Any) -> bool:
     return graph is not None and getattr(graph, "checkpointer", None) not in (None, False)
 
 
-def run_report(graph: Any = None, thread_id: str = "", *, db: str | Path | sqlite_utils.Database | None = None) -> dict[str, Any]:
+def run_report(graph: Any = None, thread_id: str = "", *, db: str | Path | sqlite_utils.Database | Database | None = None
+               ) -> dict[str, Any]:
     """Everything known about thread ``thread_id``, as JSON-able data (see the module docstring)."""
-    events = read_steps(db, thread_id) if db is not None else []
-    source = "steps table" if events else None
+    events = read_events(db, thread_id) if db is not None else []
+    source = "node_events table" if events else None
     state: dict[str, Any] = {}
     if _checkpointed(graph):
         state = dict(graph.get_state({"configurable": {"thread_id": thread_id}}).values)
         if not events and state:
             events, source = events_from_history(graph, thread_id), "checkpoints"
     if not events:
-        where = f"in the steps table of {str(db)!r}" if db is not None else "(no run database given)"
+        where = f"in the node_events table of {str(getattr(db, 'location', db))!r}" if db is not None else "(no run database given)"
         where += " or in the graph's checkpoints" if _checkpointed(graph) else ""
         raise ThreadNotFoundError(f"no run recorded for thread {thread_id!r} {where}; "
                                   "record runs with build_graph(..., sinks=[RunLog(db)]) or a checkpointer")
@@ -358,11 +360,11 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
 
 
 def visualize(graph: Any = None, thread_id: str | None = None, path: str | Path | None = None, *,
-              db: str | Path | sqlite_utils.Database | None = None, format: str = "html",  # noqa: A002
+              db: str | Path | sqlite_utils.Database | Database | None = None, format: str = "html",  # noqa: A002
               run: str | None = None) -> str:
     """Draw the graph, or thread ``thread_id``'s path on it with its timeline, as self-contained HTML (or JSON).
 
-    The run is read from ``db``'s ``steps`` table, else from the graph's
+    The run is read from ``db``'s ``node_events`` table, else from the graph's
     checkpointer. The text is returned, and written to ``path`` if given.
     ``run=`` is the old name of ``thread_id`` (deprecated; it will be removed).
     """

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .checkpoints import ReinloopSaver, RunRecord
+    from .checkpoints import Database, RunRecord
 
 DEFAULT_DB = "reinloop.db"
 """The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
@@ -38,17 +38,17 @@ def db_timeout() -> float:
         raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {text!r}") from None
 
 
-def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
+def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> Database:
     """Open the run database (a SQLite file or a ``postgresql://`` URL); for reading only, a read-only file is fine."""
-    from .checkpoints import SqliteCheckpointer, is_postgres_url, open_saver  # loaded when a database is opened
+    from .checkpoints import is_postgres_url, open_database  # loaded when a database is opened
     from .checkpoints.sqlitedb import is_read_only
 
     location = db_location(db)
     if is_postgres_url(location):
-        return open_saver(location, create=create, timeout=db_timeout())
+        return open_database(location, create=create, timeout=db_timeout())
     path = Path(location)
     read_only = not write and path.exists() and is_read_only(path)
-    return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
+    return open_database(path, create=create, read_only=read_only, timeout=db_timeout())
 
 
 def thread_config(thread_id: str) -> dict[str, Any]:
@@ -59,4 +59,4 @@ def thread_config(thread_id: str) -> dict[str, Any]:
 def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
     """The stored runs, most recently updated first; ``status`` keeps only running, done or broken ones."""
     with open_db(db) as saver:
-        return saver.list_runs(status=status)
+        return saver.runs.list(status=status)

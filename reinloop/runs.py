@@ -33,7 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from .checkpoints import BreakRecord, ReinloopSaver, RunRecord
+from .checkpoints import BreakRecord, Database, RunRecord
 from .checkpoints.base import break_interrupts
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
 from .graph import ReinloopGraph, graph_for
@@ -45,7 +45,6 @@ from .redact import is_redacted, redact_url
 from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
     BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
 )
-from .runlog import RunLog
 from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
 from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
@@ -135,12 +134,12 @@ def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: 
     raise RunStoppedError(thread_id, reason)
 
 
-def _graph(saver: ReinloopSaver, spec: RunSpec, given: Given, tools: list[BaseTool], chat_model: BaseChatModel) -> ReinloopGraph:
-    """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
+def _graph(saver: Database, spec: RunSpec, given: Given, tools: list[BaseTool], chat_model: BaseChatModel) -> ReinloopGraph:
+    """A run's graph on the run database: checkpoints, tool journal, node events and memories in one database."""
     if spec.memory.recall and spec.memory.store is None:
-        spec = spec.replace(memory={"store": saver})
-    return graph_for(spec, chat_model, tools, protocol=given.protocol, checkpointer=saver, journal=saver,
-                     sinks=[RunLog(saver)])
+        spec = spec.replace(memory={"store": saver.memories})
+    return graph_for(spec, chat_model, tools, protocol=given.protocol, checkpointer=saver.checkpointer,
+                     journal=saver.journal, sinks=[saver.events])
 
 
 # --- run and resume ------------------------------------------------------------------------------
@@ -177,7 +176,7 @@ def run(
 
 
 def run_with(
-    saver: ReinloopSaver, task: str, spec: RunSpec, given: Given, *, thread_id: str | None = None,
+    saver: Database, task: str, spec: RunSpec, given: Given, *, thread_id: str | None = None,
     on_event: EventHandler | None = None,
 ) -> Outcome:
     """:func:`run` on an open run database, with the chat model and the tools in ``given``."""
@@ -188,9 +187,9 @@ def run_with(
     return stream_stored(graph, {"task": task}, thread_id, on_event)
 
 
-def record_spec(saver: ReinloopSaver, thread_id: str, spec: RunSpec) -> None:
+def record_spec(saver: Database, thread_id: str, spec: RunSpec) -> None:
     """Store how a run is made: the spec's JSON, and copies of its main fields in their own columns for SQL readers."""
-    saver.record_settings(thread_id, {
+    saver.runs.record_settings(thread_id, {
         "model": spec.model, "base_url": spec.base_url, "protocol": spec.protocol, "tools": list(spec.tools),
         "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
     })
@@ -224,7 +223,7 @@ def resume(
 
 
 def resume_with(
-    saver: ReinloopSaver,
+    saver: Database,
     thread_id: str,
     *,
     extra_steps: int = 0,
@@ -247,8 +246,8 @@ def resume_with(
     return stream_stored(graph, answer, thread_id, on_event)
 
 
-def _latest_state(saver: ReinloopSaver, thread_id: str) -> dict[str, Any]:
-    latest = saver.get_tuple(thread_config(thread_id))
+def _latest_state(saver: Database, thread_id: str) -> dict[str, Any]:
+    latest = saver.checkpointer.get_tuple(thread_config(thread_id))
     if latest is None:
         raise ThreadNotFoundError(
             f"no run with thread id {thread_id!r} in {saver.location}; `reinloop runs list` shows the stored runs"
@@ -331,10 +330,10 @@ def spec_from_settings(record: RunRecord) -> RunSpec:
 
 
 def _rebuild(
-    saver: ReinloopSaver, thread_id: str, changes: Mapping[str, Any], state: Mapping[str, Any] | None = None,
+    saver: Database, thread_id: str, changes: Mapping[str, Any], state: Mapping[str, Any] | None = None,
 ) -> ReinloopGraph:
     """The run's graph from its stored spec, with ``changes``."""
-    stored = stored_spec(saver.get_run(thread_id))
+    stored = stored_spec(saver.runs.get(thread_id))
     spec, given = with_objects(stored, changes)
     if is_object_label(spec.model) and given.model is None:
         raise ConfigurationError(
@@ -352,7 +351,7 @@ def _rebuild(
     # the write quota is per run: what the run's earlier processes wrote is in its journal (earlier tasks
     # of the same thread were other runs)
     run_number = (state or {}).get("run")
-    charge_journaled_writes(tools, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number],
+    charge_journaled_writes(tools, [r for r in saver.journal.rows(thread_id) if run_number is None or r.get("run") == run_number],
                             calls_of(state or {}))
     base_url = resume_endpoint(thread_id, changes.get("base_url"), stored.base_url)
     spec = spec.replace(base_url=base_url)
@@ -382,7 +381,7 @@ def run_limits(thread_id: str, db: str | Path | None = None) -> Limits:
     """The limits a stored run runs under now: its settings raised by the operator's extensions so far."""
     with open_db(db) as saver:
         values = _latest_state(saver, thread_id)
-        limits = stored_spec(saver.get_run(thread_id)).limits
+        limits = stored_spec(saver.runs.get(thread_id)).limits
     ext = values.get("extensions") or {}
     raised = {
         "max_steps": limits.max_steps and limits.max_steps + int(ext.get("steps", 0)),
@@ -419,14 +418,14 @@ class RunDetail:
 def show_run(thread_id: str, db: str | Path | None = None) -> RunDetail:
     """The stored record, latest state, steps and breaks of one run."""
     with open_db(db) as saver:
-        latest = saver.get_tuple(thread_config(thread_id))
-        record = saver.get_run(thread_id)
+        latest = saver.checkpointer.get_tuple(thread_config(thread_id))
+        record = saver.runs.get(thread_id)
         if latest is None and record is None:
             _latest_state(saver, thread_id)  # raises ThreadNotFoundError
         state = dict(latest.checkpoint["channel_values"]) if latest else {}
         found = break_interrupts([(w[1], w[2]) for w in (latest.pending_writes or [])]) if latest else []
         spec = stored_spec(record).stored() if record is not None else None
-        return RunDetail(thread_id, record, state, saver.list_breaks(thread_id), found[-1][1] if found else None, spec)
+        return RunDetail(thread_id, record, state, saver.runs.breaks(thread_id), found[-1][1] if found else None, spec)
 
 
 @dataclass(frozen=True)
@@ -456,9 +455,9 @@ def prune_runs(
     if keep_last < 1:
         raise ConfigurationError(f"--keep-last must be at least 1, got {keep_last}; use `reinloop runs delete` to drop a run")
     with open_db(db, write=True) as saver:
-        threads = saver.stale_threads(older_than_days)
+        threads = saver.runs.stale_threads(older_than_days)
         before, size = saver.count_checkpoints(), saver.storage_bytes()
-        saver.prune(threads, keep_last=keep_last)
+        saver.checkpointer.prune(threads, keep_last=keep_last)
         if vacuum:
             saver.compact()
         return PruneReport(len(threads), before, saver.count_checkpoints(), size, saver.storage_bytes())
@@ -467,6 +466,6 @@ def prune_runs(
 def delete_run(thread_id: str, db: str | Path | None = None) -> None:
     """Delete everything stored for one run: checkpoints, steps, settings and breaks."""
     with open_db(db, write=True) as saver:
-        if saver.get_run(thread_id) is None:
+        if saver.runs.get(thread_id) is None:
             _latest_state(saver, thread_id)  # raises ThreadNotFoundError
-        saver.delete_thread(thread_id)
+        saver.checkpointer.delete_thread(thread_id)

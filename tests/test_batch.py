@@ -83,8 +83,8 @@ def test_a_batch_runs_every_task_once_and_reports_the_whole_batch(tmp_path, db_u
     assert report.summary()[0] == {"status": "done", "tasks": 10, "tokens": 300, "seconds": pytest.approx(
         sum(o.seconds for o in report.outcomes if o.status == "done"), abs=0.01)}
     with open_saver(db_url) as saver:
-        assert {r.thread_id: r.status for r in saver.list_runs()} == {r["thread_id"]: r["status"] for r in report.tasks}
-        assert [e["node"] for e in saver.read_steps("tight")][:2] == ["decide", "parse"]  # steps in the same database
+        assert {r.thread_id: r.status for r in saver.db.runs.list()} == {r["thread_id"]: r["status"] for r in report.tasks}
+        assert [e["node"] for e in saver.db.events.events("tight")][:2] == ["decide", "parse"]  # steps in the same database
     done = resume("tight", model=planner(), extra_steps=2)  # a broken task waits at its break
     assert done.status == "done" and done.answer == "42"
 
@@ -103,8 +103,8 @@ def test_a_task_whose_worker_died_is_resumed_from_its_checkpoint_not_restarted(t
     name, specs = read_tasks(path)
     model = planner()
     with open_saver(db_url) as saver:
-        saver.enqueue(name, specs)
-        dead = saver.claim(name, "dead-worker", lease=0.3)
+        saver.db.queue.enqueue(name, specs)
+        dead = saver.db.queue.claim(name, "dead-worker", lease=0.3)
         # the dead worker got as far as the model's tool call: its checkpoint waits before execute
         graph = build_graph(model, builtins("calculator"), checkpointer=saver)
         graph.invoke({"task": dead["task"]}, thread_config(dead["thread_id"]), interrupt_before=["execute"])
@@ -139,7 +139,7 @@ def test_a_thread_id_of_another_batch_is_refused_before_anything_is_queued(tmp_p
     with pytest.raises(ConfigurationError, match=r"thread id 'shared' is already a task of batch 'first-\w+' in .*; give"):
         batch(second, db=db_url, model=planner(), tools="calculator")
     with open_saver(db_url) as saver:
-        assert [r["thread_id"] for r in saver.query("SELECT thread_id FROM tasks")] == ["shared"]
+        assert [r["thread_id"] for r in saver.db.query("SELECT thread_id FROM tasks")] == ["shared"]
 
 
 def reply_from_task(body: dict):

@@ -154,8 +154,8 @@ def test_a_worker_stopped_past_its_lease_stops_the_task_another_worker_took_over
     report = json.loads(other.stdout)
     assert [o["status"] for o in report["outcomes"]] == ["done"]
     with open_saver(db) as saver:
-        [task] = saver.query("SELECT status, attempts, worker FROM tasks")
-        [run] = saver.query("SELECT status, steps FROM runs")
+        [task] = saver.db.query("SELECT status, attempts, worker FROM tasks")
+        [run] = saver.db.query("SELECT status, steps FROM runs")
     assert (task["status"], task["attempts"], run["status"], run["steps"]) == ("done", 2, "done", 2)
     assert task["worker"] == report["worker"]
     assert len((tmp_path / "effects.log").read_text().splitlines()) == 1  # the tool ran once
@@ -220,7 +220,7 @@ def test_ctrl_c_stops_claiming_and_lets_the_running_tasks_finish(tmp_path):
     assert proc.returncode == 1 and "interrupted: claiming no more tasks; waiting for the" in err
     assert err.strip().endswith("reinloop: interrupted")
     with open_saver(str(db)) as saver:
-        rows = saver.query("SELECT status, attempts FROM tasks")
+        rows = saver.db.query("SELECT status, attempts FROM tasks")
     statuses = Counter(r["status"] for r in rows)
     assert "running" not in statuses and statuses["queued"] > 0, err  # the running ones finished, no new one began
     assert all(r["status"] == "done" for r in rows if r["attempts"])
@@ -249,5 +249,5 @@ def test_a_second_ctrl_c_leaves_the_running_tasks_to_other_workers_at_once(tmp_p
     assert err.strip().endswith("reinloop: interrupted: 2 running task(s) left to the other workers (their lease ends "
                                 "in 30 s at most)")
     with open_saver(str(db)) as saver:
-        rows = saver.query("SELECT status, worker, lease_until FROM tasks ORDER BY line")
+        rows = saver.db.query("SELECT status, worker, lease_until FROM tasks ORDER BY line")
     assert [r["status"] for r in rows] == ["running", "running", "queued", "queued"]  # theirs once the lease runs out

@@ -46,7 +46,7 @@ def leaks(db: Path, secrets: tuple[str, ...] = SECRETS) -> list[str]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         tables = [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-        assert {"runs", "steps", "checkpoint_writes"} <= set(tables)
+        assert {"runs", "node_events", "checkpoint_writes"} <= set(tables)
         for table in tables:
             cursor = conn.execute(f'SELECT * FROM "{table}"')
             columns = [d[0] for d in cursor.description]

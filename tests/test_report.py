@@ -80,10 +80,10 @@ def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):
     assert [n["node"] for n in steps[1]["nodes"]] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
 
 
-def test_without_a_steps_table_the_report_is_rebuilt_from_checkpoints(troubled):
+def test_without_a_node_events_table_the_report_is_rebuilt_from_checkpoints(troubled):
     graph, log = troubled
     full, rebuilt = run_report(graph, "trouble", db=log.db), run_report(graph, "trouble")
-    assert (full["source"], rebuilt["source"]) == ("steps table", "checkpoints")
+    assert (full["source"], rebuilt["source"]) == ("node_events table", "checkpoints")
     assert rebuilt["path"] == full["path"] and edges(rebuilt) == edges(full)
     assert rebuilt["latest"] == full["latest"]
     keys = ("step", "thought", "answer", "error", "parse_error", "tokens_in", "decision", "reason", "hints")
@@ -114,7 +114,7 @@ def test_a_run_stopped_by_an_exception_is_reported_as_failed(make_graph, tmp_pat
 
 def test_an_unknown_thread_says_how_to_record_runs(troubled):
     graph, log = troubled
-    with pytest.raises(ThreadNotFoundError, match=r"no run recorded for thread 'nope' in the steps table of .* or in "
+    with pytest.raises(ThreadNotFoundError, match=r"no run recorded for thread 'nope' in the node_events table of .* or in "
                                                   r"the graph's checkpoints; record runs with build_graph\(\.\.\., sinks="):
         run_report(graph, "nope", db=log.db)
 

@@ -1,4 +1,4 @@
-"""The steps table: every node transition of a run, queryable after the fact."""
+"""The node_events table: every node transition of a run, queryable after the fact."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ import sqlite_utils
 from reinloop import RunLog
 from reinloop.errors import StorageError
 from reinloop import SqliteCheckpointer
-from reinloop.runlog import STEPS_COLUMNS, create_steps_table, read_steps
+from reinloop.checkpoints.schema import STEPS
+from reinloop.checkpoints.sqlitedb import create_table
+from reinloop.events import NodeEvent
+from reinloop.runlog import EVENT_COLUMNS, read_events
 
 # A run that hits a parse error, a tool error, a repeat hint and a break (json protocol).
 TROUBLE = [
@@ -42,7 +45,7 @@ def query(path, sql, params=()):
 
 
 def test_the_steps_table_explains_a_troubled_run(troubled_run):
-    rows = query(troubled_run, "select step, node, error, decision, reason, hints from steps "
+    rows = query(troubled_run, "select step, node, error, decision, reason, hints from node_events "
                                "where thread_id = 'trouble' order by id")
     assert [(r["step"], r["node"]) for r in rows if r["node"] in ("decide", "guard")] == [
         (s, n) for s in range(1, 6) for n in ("decide", "guard")]
@@ -57,13 +60,13 @@ def test_the_steps_table_explains_a_troubled_run(troubled_run):
 
 def test_json_columns_can_be_queried_with_sqlite_json_functions(troubled_run):
     rows = query(troubled_run, "select step, json_extract(counters, '$.consecutive_errors') as errs, "
-                               "json_extract(actions, '$[0].tool') as tool from steps where node = 'memorize' order by id")
+                               "json_extract(actions, '$[0].tool') as tool from node_events where node = 'memorize' order by id")
     assert [(r["step"], r["errs"], r["tool"]) for r in rows] == [
         (1, 1, None), (2, 2, "calculator"), (3, 0, "get_weather"), (4, 0, "get_weather"), (5, 0, "get_weather")]
 
 
 def test_every_step_row_points_at_a_stored_checkpoint(troubled_run):
-    rows = query(troubled_run, "select s.node, s.superstep, c.checkpoint_id from steps s left join checkpoints c "
+    rows = query(troubled_run, "select s.node, s.superstep, c.checkpoint_id from node_events s left join checkpoints c "
                                "on c.thread_id = s.thread_id and c.checkpoint_ns = s.checkpoint_ns "
                                "and c.checkpoint_id = s.checkpoint_id")
     assert len(rows) == 28 and all(r["checkpoint_id"] for r in rows)
@@ -71,59 +74,73 @@ def test_every_step_row_points_at_a_stored_checkpoint(troubled_run):
 
 
 def test_sqlite_utils_cli_explains_a_run(troubled_run):
-    sql = "select step, node, error from steps where error is not null and node != 'memorize' order by id"
+    sql = "select step, node, error from node_events where error is not null and node != 'memorize' order by id"
     out = subprocess.run([sys.executable, "-m", "sqlite_utils", "query", str(troubled_run), sql],
                          capture_output=True, text=True, check=True).stdout
     assert [(r["step"], r["node"]) for r in json.loads(out)] == [(1, "parse"), (2, "execute")]
 
 
-def test_read_steps_decodes_json_columns_and_drops_empty_ones(troubled_run):
-    events = read_steps(troubled_run, "trouble")
+def test_read_events_decodes_json_columns_and_drops_empty_ones(troubled_run):
+    events = read_events(troubled_run, "trouble")
     assert len(events) == 28 and events[-1]["counters"]["repeats"] == 3
     assert "reason" not in events[0] and events[-1]["reason"] == "repeated_action"
-    assert read_steps(troubled_run, "no-such-thread") == []
+    assert read_events(troubled_run, "no-such-thread") == []
 
 
 def test_runlog_accepts_writes_from_langgraph_worker_threads(tmp_path, make_graph):
     log = RunLog(tmp_path / "async.db")
     graph, _ = make_graph(["6"], sinks=[log])  # astream runs sync nodes on executor threads
     asyncio.run(graph.ainvoke({"task": "t"}, {"configurable": {"thread_id": "a1"}}))
-    assert [e["node"] for e in log.steps("a1")] == ["decide", "parse", "memorize", "guard"]
+    assert [e["node"] for e in log.events("a1")] == ["decide", "parse", "memorize", "guard"]
 
 
 def test_runlog_takes_an_existing_sqlite_utils_database(make_graph):
     db = sqlite_utils.Database(memory=True)
     graph, _ = make_graph(["6"], sinks=[RunLog(db)])
     graph.invoke({"task": "t"}, {"configurable": {"thread_id": "m1"}})
-    assert db["steps"].count == 4
+    assert db["node_events"].count == 4
 
 
-def test_create_steps_table_is_idempotent_and_has_every_event_column(tmp_path):
+def test_the_node_events_table_has_every_event_column_and_its_index(tmp_path):
+    RunLog(tmp_path / "x.db").close()
     db = sqlite_utils.Database(tmp_path / "x.db")
-    create_steps_table(db)
-    create_steps_table(db)
-    assert list(db["steps"].columns_dict) == list(STEPS_COLUMNS)
-    assert [i.columns for i in db["steps"].indexes] == [["thread_id", "run", "step"]]
+    assert list(db["node_events"].columns_dict) == list(EVENT_COLUMNS)
+    assert set(EVENT_COLUMNS) - {"id"} == set(NodeEvent.__annotations__)
+    assert [i.columns for i in db["node_events"].indexes] == [["thread_id", "run", "step"]]
+    assert "steps" not in db.table_names()
+
+
+def test_a_steps_table_left_by_an_older_standalone_run_log_is_migrated_with_its_rows(tmp_path):
+    path = tmp_path / "old.db"
+    db = sqlite_utils.Database(path)  # what RunLog("old.db") made before it joined the run database
+    create_table(db, STEPS)
+    db["steps"].insert({"thread_id": "t1", "step": 1, "node": "guard", "counters": '{"steps": 1}'})
+    db.conn.close()
+    assert read_events(path, "t1") == [{"id": 1, "thread_id": "t1", "step": 1, "node": "guard", "counters": {"steps": 1}}]
+    with RunLog(path) as log:
+        log({"node": "guard", "summary": "finish", "thread_id": "t1", "step": 2})
+        assert [e["step"] for e in log.events("t1")] == [1, 2]
+    assert "node_events" in sqlite_utils.Database(path).table_names()
 
 
 def test_a_file_that_is_not_sqlite_is_refused_with_the_path(tmp_path):
     path = tmp_path / "notes.db"
     path.write_text("just some notes, not a database\n" * 20)
-    with pytest.raises(StorageError, match=r"cannot open run database '.*notes.db': file is not a database"):
+    with pytest.raises(StorageError, match=r".*notes.db is not a SQLite database \(it starts with b'just some notes"):
         RunLog(path)
     assert path.read_text().startswith("just some notes")  # nothing lost
 
 
 def test_a_failed_write_says_the_run_can_be_resumed(tmp_path):
     log = RunLog(tmp_path / "x.db")
-    log.db.execute("pragma query_only = on")  # as if the file had become read-only
-    with pytest.raises(StorageError, match=r"cannot write the run log to '.*x.db': attempt to write a readonly "
-                                           r"database; the run stopped before this guard step was saved and can be resumed"):
+    log.db.connection.raw.execute("pragma query_only = on")  # as if the file had become read-only
+    with pytest.raises(StorageError, match=r"cannot write the run log: .*x.db is read-only \(attempt to write a readonly "
+                                           r"database\).*; the run stopped before this guard step was saved and can be resumed"):
         log({"node": "guard", "summary": "finish"})
 
 
 def test_a_directory_is_refused(tmp_path):
-    with pytest.raises(StorageError, match="is a directory; give a file path such as ./reinloop.db"):
+    with pytest.raises(StorageError, match="is a directory; --db needs a database file"):
         RunLog(tmp_path)
 
 
@@ -150,8 +167,8 @@ def test_a_step_row_keeps_a_preview_of_a_long_observation_and_a_long_answer_whol
     log = RunLog(tmp_path / "runs.db")
     graph = build_graph(ScriptedChatModel(replies=[[tool_call("dump", {"part": 1})], answer]), [dump], sinks=[log])
     graph.invoke({"task": "t"})
-    rows = {r["node"]: r for r in log.db.query("select node, actions, answer from steps where node in ('execute', 'parse')")}
+    rows = {r["node"]: r for r in log.db.query("select node, actions, answer from node_events where node in ('execute', 'parse')")}
     observation = json.loads(rows["execute"]["actions"])[0]["observation"]
     assert observation.startswith("log line. ") and len(observation) < PREVIEW_CHARS + 100 and "1,500 chars in all; sha256 " in observation
-    (memorized,) = log.db.query("select answer from steps where node = 'memorize' and answer is not null")
+    (memorized,) = log.db.query("select answer from node_events where node = 'memorize' and answer is not null")
     assert memorized["answer"] == answer.strip() and len(answer) > 3000

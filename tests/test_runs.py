@@ -172,7 +172,7 @@ def test_extra_limits_do_not_apply_to_a_run_that_was_cut_off(make_graph, run_db)
     from reinloop.checkpoints import SqliteCheckpointer
 
     with SqliteCheckpointer.open(run_db) as saver:
-        saver.record_settings("x1", {"model": "openai:gpt-4o-mini", "tools": ["calculator"]})
+        saver.db.runs.record_settings("x1", {"model": "openai:gpt-4o-mini", "tools": ["calculator"]})
         graph, _ = make_graph([[tool_call("calculator", {"expression": "1+1"})], "2"], checkpointer=saver)
         graph.invoke({"task": "t"}, {"configurable": {"thread_id": "x1"}}, interrupt_before=["execute"])
     with pytest.raises(ConfigurationError, match="not paused at a break .* resume it without them"):

@@ -1,48 +1,103 @@
-"""Checkpoints and run records: LangGraph savers that also keep reinloop's own tables.
+"""The run database: checkpoints, runs, node events, tool journal, memories and the batch queue.
 
 - :mod:`.schema`: reinloop's tables, defined once as numbered migrations;
-- :mod:`.base`: the contract a backend fulfils (:class:`ReinloopSaver`) and the
-  storage logic every backend shares (change-only values, append chains);
-- :mod:`.sql`, :mod:`.records`, :mod:`.queue`: that contract in SQL, written
-  once for both databases (checkpoints; runs, breaks, steps, journal,
-  memories; the batch queue);
-- :mod:`.sqlite` / :mod:`.sqlitedb`: :class:`SqliteCheckpointer`, on one SQLite file;
-- :mod:`.postgres` / :mod:`.postgresdb`: :class:`PostgresCheckpointer`, on PostgreSQL.
+- :mod:`.database`: :class:`Database`, one connection and one store per job
+  (``db.checkpointer``, ``db.runs``, ``db.events``, ``db.journal``,
+  ``db.memories``, ``db.queue``);
+- :mod:`.base`: the storage logic every backend shares (change-only values,
+  append chains);
+- :mod:`.sql`, :mod:`.records`, :mod:`.queue`: the checkpointer, the runs and
+  breaks, and the batch queue in SQL, written once for both databases;
+- :mod:`.sqlite` / :mod:`.sqlitedb` and :mod:`.postgres` / :mod:`.postgresdb`:
+  the dialect and connection of each backend, and how each is opened safely.
 
-Open one with :func:`open_saver` (a path or a ``postgresql://`` URL), or
-``SqliteCheckpointer.open("reinloop.db")``, and pass it to
-``build_graph(..., checkpointer=...)``.
+Open a database with :func:`open_database` (a path, ``":memory:"`` or a
+``postgresql://`` URL) and pass ``db.checkpointer`` to
+``build_graph(..., checkpointer=...)``; or open just a checkpointer with
+:func:`open_saver` / ``SqliteCheckpointer.open("reinloop.db")``, whose
+``.db`` is its database.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+import sqlite3
+from typing import Any
 
-from .base import BreakRecord, ReinloopSaver, RunRecord
-from .postgres import PostgresCheckpointer, is_postgres_url
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from ..errors import ConfigurationError
+from .base import BreakRecord, RunRecord
+from .database import Database
+from .postgres import PostgresCheckpointer, is_postgres_url, open_postgres
+from .queue import TaskQueue
+from .records import RunStore
 from .schema import MIGRATIONS, Migration
-from .sqlite import SqliteCheckpointer
+from .sql import SqlCheckpointer
+from .sqlite import SqliteCheckpointer, open_sqlite, sqlite_database
 from .sqlitedb import DEFAULT_TIMEOUT
 
 
-def open_saver(
-    db: str | Path, *, read_only: bool = False, create: bool = True, timeout: float = DEFAULT_TIMEOUT
-) -> ReinloopSaver:
-    """Open the run database ``db``: a ``postgresql://`` URL, else a SQLite file path (or ``":memory:"``)."""
+def open_database(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    read_only: bool = False,
+    create: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    serde: SerializerProtocol | None = None,
+) -> Database:
+    """Open the run database ``db``: a ``postgresql://`` URL, else a SQLite file path (``None``: in memory)."""
     if is_postgres_url(db):
-        return PostgresCheckpointer.open(str(db), read_only=read_only, create=create, timeout=timeout)
-    return SqliteCheckpointer.open(db, read_only=read_only, create=create, timeout=timeout)
+        return open_postgres(str(db), read_only=read_only, create=create, timeout=timeout, serde=serde)
+    return open_sqlite(":memory:" if db is None else db, read_only=read_only, create=create, timeout=timeout, serde=serde)
+
+
+def open_saver(
+    db: str | os.PathLike[str], *, read_only: bool = False, create: bool = True, timeout: float = DEFAULT_TIMEOUT,
+    serde: SerializerProtocol | None = None,
+) -> SqlCheckpointer:
+    """The checkpointer of the run database ``db`` (see :func:`open_database`); closing it closes the database."""
+    return open_database(db, read_only=read_only, create=create, timeout=timeout, serde=serde).checkpointer
+
+
+def database_for(target: Any) -> tuple[Database, bool]:
+    """The run database a store is given, and whether the store opened it (and so closes it).
+
+    ``target`` is a :class:`Database`, a checkpointer of one, ``None`` (a new
+    in-memory database), a SQLite path or ``postgresql://`` URL, or an open
+    ``sqlite_utils.Database`` / ``sqlite3.Connection`` (its tables are
+    migrated; it stays open when the store closes).
+    """
+    if isinstance(target, Database):
+        return target, False
+    if isinstance(target, SqlCheckpointer):
+        return target.db, False
+    if target is None or isinstance(target, (str, os.PathLike)):
+        return open_database(target), True
+    conn = getattr(target, "conn", target)  # a sqlite_utils.Database holds its connection as .conn
+    if isinstance(conn, sqlite3.Connection):
+        location = conn.execute("PRAGMA database_list").fetchone()[2] or ":memory:"
+        return sqlite_database(conn, location=location, owned=False), True
+    raise ConfigurationError(
+        f"a store needs a run database: a Database, a SQLite path, a postgresql:// URL, a sqlite_utils.Database "
+        f"or None (in memory); got {type(target).__name__}"
+    )
 
 
 __all__ = [
     "DEFAULT_TIMEOUT",
     "MIGRATIONS",
     "BreakRecord",
+    "Database",
     "Migration",
     "PostgresCheckpointer",
-    "ReinloopSaver",
     "RunRecord",
+    "RunStore",
+    "SqlCheckpointer",
     "SqliteCheckpointer",
+    "TaskQueue",
+    "database_for",
     "is_postgres_url",
+    "open_database",
     "open_saver",
 ]

@@ -1,15 +1,16 @@
-"""The contract of a reinloop storage backend, and the logic every backend shares.
+"""The storage logic every backend shares: how checkpoints are laid out, and the run-row helpers.
 
-A backend is a LangGraph ``BaseCheckpointSaver`` (checkpoints, channel values,
-pending writes: everything ``graph.invoke`` / ``get_state`` / resume need)
-plus reinloop's own tables from :mod:`reinloop.checkpoints.schema`: ``runs``
-(settings and status of each thread), ``breaks`` (every circuit break that
-paused a run), ``steps`` (the run log), ``tool_journal`` (side effects),
-``memories`` and ``tasks`` (the batch queue). :class:`ReinloopSaver` names
-what a backend must provide; :mod:`reinloop.checkpoints.sql` implements it
-once in SQL, and :class:`~reinloop.checkpoints.sqlite.SqliteCheckpointer`
-and :class:`~reinloop.checkpoints.postgres.PostgresCheckpointer` put that
-on a SQLite file and a PostgreSQL database.
+A run database (:class:`~reinloop.checkpoints.database.Database`) hands out
+one store per job over one connection: the checkpointer
+(:class:`~reinloop.checkpoints.sql.SqlCheckpointer`, LangGraph's
+``BaseCheckpointSaver`` contract and nothing else), ``runs`` and ``breaks``
+(:class:`~reinloop.checkpoints.records.RunStore`), node events
+(:class:`~reinloop.runlog.RunLog`), the tool journal
+(:class:`~reinloop.tools.journal.ToolJournal`), memories
+(:class:`~reinloop.memory.store.MemoryStore`) and the batch queue
+(:class:`~reinloop.checkpoints.queue.TaskQueue`). SQLite and PostgreSQL
+differ only in their :class:`~reinloop.checkpoints.sql.Dialect` and
+connection.
 
 Storage grows linearly with the steps of a run because nothing is written
 twice:
@@ -31,7 +32,8 @@ Datasette can read a run without Python; anything else (LangGraph's own
 objects, exceptions, ``Send``) goes through the saver's serde. A custom serde
 (e.g. an encrypting one) is used for every value.
 
-The helpers here are pure functions over plain data, shared by every backend.
+The helpers here are pure functions over plain data, shared by every backend, and
+:class:`ThreadedSaver`, whose async methods run the sync ones in a worker thread.
 """
 
 from __future__ import annotations
@@ -39,7 +41,6 @@ from __future__ import annotations
 import asyncio
 import math
 import random
-from abc import abstractmethod
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
@@ -261,132 +262,15 @@ class BreakRecord:
 
 
 RUN_SETTINGS = ("model", "base_url", "protocol", "tools", "limits", "system_prompt", "options", "spec")
-"""What :meth:`ReinloopSaver.record_settings` stores: how to rebuild the run's graph."""
+"""What :meth:`~reinloop.checkpoints.records.RunStore.record_settings` stores: how to rebuild the run's graph."""
 
 
-class ReinloopSaver(BaseCheckpointSaver[str]):
-    """What a reinloop backend provides: a LangGraph saver plus the ``runs`` and ``breaks`` tables.
-
-    The async methods run the sync ones in a worker thread.
-    """
-
-    location: str
-    """Where the data lives (a file path, a DSN without password), for messages."""
+class ThreadedSaver(BaseCheckpointSaver[str]):
+    """A LangGraph saver whose async methods run its sync ones in a worker thread."""
 
     def get_next_version(self, current: str | None, channel: None = None) -> str:  # type: ignore[override]
         """See :func:`next_version`."""
         return next_version(current)
-
-    @abstractmethod
-    def record_settings(self, thread_id: str, settings: Mapping[str, Any]) -> None:
-        """Store how a run was started (keys of :data:`RUN_SETTINGS`; never an API key)."""
-
-    @abstractmethod
-    def get_run(self, thread_id: str) -> RunRecord | None:
-        """The ``runs`` row of a thread, or None."""
-
-    @abstractmethod
-    def list_runs(self, *, status: str | None = None) -> list[RunRecord]:
-        """Every run, most recently updated first, optionally only those with ``status``."""
-
-    @abstractmethod
-    def list_breaks(self, thread_id: str) -> list[BreakRecord]:
-        """The circuit breaks of a thread, oldest first."""
-
-    @abstractmethod
-    def stale_threads(self, older_than_days: float | None) -> list[str]:
-        """Threads not updated for ``older_than_days`` days (all threads for None)."""
-
-    @abstractmethod
-    def count_checkpoints(self, thread_id: str | None = None) -> int:
-        """How many checkpoints are stored (for one thread, or all)."""
-
-    @abstractmethod
-    def compact(self) -> None:
-        """Give the space of deleted rows back (SQLite: ``VACUUM``)."""
-
-    @abstractmethod
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
-        """The rows of one read-only SQL statement, as dicts."""
-
-    @abstractmethod
-    def storage_bytes(self) -> int | None:
-        """The space the run database takes (SQLite: the file and its WAL), if known."""
-
-    # -- the seam of the run log, the side-effect journal and the memory store --------------------
-    # (reinloop.runlog.RunLog, reinloop.tools.ToolJournal and reinloop.memory.MemoryStore take a saver)
-
-    @abstractmethod
-    def append_step(self, row: Mapping[str, Any]) -> None:
-        """Append one ``steps`` row."""
-
-    @abstractmethod
-    def read_steps(self, thread_id: str) -> list[dict[str, Any]]:
-        """The ``steps`` rows of a thread, oldest first."""
-
-    @abstractmethod
-    def journal_begin(self, row: Mapping[str, Any]) -> None:
-        """Record a side-effecting call's intent, committed before this returns."""
-
-    @abstractmethod
-    def journal_finish(self, key: Mapping[str, Any], result: Mapping[str, Any]) -> None:
-        """Record a journaled call's result."""
-
-    @abstractmethod
-    def journal_get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The journal row with this key, or None."""
-
-    @abstractmethod
-    def journal_rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """Every journal row (of one thread), oldest first."""
-
-    @abstractmethod
-    def memory_add(self, row: Mapping[str, Any]) -> int:
-        """Store a memory row (replacing one of the same folded steps); its id."""
-
-    @abstractmethod
-    def memory_count(self, scope: str | None = None) -> int:
-        """Memories in ``scope`` (all when None)."""
-
-    @abstractmethod
-    def memory_rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
-        """Memory rows of a scope (and embedding model), oldest first."""
-
-    # -- the batch queue (reinloop.batches) ---------------------------------------------------------
-
-    @abstractmethod
-    def enqueue(self, batch: str, tasks: Sequence[Mapping[str, Any]]) -> int:
-        """Add a batch's tasks once; how many were new."""
-
-    @abstractmethod
-    def claim(self, batch: str, worker: str, lease: float) -> dict[str, Any] | None:
-        """Take the next claimable task of ``batch`` for ``lease`` seconds, or None."""
-
-    @abstractmethod
-    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> set[str]:
-        """Extend ``worker``'s leases; the tasks it still holds."""
-
-    @abstractmethod
-    def finish(self, thread_id: str, worker: str, result: Mapping[str, Any]) -> bool:
-        """Record how a task ended; False if ``worker`` no longer held it."""
-
-    @abstractmethod
-    def batch_counts(self, batch: str) -> dict[str, int]:
-        """Tasks of ``batch`` per status."""
-
-    @abstractmethod
-    def batch_tasks(self, batch: str) -> list[dict[str, Any]]:
-        """Every task row of ``batch``, in file order."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release the connection."""
-
-    def __enter__(self) -> ReinloopSaver:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     # -- async: the sync methods in a worker thread ---------------------------------------
 

@@ -3,7 +3,7 @@
 A 20 MB ``write_file`` argument reaches the run database through many doors:
 the model's reply, the parsed calls (rewritten by parse, validate and
 execute), the scratchpad, LangGraph's pending writes of each of those, the
-``steps`` table and the side-effect journal. Stored whole at every door it
+``node_events`` table and the side-effect journal. Stored whole at every door it
 took 300 MB. Here it is stored once:
 
 - in channel values and pending writes, every string of at least
@@ -13,7 +13,7 @@ took 300 MB. Here it is stored once:
   text costs a reference, not the text. Such a value is stored with
   ``type = 'json-refs'``; reading it puts the texts back, so LangGraph and the
   loop always see whole values;
-- the ``steps`` table and the journal's ``args`` keep a :func:`preview`: the
+- the ``node_events`` table and the journal's ``args`` keep a :func:`preview`: the
   first :data:`PREVIEW_CHARS` characters, the length and the same sha256,
   so ``SELECT value FROM blobs WHERE hash = ...`` finds the whole text;
 - the journal's observation (replayed after a crash, so needed whole) goes
@@ -38,7 +38,7 @@ BLOB_MIN_CHARS = 1024
 """Strings at least this long (in characters) are stored once, in ``blobs``."""
 
 PREVIEW_CHARS = 400
-"""Characters of a long string kept in the ``steps`` table and the journal's ``args``."""
+"""Characters of a long string kept in the ``node_events`` table and the journal's ``args``."""
 
 REF = "\x00blob:"
 """How a reference to a blob starts, inside a ``json-refs`` value; a sha256 in hex follows."""

@@ -1,6 +1,6 @@
-"""``PostgresCheckpointer``: reinloop's storage backend on a PostgreSQL database, through psycopg 3.
+"""PostgreSQL: the dialect and the connection of a run database on PostgreSQL, through psycopg 3.
 
-The same statements as the SQLite backend (:mod:`reinloop.checkpoints.sql`),
+The same statements as the SQLite backend (:mod:`reinloop.checkpoints.sql` and the stores),
 the same tables from the same specs (:mod:`reinloop.checkpoints.schema`,
 turned into PostgreSQL DDL by :mod:`reinloop.checkpoints.postgresdb`), and so
 the same semantics: each change stored once, the scratchpad as appended
@@ -18,7 +18,7 @@ no hook to update reinloop's ``runs`` and ``breaks`` in the checkpoint's
 transaction.
 
 One connection (autocommit, with explicit transactions) is shared by the
-threads LangGraph writes from, behind a lock. Reads run in a ``REPEATABLE
+stores and the threads LangGraph writes from, behind a lock. Reads run in a ``REPEATABLE
 READ`` read-only transaction, so a checkpoint, its values and its writes come
 from one snapshot; writes wait at most ``timeout`` seconds for a row lock
 (``lock_timeout``).
@@ -27,6 +27,7 @@ from one snapshot; writes wait at most ``timeout`` seconds for a row lock
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -34,12 +35,13 @@ from typing import Any
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import StorageError
+from .database import Database
 from .postgresdb import is_postgres_url, migrate, pg_sql, psycopg_module, safe_location, storage_errors
 from .schema import tables
 from .sql import Dialect, SqlCheckpointer
 from .sqlitedb import DEFAULT_TIMEOUT
 
-__all__ = ["POSTGRES", "PostgresCheckpointer", "is_postgres_url"]
+__all__ = ["POSTGRES", "PostgresCheckpointer", "PostgresConnection", "is_postgres_url", "open_postgres"]
 
 
 def metadata_filter(key: str, value: Any) -> tuple[str, list[Any]]:
@@ -53,6 +55,7 @@ POSTGRES = Dialect(
     now="extract(epoch from clock_timestamp())::float8",
     claim_lock=" FOR UPDATE SKIP LOCKED",
     returning=" RETURNING id",
+    value=lambda data: data.encode() if isinstance(data, str) else data,
 )
 
 
@@ -105,65 +108,16 @@ class PgTx:
             cursor.executemany(pg_sql(sql), [[clean(v) for v in row] for row in rows])
 
 
-class PostgresCheckpointer(SqlCheckpointer):
-    """A LangGraph checkpointer on PostgreSQL with the SQLite backend's layout and semantics.
+class PostgresConnection:
+    """One psycopg connection (autocommit, explicit transactions in pipeline mode) behind one lock."""
 
-    Create it with :meth:`open` and a ``postgresql://`` URL.
-    """
-
-    dialect = POSTGRES
-
-    def __init__(
-        self,
-        conn: Any,
-        *,
-        url: str,
-        serde: SerializerProtocol | None = None,
-        read_only: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-        create: bool = True,
-    ) -> None:
-        super().__init__(serde=serde, location=safe_location(url), read_only=read_only)
-        self.conn = conn
+    def __init__(self, conn: Any, *, url: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.raw = conn
         self.url = url
+        self.location = safe_location(url)
         self.timeout = timeout
+        self.lock = threading.RLock()
         self._idle = psycopg_module().pq.TransactionStatus.IDLE
-        with self.lock, storage_errors(url):
-            conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
-            migrate(conn, self.location, read_only=read_only, create=create)
-
-    @classmethod
-    def open(
-        cls,
-        url: str,
-        *,
-        read_only: bool = False,
-        create: bool = True,
-        timeout: float = DEFAULT_TIMEOUT,
-        serde: SerializerProtocol | None = None,
-    ) -> PostgresCheckpointer:
-        """Connect to the database at ``url`` (``postgresql://user:password@host:port/dbname``) and migrate it.
-
-        ``create=False`` refuses a database without reinloop's tables;
-        ``read_only=True`` never writes. Raises
-        :class:`~reinloop.errors.StorageError` with one line for a server that
-        cannot be reached, a refused login, or a database reinloop cannot use.
-        """
-        psycopg = psycopg_module()
-        if not is_postgres_url(url):
-            raise StorageError(f"{url!r} is not a PostgreSQL URL; use postgresql://user:password@host:port/dbname")
-        with storage_errors(url):
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, min(int(timeout), 30)))
-        try:
-            return cls(conn, url=url, serde=serde, read_only=read_only, timeout=timeout, create=create)
-        except BaseException:
-            conn.close()
-            raise
-
-    def close(self) -> None:
-        """Close the connection."""
-        with self.lock:
-            self.conn.close()
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PgTx]:
@@ -171,39 +125,81 @@ class PostgresCheckpointer(SqlCheckpointer):
         # whose results nobody reads costs one round trip to the server instead of one per statement.
         with self.lock, storage_errors(self.url):
             try:
-                with self.conn.pipeline() as pipeline:
-                    self.conn.execute(begin)
-                    yield PgTx(self.conn, pipeline)
-                    self.conn.execute("COMMIT")
+                with self.raw.pipeline() as pipeline:
+                    self.raw.execute(begin)
+                    yield PgTx(self.raw, pipeline)
+                    self.raw.execute("COMMIT")
             except BaseException:
-                if not self.conn.closed and self.conn.info.transaction_status != self._idle:
-                    self.conn.execute("ROLLBACK")
+                if not self.raw.closed and self.raw.info.transaction_status != self._idle:
+                    self.raw.execute("ROLLBACK")
                 raise
 
-    def _read(self) -> Any:
+    def read(self) -> Any:
+        """A ``REPEATABLE READ`` read-only transaction: one snapshot."""
         return self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
 
-    def _write(self) -> Any:
-        self._refuse_read_only()
+    def write(self) -> Any:
+        """A write transaction."""
         return self._transaction("BEGIN")
-
-    def _blob(self, data: str | bytes | None) -> Any:
-        return data.encode() if isinstance(data, str) else data
 
     def compact(self) -> None:
         """``VACUUM FULL`` reinloop's tables, giving their free space back (it locks each table while it runs)."""
-        if self.read_only:
-            raise StorageError(f"{self.location} was opened read-only; it cannot be compacted")
         with self.lock, storage_errors(self.url):
             for spec in tables():
-                self.conn.execute(f"VACUUM FULL {spec.name}")
+                self.raw.execute(f"VACUUM FULL {spec.name}")
 
     def storage_bytes(self) -> int | None:
         """The bytes reinloop's tables take, indexes and TOAST included."""
-        with self._read() as tx:
+        with self.read() as tx:
             row = tx.execute(
                 "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
                 "WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname = ANY(?)",
                 ([spec.name for spec in tables()],),
             ).fetchone()
         return int(row[0] or 0)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            self.raw.close()
+
+
+def open_postgres(
+    url: str,
+    *,
+    read_only: bool = False,
+    create: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    serde: SerializerProtocol | None = None,
+) -> Database:
+    """Connect to the run database at ``url`` (``postgresql://user:password@host:port/dbname``) and migrate it.
+
+    ``create=False`` refuses a database without reinloop's tables;
+    ``read_only=True`` never writes. Raises
+    :class:`~reinloop.errors.StorageError` with one line for a server that
+    cannot be reached, a refused login, or a database reinloop cannot use.
+    """
+    psycopg = psycopg_module()
+    if not is_postgres_url(url):
+        raise StorageError(f"{url!r} is not a PostgreSQL URL; use postgresql://user:password@host:port/dbname")
+    with storage_errors(url):
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, min(int(timeout), 30)))
+    try:
+        connection = PostgresConnection(conn, url=url, timeout=timeout)
+        with connection.lock, storage_errors(url):
+            conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
+            migrate(conn, connection.location, read_only=read_only, create=create)
+        return Database(connection, POSTGRES, read_only=read_only, serde=serde, saver=PostgresCheckpointer)
+    except BaseException:
+        conn.close()
+        raise
+
+
+class PostgresCheckpointer(SqlCheckpointer):
+    """LangGraph's checkpointer on a PostgreSQL run database: ``PostgresCheckpointer.open("postgresql://...")``.
+
+    The same code as SQLite's (:class:`~reinloop.checkpoints.sql.SqlCheckpointer`);
+    ``checkpointer.db`` is its :class:`~reinloop.checkpoints.database.Database`.
+    """
+
+    opener = staticmethod(open_postgres)

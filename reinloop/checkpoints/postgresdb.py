@@ -34,12 +34,14 @@ from ..errors import ConfigurationError, StorageError
 from ..redact import redact_url, scrub
 from .base import now_iso
 from .schema import (
+    MIGRATIONS,
     MIGRATIONS_SPEC,
     MIGRATIONS_TABLE,
     Table,
     latest_version,
     missing_migrations,
     refuse_newer_schema,
+    table,
     tables,
 )
 
@@ -136,8 +138,22 @@ def table_ddl(spec: Table) -> list[str]:
     columns = [column_ddl(spec, c.name) for c in spec.columns]
     statements = [f"CREATE TABLE IF NOT EXISTS {spec.name} ({', '.join(columns)}, PRIMARY KEY ({', '.join(spec.pk)}))"]
     for cols, unique in [*((c, False) for c in spec.indexes), *((c, True) for c in spec.unique)]:
-        statements.append(f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS idx_{spec.name}_{'_'.join(cols)} "
+        statements.append(f"CREATE {'UNIQUE ' if unique else ''}INDEX IF NOT EXISTS {index_name(spec.name, cols)} "
                           f"ON {spec.name} ({', '.join(cols)})")
+    return statements
+
+
+def index_name(name: str, columns: tuple[str, ...]) -> str:
+    """The name reinloop gives an index of table ``name`` on ``columns``."""
+    return f"idx_{name}_{'_'.join(columns)}"
+
+
+def rename_statements(old: str, new: str) -> list[str]:
+    """``ALTER TABLE ... RENAME`` and the renames of its indexes (they are named after their table)."""
+    spec = table(new)
+    statements = [f"ALTER TABLE IF EXISTS {old} RENAME TO {new}"]
+    for cols in (*spec.indexes, *spec.unique):
+        statements.append(f"ALTER INDEX IF EXISTS {index_name(old, cols)} RENAME TO {index_name(new, cols)}")
     return statements
 
 
@@ -177,7 +193,8 @@ def check_schema(conn: Any, location: str, *, create: bool) -> set[int]:
     applied = applied_versions(conn)
     refuse_newer_schema(applied, location)
     if not applied:
-        clash = sorted(names & ({t.name for t in tables()} | {MIGRATIONS_TABLE}))
+        ours = {t.name for t in tables()} | {t.name for m in MIGRATIONS for t in m.tables} | {MIGRATIONS_TABLE}
+        clash = sorted(names & ours)
         if clash:
             raise foreign_tables(location, clash)
         if not create:
@@ -205,6 +222,9 @@ def migrate(conn: Any, location: str, *, read_only: bool = False, create: bool =
                     conn.execute(statement)
             for name, column in migration.columns:
                 conn.execute(f"ALTER TABLE {name} ADD COLUMN IF NOT EXISTS {column.name} {PG_TYPES[column.type]}")
+            for old, new in migration.renames:
+                for statement in rename_statements(old, new):
+                    conn.execute(statement)
             conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (%s, %s, %s)",
                          (migration.version, migration.name, now_iso()))
     return latest_version()

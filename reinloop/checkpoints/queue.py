@@ -22,11 +22,14 @@ cannot overwrite the outcome of the one that took over.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from .base import dumps_json, now_iso
 from .records import json_value
+
+if TYPE_CHECKING:
+    from .database import Database
 
 CHUNK = 500
 """Task ids per ``IN (...)`` list when a batch is enqueued."""
@@ -35,13 +38,10 @@ CLAIMABLE = "batch = ? AND (status = 'queued' OR (status = 'running' AND lease_u
 
 
 class TaskQueue:
-    """The ``tasks`` table of a SQL run database: enqueue, claim, renew, finish."""
+    """The ``tasks`` table of a run database: enqueue, claim, renew, finish."""
 
-    dialect: Any
-    location: str
-    _read: Any
-    _write: Any
-    query: Any
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
     def enqueue(self, batch: str, tasks: Sequence[Mapping[str, Any]]) -> int:
         """Add a batch's tasks (``thread_id``, ``line``, ``task``, ``spec``) once; how many were new.
@@ -51,7 +51,7 @@ class TaskQueue:
         refused before anything is written.
         """
         ids = [str(t["thread_id"]) for t in tasks]
-        with self._write() as tx:
+        with self.db.write() as tx:
             for start in range(0, len(ids), CHUNK):
                 chunk = ids[start : start + CHUNK]
                 taken = tx.execute(
@@ -61,7 +61,7 @@ class TaskQueue:
                 if taken:
                     thread, other = taken[0]
                     raise ConfigurationError(
-                        f"thread id {thread!r} is already a task of batch {other!r} in {self.location}; give the task "
+                        f"thread id {thread!r} is already a task of batch {other!r} in {self.db.location}; give the task "
                         "another thread_id, or leave thread_id out to get one per batch and line"
                     )
             before = tx.execute("SELECT count(*) FROM tasks WHERE batch = ?", (batch,)).fetchone()[0]
@@ -75,13 +75,13 @@ class TaskQueue:
             after = tx.execute("SELECT count(*) FROM tasks WHERE batch = ?", (batch,)).fetchone()[0]
         return int(after - before)
 
-    def claim(self, batch: str, worker: str, lease: float) -> dict[str, Any] | None:
+    def claim(self, batch: str, worker_id: str, lease: float) -> dict[str, Any] | None:
         """Take the next queued task of ``batch`` (or one whose lease ran out) for ``lease`` seconds; None if none."""
-        now = self.dialect.now
-        with self._write() as tx:
+        now = self.db.dialect.now
+        with self.db.write() as tx:
             row = tx.execute(
                 f"SELECT thread_id, line, task, spec, attempts FROM tasks WHERE {CLAIMABLE.format(now=now)} "
-                f"ORDER BY line LIMIT 1{self.dialect.claim_lock}",
+                f"ORDER BY line LIMIT 1{self.db.dialect.claim_lock}",
                 (batch,),
             ).fetchone()
             if row is None:
@@ -89,43 +89,43 @@ class TaskQueue:
             tx.execute(
                 f"UPDATE tasks SET status = 'running', worker = ?, attempts = attempts + 1, "
                 f"lease_until = {now} + ?, claimed_at = {now} WHERE thread_id = ?",
-                (worker, float(lease), row[0]),
+                (worker_id, float(lease), row[0]),
             )
         thread_id, line, task, spec, attempts = row
         return {"thread_id": thread_id, "line": line, "task": task, "spec": json_value(spec, {}), "attempts": attempts + 1}
 
-    def renew(self, worker: str, lease: float, thread_ids: Iterable[str]) -> set[str]:
-        """Extend the leases ``worker`` holds on ``thread_ids``; the ones it still holds (the others were taken over)."""
+    def renew(self, worker_id: str, lease: float, thread_ids: Iterable[str]) -> set[str]:
+        """Extend the leases ``worker_id`` holds on ``thread_ids``; the ones it still holds (others were taken over)."""
         ids = list(thread_ids)
         if not ids:
             return set()
-        with self._write() as tx:
+        with self.db.write() as tx:
             rows = tx.execute(
-                f"UPDATE tasks SET lease_until = {self.dialect.now} + ? WHERE worker = ? AND status = 'running' "
+                f"UPDATE tasks SET lease_until = {self.db.dialect.now} + ? WHERE worker = ? AND status = 'running' "
                 f"AND thread_id IN ({', '.join('?' * len(ids))}) RETURNING thread_id",
-                (float(lease), worker, *ids),
+                (float(lease), worker_id, *ids),
             ).fetchall()
             return {r[0] for r in rows}
 
-    def finish(self, thread_id: str, worker: str, result: Mapping[str, Any]) -> bool:
+    def finish(self, thread_id: str, worker_id: str, result: Mapping[str, Any]) -> bool:
         """Record how a task ended (``status`` done/broken/error, ``answer``, ``tokens`` ...); False if it was lost."""
         sets = ", ".join(f"{k} = ?" for k in result)
-        with self._write() as tx:
+        with self.db.write() as tx:
             cursor = tx.execute(
-                f"UPDATE tasks SET {sets}, finished_at = {self.dialect.now}, lease_until = NULL "
+                f"UPDATE tasks SET {sets}, finished_at = {self.db.dialect.now}, lease_until = NULL "
                 "WHERE thread_id = ? AND worker = ? AND status = 'running'",
-                (*result.values(), thread_id, worker),
+                (*result.values(), thread_id, worker_id),
             )
             return cursor.rowcount == 1
 
-    def batch_counts(self, batch: str) -> dict[str, int]:
+    def counts(self, batch: str) -> dict[str, int]:
         """How many tasks of ``batch`` are queued, running, done, broken or error."""
-        rows = self.query("SELECT status, count(*) AS n FROM tasks WHERE batch = ? GROUP BY status", (batch,))
+        rows = self.db.query("SELECT status, count(*) AS n FROM tasks WHERE batch = ? GROUP BY status", (batch,))
         return {r["status"]: int(r["n"]) for r in rows}
 
-    def batch_tasks(self, batch: str) -> list[dict[str, Any]]:
+    def tasks(self, batch: str) -> list[dict[str, Any]]:
         """Every task row of ``batch``, in file order."""
-        rows = self.query("SELECT * FROM tasks WHERE batch = ? ORDER BY line", (batch,))
+        rows = self.db.query("SELECT * FROM tasks WHERE batch = ? ORDER BY line", (batch,))
         for r in rows:
             r["spec"] = json_value(r["spec"], {})
         return rows

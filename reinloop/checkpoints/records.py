@@ -1,17 +1,13 @@
-"""reinloop's own tables, the same on every SQL backend: runs, breaks, steps, tool journal, memories.
+"""``RunStore``: the ``runs`` and ``breaks`` tables, the same SQL on every backend.
 
-:class:`RecordTables` is mixed into
-:class:`~reinloop.checkpoints.sql.SqlCheckpointer`, which calls it from
-``put`` (a reinloop state is mirrored into its ``runs`` row in the same
-transaction as the checkpoint) and ``put_writes`` (an interrupt that reports a
-circuit break becomes a ``breaks`` row; the operator's answer resolves it).
-
-The rest is the seam through which :class:`~reinloop.runlog.RunLog` (the
-``steps`` table), :class:`~reinloop.tools.ToolJournal` (``tool_journal``) and
-:class:`~reinloop.memory.MemoryStore` (``memories``) write to whatever
-database the run uses: each takes a saver and calls ``append_step``,
-``journal_*`` and ``memory_*``. Rows go in and come out as plain dicts; JSON
-columns go in as JSON text and come out decoded.
+``runs`` holds one row per thread: how the run was started
+(:meth:`RunStore.record_settings`) and where it stands, mirrored from its
+latest checkpoint by :meth:`RunStore.mirror`, which the checkpointer calls in
+the checkpoint's own transaction. ``breaks`` holds one row per circuit break
+that paused a run: an interrupt that reports one becomes a row
+(:meth:`RunStore.record_breaks`, called from ``put_writes``), and the
+operator's answer resolves it. Rows come out as :class:`RunRecord` and
+:class:`BreakRecord`.
 """
 
 from __future__ import annotations
@@ -19,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..redact import redact_urls
@@ -33,33 +29,20 @@ from .base import (
     resume_value,
     run_summary,
 )
-from .blobs import BLOB_MIN_CHARS, digest, preview
-from .schema import table
 
-JOURNAL_KEY = ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")
-MEMORY_KEY = ("scope", "thread_id", "run", "first_step", "last_step")
-
-
-def insert_sql(name: str, columns: Sequence[str]) -> str:
-    """``INSERT INTO name (columns) VALUES (?, ...)``."""
-    return f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+if TYPE_CHECKING:
+    from .database import Database
+    from .sql import Tx
 
 
-class RecordTables:
-    """The ``runs``, ``breaks``, ``steps``, ``tool_journal`` and ``memories`` tables of a SQL run database."""
+class RunStore:
+    """The ``runs`` and ``breaks`` tables of a run database: what each run is, where it stands, where it broke."""
 
-    location: str
-    read_only: bool
-    dialect: Any
-    _read: Any
-    _write: Any
-    _store_blobs: Any
-    _texts: Any
+    def __init__(self, db: Database) -> None:
+        self.db = db
 
-    # -- runs and breaks -----------------------------------------------------------------------
-
-    def _project(self, tx: Any, thread_id: str, checkpoint_id: str, values: Mapping[str, Any]) -> None:
-        """Mirror a reinloop state into its ``runs`` row."""
+    def mirror(self, tx: Tx, thread_id: str, checkpoint_id: str, values: Mapping[str, Any]) -> None:
+        """Mirror a reinloop state into its ``runs`` row, in the checkpoint's transaction ``tx``."""
         summary = run_summary(values)
         if summary is None:
             return
@@ -72,7 +55,8 @@ class RecordTables:
             (thread_id, columns["updated_at"], *columns.values()),
         )
 
-    def _record_breaks(self, tx: Any, key: tuple[str, str, str], writes: Sequence[tuple[str, Any]]) -> None:
+    def record_breaks(self, tx: Tx, key: tuple[str, str, str], writes: Sequence[tuple[str, Any]]) -> None:
+        """A ``breaks`` row for each circuit break among a task's ``writes``; the operator's answer resolves it."""
         for interrupt_id, payload in break_interrupts(writes):
             tx.execute(
                 "INSERT INTO breaks (thread_id, checkpoint_ns, checkpoint_id, interrupt_id, reason, message, "
@@ -102,26 +86,26 @@ class RecordTables:
         now = now_iso()
         names = ", ".join(columns)
         updates = ", ".join(f"{k} = excluded.{k}" for k in [*columns, "updated_at"])
-        with self._write() as tx:
+        with self.db.write() as tx:
             tx.execute(
                 f"INSERT INTO runs (thread_id, created_at, updated_at{', ' if columns else ''}{names}) "
                 f"VALUES (?, ?, ?{', ?' * len(columns)}) ON CONFLICT (thread_id) DO UPDATE SET {updates}",
                 (str(thread_id), now, now, *columns.values()),
             )
 
-    def get_run(self, thread_id: str) -> RunRecord | None:
+    def get(self, thread_id: str) -> RunRecord | None:
         """The ``runs`` row of a thread, or None."""
-        rows = self.query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
+        rows = self.db.query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
         return run_record(rows[0]) if rows else None
 
-    def list_runs(self, *, status: str | None = None) -> list[RunRecord]:
+    def list(self, *, status: str | None = None) -> list[RunRecord]:
         """Every run, most recently updated first, optionally only those with ``status``."""
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())
-        return [run_record(r) for r in self.query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)]
+        return [run_record(r) for r in self.db.query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)]
 
-    def list_breaks(self, thread_id: str) -> list[BreakRecord]:
+    def breaks(self, thread_id: str) -> list[BreakRecord]:
         """The circuit breaks of a thread, oldest first."""
-        rows = self.query("SELECT * FROM breaks WHERE thread_id = ? ORDER BY id", (str(thread_id),))
+        rows = self.db.query("SELECT * FROM breaks WHERE thread_id = ? ORDER BY id", (str(thread_id),))
         return [break_record(r) for r in rows]
 
     def stale_threads(self, older_than_days: float | None) -> list[str]:
@@ -132,119 +116,7 @@ class RecordTables:
             cutoff = datetime.now(timezone.utc) - timedelta(days=float(older_than_days))
             sql += " WHERE r.updated_at IS NULL OR r.updated_at < ?"
             params = (cutoff.isoformat(timespec="milliseconds"),)
-        return [r["thread_id"] for r in self.query(sql + " ORDER BY c.thread_id", params)]
-
-    def count_checkpoints(self, thread_id: str | None = None) -> int:
-        """How many checkpoints are stored (for one thread, or all)."""
-        where, params = ("WHERE thread_id = ?", (str(thread_id),)) if thread_id is not None else ("", ())
-        return int(self.query(f"SELECT count(*) AS n FROM checkpoints {where}", params)[0]["n"])
-
-    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
-        """The rows of one read-only statement (``?`` or ``:name`` parameters on both backends), as dicts."""
-        with self._read() as tx:
-            cursor = tx.execute(sql, params)
-            rows = cursor.fetchall()  # first: in PostgreSQL's pipeline mode the description comes with the rows
-            names = [d[0] for d in cursor.description]
-            return [dict(zip(names, row)) for row in rows]
-
-    # -- steps: the run log's seam ------------------------------------------------------------
-
-    def append_step(self, row: Mapping[str, Any]) -> None:
-        """Append one ``steps`` row (:func:`reinloop.runlog.to_row` of an event)."""
-        with self._write() as tx:
-            tx.execute(insert_sql("steps", list(row)), tuple(row.values()))
-
-    def read_steps(self, thread_id: str) -> list[dict[str, Any]]:
-        """The ``steps`` rows of a thread, oldest first."""
-        return self.query("SELECT * FROM steps WHERE thread_id = ? ORDER BY id", (str(thread_id),))
-
-    # -- tool_journal: the side-effect journal's seam -----------------------------------------
-
-    def journal_begin(self, row: Mapping[str, Any]) -> None:
-        """Record a call's intent (its key, ``args`` and ``started_at``), committed before this returns."""
-        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in JOURNAL_KEY)
-        with self._write() as tx:
-            tx.execute(
-                insert_sql("tool_journal", list(row)) + f" ON CONFLICT ({', '.join(JOURNAL_KEY)}) DO UPDATE SET {updates}"
-                ", finished_at = NULL, observation = NULL, observation_hash = NULL, error = NULL",
-                tuple(row.values()),
-            )
-
-    def journal_finish(self, key: Mapping[str, Any], result: Mapping[str, Any]) -> None:
-        """Record the result (``finished_at``, ``observation``, ``error``) of a journaled call.
-
-        A long observation is stored once, in ``blobs``; the row keeps a preview and its hash.
-        """
-        result = dict(result)
-        text = result.get("observation")
-        blobs = {}
-        if isinstance(text, str) and len(text) >= BLOB_MIN_CHARS:
-            blobs[digest(text)] = text
-            result.update(observation=preview(text), observation_hash=digest(text))
-        sets = ", ".join(f"{c} = ?" for c in result)
-        with self._write() as tx:
-            self._store_blobs(tx, str(key["thread_id"]), blobs)
-            tx.execute(f"UPDATE tool_journal SET {sets} WHERE {_match(JOURNAL_KEY)}",
-                       (*result.values(), *(key[c] for c in JOURNAL_KEY)))
-
-    def journal_get(self, key: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The journal row with this key (its whole observation), or None."""
-        rows = self._journal(f"WHERE {_match(JOURNAL_KEY)}", tuple(key[c] for c in JOURNAL_KEY))
-        return rows[0] if rows else None
-
-    def journal_rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """Every journal row (of one thread), oldest first, with whole observations."""
-        where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
-        return self._journal(f"{where} ORDER BY started_at", params)
-
-    def _journal(self, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-        """Journal rows, each observation stored in ``blobs`` read back whole."""
-        with self._read() as tx:
-            cursor = tx.execute(f"SELECT * FROM tool_journal {where}", params)
-            rows = cursor.fetchall()
-            names = [d[0] for d in cursor.description]
-            found = [dict(zip(names, row)) for row in rows]
-            for row in found:
-                if row.get("observation_hash"):
-                    texts = self._texts(tx, row["thread_id"], {row["observation_hash"]}, None)
-                    row["observation"] = texts[row["observation_hash"]]
-        return found
-
-    # -- memories: the memory store's seam -----------------------------------------------------
-
-    def memory_add(self, row: Mapping[str, Any]) -> int:
-        """Store a memory row; a row with the same folded steps of the same run is replaced. Its id."""
-        with self._write() as tx:
-            found = None
-            if row.get("first_step"):
-                found = tx.execute(f"SELECT id FROM memories WHERE {_match(MEMORY_KEY)}",
-                                   tuple(row[c] for c in MEMORY_KEY)).fetchone()
-            if found is not None:
-                sets = ", ".join(f"{c} = ?" for c in row)
-                tx.execute(f"UPDATE memories SET {sets} WHERE id = ?", (*row.values(), found[0]))
-                return int(found[0])
-            cursor = tx.execute(insert_sql("memories", list(row)) + self.dialect.returning, tuple(row.values()))
-            return int(cursor.fetchone()[0] if self.dialect.returning else cursor.lastrowid)
-
-    def memory_count(self, scope: str | None = None) -> int:
-        """Memories in ``scope`` (all when None)."""
-        where, params = ("WHERE scope = ?", (scope,)) if scope is not None else ("", ())
-        return int(self.query(f"SELECT count(*) AS n FROM memories {where}", params)[0]["n"])
-
-    def memory_rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
-        """Memory rows, oldest first, of one scope (and embedding model); without embeddings unless ``vectors``."""
-        conditions = [(c, v) for c, v in (("scope", scope), ("model", model)) if v is not None]
-        where = ("WHERE " + " AND ".join(f"{c} = ?" for c, _ in conditions)) if conditions else ""
-        columns = "*" if vectors else ", ".join(c.name for c in table("memories").columns if c.name != "embedding")
-        rows = self.query(f"SELECT {columns} FROM memories {where} ORDER BY id", tuple(v for _, v in conditions))
-        for r in rows:
-            if "embedding" in r:
-                r["embedding"] = bytes(r["embedding"])
-        return rows
-
-
-def _match(columns: Sequence[str]) -> str:
-    return " AND ".join(f"{c} = ?" for c in columns)
+        return [r["thread_id"] for r in self.db.query(sql + " ORDER BY c.thread_id", params)]
 
 
 def json_value(data: Any, default: Any) -> Any:

@@ -67,13 +67,15 @@ class Table:
 
 @dataclass(frozen=True)
 class Migration:
-    """A numbered schema change: the tables it creates, and the columns it adds to older tables."""
+    """A numbered schema change: the tables it creates, the columns it adds, the tables it renames."""
 
     version: int
     name: str
     tables: tuple[Table, ...] = field(default_factory=tuple)
     columns: tuple[tuple[str, Column], ...] = field(default_factory=tuple)
     """``(table name, column)``: added with ``ALTER TABLE ... ADD COLUMN`` (nullable, no default)."""
+    renames: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    """``(old name, new name)``: the table keeps its rows and columns; its indexes are named after the new name."""
 
 
 def _key(*names: str) -> tuple[Column, ...]:
@@ -179,8 +181,9 @@ BREAKS = Table(
 
 STEPS = Table(
     "steps",
-    "One row per node transition (reinloop.events.StepEvent): where it happened, what it did, "
-    "tokens, latency, errors, guard decisions and memory events, as JSON columns.",
+    "One row per node transition (reinloop.events.NodeEvent): where it happened, what it did, "
+    "tokens, latency, errors, guard decisions and memory events, as JSON columns. Renamed "
+    "node_events by migration 7 (a step is six of these rows).",
     columns=(
         Column("id", "integer", not_null=True),
         Column("thread_id"),
@@ -307,6 +310,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(4, "the batch task queue", (TASKS,)),
     Migration(5, "long strings stored once", (BLOBS,), columns=(("tool_journal", Column("observation_hash")),)),
     Migration(6, "the run spec of each run", (), columns=(("runs", Column("spec", "json")),)),
+    Migration(7, "steps renamed node_events: one row per node transition", renames=(("steps", "node_events"),)),
 )
 """Every schema change, in order. Append only."""
 
@@ -332,10 +336,15 @@ def _latest() -> dict[str, Table]:
             shapes[t.name] = t
         for name, column in migration.columns:
             shapes[name] = replace(shapes[name], columns=(*shapes[name].columns, column))
+        for old, new in migration.renames:
+            shapes = {(new if k == old else k): (replace(t, name=new) if k == old else t) for k, t in shapes.items()}
     return shapes
 
 
 LATEST = _latest()
+
+NODE_EVENTS = LATEST["node_events"]
+"""The ``node_events`` table in its latest shape: :data:`STEPS`, renamed."""
 
 
 def table(name: str) -> Table:

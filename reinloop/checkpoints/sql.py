@@ -1,25 +1,26 @@
 """The checkpointer both SQL backends share: the same statements on SQLite and PostgreSQL.
 
-:class:`SqlCheckpointer` implements LangGraph's saver methods (``put``,
+:class:`SqlCheckpointer` implements LangGraph's saver contract (``put``,
 ``put_writes``, ``get_tuple``, ``list``, ``delete_thread``,
 ``delete_for_runs``, ``copy_thread``, ``prune``) once, with the storage
 layout of :mod:`reinloop.checkpoints.base` (change-only values, append
-chains for the scratchpad). A backend supplies a connection and its
-transactions (``_read``/``_write`` yield a :class:`Tx`) and a few
-:class:`Dialect` details; the SQL is the common subset of the two databases
-(``INSERT ... ON CONFLICT``, recursive CTEs, ``VALUES`` lists), written with
-SQLite's ``?`` and ``:name`` parameters, which the PostgreSQL backend rewrites
-for psycopg.
+chains for the scratchpad), and nothing else: it is one store of a
+:class:`~reinloop.checkpoints.database.Database`, whose connection gives it
+transactions (each yields a :class:`Tx`) and whose :class:`Dialect` holds
+the few SQL spellings that differ. The SQL is the common subset of the two
+databases (``INSERT ... ON CONFLICT``, recursive CTEs, ``VALUES`` lists),
+written with SQLite's ``?`` and ``:name`` parameters, which the PostgreSQL
+connection rewrites for psycopg.
 """
 
 from __future__ import annotations
 
 import json
-import threading
+import os
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, Self
 
 import orjson
 from langchain_core.runnables import RunnableConfig
@@ -36,11 +37,13 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from ..errors import ConfigurationError, StorageError
-from .base import JSON, PROJECTED, BlobKey, ListHead, ReinloopSaver, decode, dumps_json, encode, list_row, now_iso, reachable
+from .base import JSON, PROJECTED, BlobKey, ListHead, ThreadedSaver, decode, dumps_json, encode, list_row, now_iso, reachable
 from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
-from .queue import TaskQueue
-from .records import RecordTables
 from .schema import Table, table, thread_tables
+from .sqlitedb import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    from .database import Database
 
 CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, created_at, type, checkpoint, metadata"
 
@@ -72,8 +75,13 @@ class Tx(Protocol):
     def executemany(self, sql: str, rows: Any) -> Any: ...
 
 
+def as_is(data: str | bytes | None) -> Any:
+    """A stored value's parameter, unchanged (SQLite keeps JSON as text)."""
+    return data
+
+
 class Dialect(NamedTuple):
-    """What differs between the backends, beyond the connection."""
+    """The SQL spellings that differ between the backends: everything else is the same code."""
 
     name: str
     metadata_filter: Any
@@ -84,6 +92,8 @@ class Dialect(NamedTuple):
     """Appended to the batch queue's claim query (PostgreSQL: ``FOR UPDATE SKIP LOCKED``)."""
     returning: str = ""
     """Appended to an ``INSERT`` to get the new row's id (PostgreSQL: ``RETURNING id``; SQLite: ``lastrowid``)."""
+    value: Callable[[str | bytes | None], Any] = as_is
+    """A ``value`` column's parameter (PostgreSQL stores every value as bytes)."""
 
 
 class Prefix(NamedTuple):
@@ -105,6 +115,23 @@ def upsert(spec: Table, columns: Sequence[str], *, replace: bool = True, source:
     return f"INSERT INTO {spec.name} ({names}) {rows} ON CONFLICT {action}"
 
 
+def insert_sql(name: str, columns: Sequence[str]) -> str:
+    """``INSERT INTO name (columns) VALUES (?, ...)``."""
+    return f"INSERT INTO {name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+
+
+def match(columns: Sequence[str]) -> str:
+    """``a = ? AND b = ?``: a row picked by these columns."""
+    return " AND ".join(f"{c} = ?" for c in columns)
+
+
+def dict_rows(cursor: Any) -> list[dict[str, Any]]:
+    """A cursor's rows as dicts (rows first: in PostgreSQL's pipeline mode the description comes with them)."""
+    rows = cursor.fetchall()
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row)) for row in rows]
+
+
 VALUE_COLUMNS = ("thread_id", "checkpoint_ns", "channel", "version", "kind", "base_version", "length", "type", "value")
 CHECKPOINT_INSERT = upsert(table("checkpoints"), (
     "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "created_at", "source", "step", "run_id",
@@ -120,36 +147,107 @@ BLOB_CHANNEL = "\x00blobs"
 """The channel name under which a :data:`Memo` keeps the blob texts of a thread it read (hash -> text)."""
 
 
-class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
-    """A LangGraph checkpointer over SQL that stores each change once and keeps reinloop's tables."""
+def blob_rows(tx: Tx, columns: str, thread_id: str, hashes: list[str]) -> list[Any]:
+    """``columns`` of the thread's blobs with these hashes, :data:`BATCH` hashes per query."""
+    rows: list[Any] = []
+    for start in range(0, len(hashes), BATCH):
+        chunk = hashes[start:start + BATCH]
+        rows += tx.execute(f"SELECT {columns} FROM blobs WHERE thread_id = ? AND hash IN ({', '.join('?' * len(chunk))})",
+                           (thread_id, *chunk)).fetchall()
+    return rows
 
-    dialect: Dialect
 
-    def __init__(self, *, serde: SerializerProtocol | None = None, location: str, read_only: bool = False) -> None:
+def store_blobs(tx: Tx, dialect: Dialect, thread_id: str, blobs: Mapping[str, str]) -> None:
+    """Write the texts of ``blobs`` (hash -> text) the thread does not have yet."""
+    if not blobs:
+        return
+    have = {r[0] for r in blob_rows(tx, "hash", thread_id, list(blobs))}
+    now = now_iso()
+    rows = [(thread_id, h, len(text), dialect.value(text), now) for h, text in blobs.items() if h not in have]
+    if rows:
+        tx.executemany(BLOB_INSERT, rows)
+
+
+def read_blobs(tx: Tx, location: str, thread_id: str, hashes: set[str], known: dict[str, str] | None = None) -> dict[str, str]:
+    """The texts of the blobs ``hashes`` of a thread, added to ``known`` (whose hashes are not read again)."""
+    known = {} if known is None else known
+    for h, text in blob_rows(tx, "hash, value", thread_id, [h for h in hashes if h not in known]):
+        known[h] = as_text(text)
+    missing = sorted(hashes - known.keys())
+    if missing:
+        raise StorageError(
+            f"{location}: thread {thread_id!r} refers to {len(missing)} stored text(s) that are missing from "
+            f"the blobs table (first: {missing[0]}); the database was edited or damaged"
+        )
+    return known
+
+
+class SqlCheckpointer(ThreadedSaver):
+    """LangGraph's checkpointer on a run database: stores each change once (see :mod:`reinloop.checkpoints.base`).
+
+    It is ``db.checkpointer`` of a :class:`~reinloop.checkpoints.database.Database`;
+    :func:`~reinloop.checkpoints.open_saver` (or ``SqliteCheckpointer.open``)
+    gives one whose ``close()`` closes its database.
+    """
+
+    @staticmethod
+    def opener(location: str | os.PathLike[str], **options: Any) -> Database:
+        """How :meth:`open` opens a database: a path or a URL (subclasses: only their own kind)."""
+        from . import open_database
+
+        return open_database(location, **options)
+
+    def __init__(self, db: Database, *, serde: SerializerProtocol | None = None) -> None:
         super().__init__(serde=serde)
-        self.location = location
-        self.read_only = read_only
-        self.lock = threading.RLock()
+        self.db = db
+        """The run database this checkpointer writes to; its other stores are ``db.runs``, ``db.events`` ..."""
+        self.lock = db.lock
         # last written/read version of each list channel, for append-only storage
         self._lists: OrderedDict[tuple[str, str, str], ListHead] = OrderedDict()
         # channel versions of the last checkpoint of each (thread, ns), to find a parent's versions
         self._heads: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
 
+    @classmethod
+    def open(
+        cls,
+        location: str | os.PathLike[str],
+        *,
+        read_only: bool = False,
+        create: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
+        serde: SerializerProtocol | None = None,
+    ) -> Self:
+        """The checkpointer of the run database at ``location``; closing it closes the database.
+
+        ``create=False`` refuses a database without reinloop's tables; ``read_only=True`` never writes.
+        Raises :class:`~reinloop.errors.StorageError` with one line for a database that cannot be used.
+        """
+        db = cls.opener(location, read_only=read_only, create=create, timeout=timeout, serde=serde)
+        return db.checkpointer  # type: ignore[return-value]
+
+    @property
+    def location(self) -> str:
+        """Where the data lives (a file path, a URL without its password), for messages."""
+        return self.db.location
+
+    def close(self) -> None:
+        """Close the database this checkpointer belongs to."""
+        self.db.close()
+
+    def __enter__(self) -> SqlCheckpointer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _read(self) -> AbstractContextManager[Tx]:
-        """A read transaction: every query in it sees one moment of the database."""
-        raise NotImplementedError
+        return self.db.read()
 
     def _write(self) -> AbstractContextManager[Tx]:
-        """A write transaction, committed when the block ends, rolled back if it raises."""
-        raise NotImplementedError
+        return self.db.write()
 
     def _blob(self, data: str | bytes | None) -> Any:
-        """A ``value`` column's parameter (PostgreSQL stores every value as bytes)."""
-        return data
-
-    def _refuse_read_only(self) -> None:
-        if self.read_only:
-            raise StorageError(f"{self.location} was opened read-only; open it without read_only to change it")
+        return self.db.dialect.value(data)
 
     def _forget(self, thread_id: str) -> None:
         """Drop cached values of a thread whose rows were deleted or rewritten."""
@@ -191,7 +289,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
                     md.get("step"), md.get("run_id"), type_, self._blob(data),
                     json.dumps(md, ensure_ascii=False, default=str)))
                 if ns == "" and any(k in new_versions for k in PROJECTED):
-                    self._project(tx, thread_id, checkpoint["id"], values)
+                    self.db.runs.mirror(tx, thread_id, checkpoint["id"], values)
             self._remember(lists)
             self._heads[(thread_id, ns)] = (checkpoint["id"], dict(checkpoint["channel_versions"]))
         return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns, "checkpoint_id": checkpoint["id"]}}
@@ -239,24 +337,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
         return type_, self._blob(data)
 
     def _store_blobs(self, tx: Tx, thread_id: str, blobs: Mapping[str, str]) -> None:
-        """Write the texts of ``blobs`` the thread does not have yet."""
-        if not blobs:
-            return
-        have = {r[0] for r in self._blob_rows(tx, "hash", thread_id, list(blobs))}
-        now = now_iso()
-        rows = [(thread_id, h, len(text), self._blob(text), now) for h, text in blobs.items() if h not in have]
-        if rows:
-            tx.executemany(BLOB_INSERT, rows)
-
-    @staticmethod
-    def _blob_rows(tx: Tx, columns: str, thread_id: str, hashes: list[str]) -> list[Any]:
-        """``columns`` of the thread's blobs with these hashes, :data:`BATCH` hashes per query."""
-        rows: list[Any] = []
-        for start in range(0, len(hashes), BATCH):
-            chunk = hashes[start:start + BATCH]
-            rows += tx.execute(f"SELECT {columns} FROM blobs WHERE thread_id = ? AND hash IN ({', '.join('?' * len(chunk))})",
-                               (thread_id, *chunk)).fetchall()
-        return rows
+        store_blobs(tx, self.db.dialect, thread_id, blobs)
 
     def _decode(self, tx: Tx, thread_id: str, type_: str, data: Any, memo: Memo | None = None) -> Any:
         """A stored value, its references to blobs replaced by their texts."""
@@ -268,15 +349,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
     def _texts(self, tx: Tx, thread_id: str, hashes: set[str], memo: Memo | None) -> dict[str, str]:
         """The texts of the blobs ``hashes`` of a thread (those already in ``memo`` are not read again)."""
         known = {} if memo is None else memo.setdefault((thread_id, "", BLOB_CHANNEL), {})
-        for h, text in self._blob_rows(tx, "hash, value", thread_id, [h for h in hashes if h not in known]):
-            known[h] = as_text(text)
-        missing = sorted(hashes - known.keys())
-        if missing:
-            raise StorageError(
-                f"{self.location}: thread {thread_id!r} refers to {len(missing)} stored text(s) that are missing from "
-                f"the blobs table (first: {missing[0]}); the database was edited or damaged"
-            )
-        return known
+        return read_blobs(tx, self.location, thread_id, hashes, known)
 
     def _remember(self, lists: Mapping[tuple[str, str, str], ListHead]) -> None:
         for key, item in lists.items():
@@ -302,7 +375,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
             self._store_blobs(tx, key[0], blobs)
             if rows:
                 tx.executemany(WRITE_REPLACE if replace else WRITE_KEEP, rows)
-            self._record_breaks(tx, key, writes)
+            self.db.runs.record_breaks(tx, key, writes)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -363,7 +436,7 @@ class SqlCheckpointer(RecordTables, TaskQueue, ReinloopSaver):
                 wheres.append("checkpoint_id = ?")
                 params.append(checkpoint_id)
         for key, value in (filter or {}).items():
-            sql, values = self.dialect.metadata_filter(key, value)
+            sql, values = self.db.dialect.metadata_filter(key, value)
             wheres.append(sql)
             params.extend(values)
         if before is not None:

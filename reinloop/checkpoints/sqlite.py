@@ -1,22 +1,23 @@
-"""``SqliteCheckpointer``: reinloop's storage backend on one SQLite file, through sqlite-utils.
+"""SQLite: the dialect and the connection of a run database on one SQLite file, through sqlite-utils.
 
 The layout and its reasons are in :mod:`reinloop.checkpoints.base`; the
-statements are shared with PostgreSQL in :mod:`reinloop.checkpoints.sql`; the
-tables are defined in :mod:`reinloop.checkpoints.schema` and can be read with
-plain SQL::
+statements are shared with PostgreSQL (:mod:`reinloop.checkpoints.sql`, the
+stores); the tables are defined in :mod:`reinloop.checkpoints.schema` and can
+be read with plain SQL::
 
     sqlite-utils tables reinloop.db --counts
     sqlite-utils query reinloop.db "select thread_id, status, steps, break_reason from runs"
 
-One connection is shared by the threads LangGraph writes from, behind a
-lock. Reads run in one transaction so they see a single moment of the file;
-writes take the write lock first (``BEGIN IMMEDIATE``).
+One connection is shared by the stores and by the threads LangGraph writes
+from, behind a lock. Reads run in one transaction so they see a single moment
+of the file; writes take the write lock first (``BEGIN IMMEDIATE``).
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,11 +26,11 @@ from typing import Any
 import sqlite_utils
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..errors import StorageError
+from .database import Database
 from .sql import CHAIN_SQL, Dialect, SqlCheckpointer
 from .sqlitedb import DEFAULT_TIMEOUT, connect, migrate, storage_errors, wal_size
 
-__all__ = ["CHAIN_SQL", "SQLITE", "SqliteCheckpointer"]
+__all__ = ["CHAIN_SQL", "SQLITE", "SqliteCheckpointer", "SqliteConnection", "open_sqlite", "sqlite_database"]
 
 
 def metadata_filter(key: str, value: Any) -> tuple[str, list[Any]]:
@@ -49,92 +50,46 @@ SQLITE = Dialect(
 )
 
 
-class SqliteCheckpointer(SqlCheckpointer):
-    """A LangGraph checkpointer on SQLite that stores each change once and records runs and breaks.
+class SqliteConnection:
+    """One ``sqlite3`` connection in autocommit mode, with explicit transactions behind one lock."""
 
-    Create it with :meth:`open`; the constructor takes an open ``sqlite3``
-    connection (made with ``check_same_thread=False`` if LangGraph will use it
-    from its worker threads).
-    """
-
-    dialect = SQLITE
-
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        *,
-        location: str = ":memory:",
-        serde: SerializerProtocol | None = None,
-        read_only: bool = False,
-        timeout: float = DEFAULT_TIMEOUT,
-        create: bool = True,
-    ) -> None:
-        super().__init__(serde=serde, location=location, read_only=read_only)
+    def __init__(self, conn: sqlite3.Connection, *, location: str = ":memory:", timeout: float = DEFAULT_TIMEOUT,
+                 owned: bool = True) -> None:
         conn.isolation_level = None  # transactions are explicit: BEGIN for reads, BEGIN IMMEDIATE for writes
-        self.conn = conn
-        self.db = sqlite_utils.Database(conn, execute_plugins=False)
+        self.raw = conn
+        self.location = location
         self.timeout = timeout
-        with self.lock, storage_errors(location, timeout):
-            migrate(self.db, location, read_only=read_only, create=create)
-
-    @classmethod
-    def open(
-        cls,
-        path: str | Path,
-        *,
-        read_only: bool = False,
-        create: bool = True,
-        timeout: float = DEFAULT_TIMEOUT,
-        serde: SerializerProtocol | None = None,
-    ) -> SqliteCheckpointer:
-        """Open (or create) the run database at ``path``; ``":memory:"`` for a throwaway one.
-
-        ``create=False`` refuses a missing file; ``read_only=True`` never writes.
-        Raises :class:`~reinloop.errors.StorageError` for a file that cannot be used.
-        """
-        conn = connect(path, timeout=timeout, read_only=read_only, create=create)
-        try:
-            return cls(conn, location=str(path), serde=serde, read_only=read_only, timeout=timeout, create=create)
-        except BaseException:
-            conn.close()
-            raise
-
-    from_path = open
-
-    def close(self) -> None:
-        """Close the connection."""
-        with self.lock:
-            self.conn.close()
+        self.owned = owned
+        self.lock = threading.RLock()
 
     @contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction (``BEGIN``)."""
         with self.lock, storage_errors(self.location, self.timeout):
-            self.conn.execute("BEGIN")
+            self.raw.execute("BEGIN")
             try:
-                yield self.conn
+                yield self.raw
             finally:
-                self.conn.execute("COMMIT")
+                self.raw.execute("COMMIT")
 
     @contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        self._refuse_read_only()
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that takes the file's write lock first (``BEGIN IMMEDIATE``)."""
         with self.lock, storage_errors(self.location, self.timeout):
-            self.conn.execute("BEGIN IMMEDIATE")
+            self.raw.execute("BEGIN IMMEDIATE")
             try:
-                yield self.conn
+                yield self.raw
             except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
+                if self.raw.in_transaction:
+                    self.raw.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
+            self.raw.execute("COMMIT")
 
     def compact(self) -> None:
         """``VACUUM`` the file, giving the space of deleted rows back to the file system."""
-        if self.read_only:
-            raise StorageError(f"{self.location} was opened read-only; it cannot be compacted")
         with self.lock, storage_errors(self.location, self.timeout):
-            self.conn.execute("VACUUM")
-            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # in WAL mode the file shrinks only here
+            self.raw.execute("VACUUM")
+            self.raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # in WAL mode the file shrinks only here
 
     def storage_bytes(self) -> int | None:
         """The file's bytes on disk, its write-ahead log included (None in memory)."""
@@ -142,3 +97,58 @@ class SqliteCheckpointer(SqlCheckpointer):
         if not path.is_file():
             return None
         return path.stat().st_size + wal_size(path)
+
+    def close(self) -> None:
+        """Close the connection, unless it was handed in by its owner (an open ``sqlite_utils.Database``)."""
+        if self.owned:
+            with self.lock:
+                self.raw.close()
+
+
+def sqlite_database(
+    conn: sqlite3.Connection,
+    *,
+    location: str = ":memory:",
+    read_only: bool = False,
+    create: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    serde: SerializerProtocol | None = None,
+    owned: bool = True,
+) -> Database:
+    """A run database on an open ``sqlite3`` connection, migrated (made with ``check_same_thread=False``
+    if LangGraph will use it from its worker threads)."""
+    connection = SqliteConnection(conn, location=location, timeout=timeout, owned=owned)
+    with connection.lock, storage_errors(location, timeout):
+        migrate(sqlite_utils.Database(conn, execute_plugins=False), location, read_only=read_only, create=create)
+    return Database(connection, SQLITE, read_only=read_only, serde=serde, saver=SqliteCheckpointer)
+
+
+def open_sqlite(
+    path: str | Path,
+    *,
+    read_only: bool = False,
+    create: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
+    serde: SerializerProtocol | None = None,
+) -> Database:
+    """Open (or create) the run database at ``path``; ``":memory:"`` for a throwaway one.
+
+    ``create=False`` refuses a missing file; ``read_only=True`` never writes.
+    Raises :class:`~reinloop.errors.StorageError` for a file that cannot be used.
+    """
+    conn = connect(path, timeout=timeout, read_only=read_only, create=create)
+    try:
+        return sqlite_database(conn, location=str(path), read_only=read_only, create=create, timeout=timeout, serde=serde)
+    except BaseException:
+        conn.close()
+        raise
+
+
+class SqliteCheckpointer(SqlCheckpointer):
+    """LangGraph's checkpointer on a SQLite run database: ``SqliteCheckpointer.open("reinloop.db")``.
+
+    The same code as PostgreSQL's (:class:`~reinloop.checkpoints.sql.SqlCheckpointer`);
+    ``checkpointer.db`` is its :class:`~reinloop.checkpoints.database.Database`.
+    """
+
+    opener = staticmethod(open_sqlite)

@@ -38,6 +38,7 @@ from .schema import (
     latest_version,
     missing_migrations,
     refuse_newer_schema,
+    table,
 )
 
 HEADER = b"SQLite format 3\x00"
@@ -219,6 +220,17 @@ def add_column(db: sqlite_utils.Database, name: str, column: Column) -> None:
         db[name].add_column(column.name, SQL_TYPES[column.type])  # type: ignore[union-attr]
 
 
+def rename_table(db: sqlite_utils.Database, old: str, new: str) -> None:
+    """Rename a table (unless that was done); its indexes are made again under the new name."""
+    if old not in db.table_names():
+        return
+    indexes = [i.name for i in db[old].indexes if not i.name.startswith("sqlite_autoindex")]  # type: ignore[union-attr]
+    db.conn.execute(f"ALTER TABLE {old} RENAME TO {new}")
+    for name in indexes:
+        db.conn.execute(f"DROP INDEX {name}")
+    create_table(db, table(new))
+
+
 def applied_versions(db: sqlite_utils.Database) -> set[int]:
     """The migrations this database has applied."""
     if MIGRATIONS_TABLE not in db.table_names():
@@ -226,18 +238,23 @@ def applied_versions(db: sqlite_utils.Database) -> set[int]:
     return {row[0] for row in db.conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
 
 
+STANDALONE_TABLES = frozenset({"steps", "tool_journal", "memories"})
+"""Tables an older reinloop's ``RunLog``, ``ToolJournal`` or ``MemoryStore`` made in a file of their own (without
+``migrations``): such a file is migrated into a run database, its rows kept."""
+
+
 def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> set[int]:
     """The applied migrations; refuses another program's database, an empty one to read, a newer schema."""
     applied = applied_versions(db)
     refuse_newer_schema(applied, location)
     if not applied:
-        tables = sorted(db.table_names())
-        if tables:
+        names = set(db.table_names())
+        if foreign := sorted(names - STANDALONE_TABLES):
             raise StorageError(
-                f"{location} is not a reinloop run database (it has other tables: {', '.join(tables)}); "
+                f"{location} is not a reinloop run database (it has other tables: {', '.join(foreign)}); "
                 "use a new file for --db"
             )
-        if not create:
+        if not create and not names:
             raise StorageError(
                 f"{location} holds no runs yet; run a task first (reinloop run ...), "
                 "or point --db (or REINLOOP_DB) at an existing database"
@@ -288,6 +305,8 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
                     create_table(db, spec)
                 for name, column in migration.columns:
                     add_column(db, name, column)
+                for old, new in migration.renames:
+                    rename_table(db, old, new)
                 db.conn.execute(
                     f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, now_iso()),

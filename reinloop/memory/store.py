@@ -1,4 +1,4 @@
-"""Long-term memories in a plain SQLite table, searched by cosine similarity in numpy.
+"""Long-term memories in the ``memories`` table of a run database, searched by cosine similarity in numpy.
 
 Below ~50k records a full scan of float32 BLOBs is fast enough and needs no
 SQLite extension (this Python's ``sqlite3`` cannot load one). Records are
@@ -6,30 +6,26 @@ scoped: ``thread:<id>`` keeps them to one thread, ``user:<key>`` shares them
 across every thread that uses the key. Vectors from different embedders never
 meet: a search only compares records of the query's embedding model.
 
-The table is created by :func:`create_memories_table`, one function the run
-database's numbered migrations can call. Given a saver (or a
-``postgresql://`` URL), the store keeps its records in that run database
-through the saver's ``memory_*`` methods instead, SQLite or PostgreSQL alike.
+The store is one store of a run database (``db.memories``, see
+:mod:`reinloop.checkpoints.database`): the same SQL on a SQLite file,
+PostgreSQL, or, by default, an in-memory SQLite database.
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import sqlite_utils
-
-from ..checkpoints import ReinloopSaver, is_postgres_url, open_saver
-from ..checkpoints.schema import MEMORIES
-from ..checkpoints.sqlitedb import create_table
-from ..errors import ConfigurationError, StorageError
+from ..checkpoints import Database, database_for
+from ..checkpoints.schema import table
+from ..checkpoints.sql import insert_sql, match
 
 TABLE = "memories"
+KEY_COLUMNS = ("scope", "thread_id", "run", "first_step", "last_step")
+"""A record of the same folded steps of the same run replaces the one stored before (a resumed step folds again)."""
 
 
 @dataclass(frozen=True)
@@ -44,40 +40,15 @@ class Recalled:
     task: str
 
 
-def create_memories_table(db: sqlite_utils.Database) -> sqlite_utils.db.Table:
-    """Create the ``memories`` table (spec: :data:`reinloop.checkpoints.schema.MEMORIES`) if missing."""
-    create_table(db, MEMORIES)
-    return db.table(TABLE)  # type: ignore[return-value]
-
-
-def open_database(target: str | Path | sqlite_utils.Database | None) -> sqlite_utils.Database:
-    """A database from a path, an open database, or ``None`` (in memory)."""
-    if target is None:
-        return sqlite_utils.Database(sqlite3.connect(":memory:", check_same_thread=False))
-    if isinstance(target, sqlite_utils.Database):
-        return target
-    if isinstance(target, (str, Path)):
-        path = Path(target)
-        if path.parent and not path.parent.exists():
-            raise StorageError(f"memory store {str(path)!r}: directory {str(path.parent)!r} does not exist")
-        # async runs call sync nodes from worker threads; the store serialises access itself
-        return sqlite_utils.Database(sqlite3.connect(path, check_same_thread=False))
-    raise ConfigurationError(
-        f"a memory store must be a SQLite path, a sqlite_utils.Database or a MemoryStore, got {type(target).__name__}"
-    )
-
-
 class MemoryStore:
-    """Memory records with embeddings in a ``memories`` table: a SQLite file's, or a run database's."""
+    """Memory records with embeddings in the ``memories`` table of a run database.
 
-    def __init__(self, db: str | Path | sqlite_utils.Database | ReinloopSaver | None = None) -> None:
-        self.lock = threading.Lock()
-        if is_postgres_url(db):
-            db = open_saver(str(db))
-        self.saver = db if isinstance(db, ReinloopSaver) else None
-        if self.saver is None:
-            self.db = open_database(db)  # type: ignore[arg-type]
-            self.table = create_memories_table(self.db)
+    ``db`` is a :class:`~reinloop.checkpoints.Database` (or its checkpointer), a SQLite path or
+    ``postgresql://`` URL, an open ``sqlite_utils.Database``, or ``None`` (in memory).
+    """
+
+    def __init__(self, db: Database | str | os.PathLike[str] | Any = None) -> None:
+        self.db, self._owns = database_for(db)
 
     def add(
         self,
@@ -101,23 +72,23 @@ class MemoryStore:
             "last_step": last_step, "task": task, "text": text, "model": model,
             "dim": int(vector.size), "embedding": vector.tobytes(), "created_at": time.time(),
         }
-        if self.saver is not None:
-            return self.saver.memory_add(row)
-        key = ["scope", "thread_id", "run", "first_step", "last_step"]
-        with self.lock:  # a resumed step may fold the same steps again: replace, never duplicate
-            found = [] if not first_step else list(
-                self.table.rows_where(" and ".join(f"{k} = ?" for k in key), [row[k] for k in key], select="id"))
-            if found:
-                self.table.update(found[0]["id"], row)
-                return int(found[0]["id"])
-            return int(self.table.insert(row).last_pk)
+        with self.db.write() as tx:
+            found = None
+            if first_step:
+                found = tx.execute(f"SELECT id FROM {TABLE} WHERE {match(KEY_COLUMNS)}",
+                                   tuple(row[c] for c in KEY_COLUMNS)).fetchone()
+            if found is not None:
+                sets = ", ".join(f"{c} = ?" for c in row)
+                tx.execute(f"UPDATE {TABLE} SET {sets} WHERE id = ?", (*row.values(), found[0]))
+                return int(found[0])
+            returning = self.db.dialect.returning
+            cursor = tx.execute(insert_sql(TABLE, list(row)) + returning, tuple(row.values()))
+            return int(cursor.fetchone()[0] if returning else cursor.lastrowid)
 
     def count(self, scope: str | None = None) -> int:
         """Records in ``scope`` (all records when ``None``)."""
-        if self.saver is not None:
-            return self.saver.memory_count(scope)
-        with self.lock:
-            return self.table.count if scope is None else self.table.count_where("scope = ?", [scope])
+        where, params = ("WHERE scope = ?", (scope,)) if scope is not None else ("", ())
+        return int(self.db.query(f"SELECT count(*) AS n FROM {TABLE} {where}", params)[0]["n"])
 
     def search(
         self, vector: Sequence[float], *, scope: str, model: str, k: int, exclude: Iterable[str] = ()
@@ -126,12 +97,7 @@ class MemoryStore:
         import numpy as np
 
         skip = set(exclude)
-        if self.saver is not None:
-            rows = [r for r in self.saver.memory_rows(scope, model) if r["text"] not in skip]
-        else:
-            with self.lock:
-                found = self.table.rows_where("scope = ? and model = ?", [scope, model])
-                rows = [r for r in found if r["text"] not in skip]
+        rows = [r for r in self.rows(scope, model) if r["text"] not in skip]
         query = np.asarray(vector, dtype=np.float32)
         rows = [r for r in rows if r["dim"] == query.size]
         if not rows or k <= 0:
@@ -148,9 +114,20 @@ class MemoryStore:
 
     def records(self, scope: str | None = None) -> list[dict[str, Any]]:
         """Stored records without their vectors, oldest first."""
-        if self.saver is not None:
-            return self.saver.memory_rows(scope, vectors=False)
-        where, args = ("scope = ?", [scope]) if scope is not None else (None, None)
-        with self.lock:
-            return [{k: v for k, v in r.items() if k != "embedding"}
-                    for r in self.table.rows_where(where, args, order_by="id")]
+        return self.rows(scope, vectors=False)
+
+    def rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
+        """Stored rows, oldest first, of one scope (and embedding model); with their vectors unless ``vectors=False``."""
+        conditions = [(c, v) for c, v in (("scope", scope), ("model", model)) if v is not None]
+        where = ("WHERE " + match([c for c, _ in conditions])) if conditions else ""
+        columns = "*" if vectors else ", ".join(c.name for c in table(TABLE).columns if c.name != "embedding")
+        rows = self.db.query(f"SELECT {columns} FROM {TABLE} {where} ORDER BY id", tuple(v for _, v in conditions))
+        for r in rows:
+            if "embedding" in r:
+                r["embedding"] = bytes(r["embedding"])
+        return rows
+
+    def close(self) -> None:
+        """Close the database, if this store opened it (one it was given stays open: its owner closes it)."""
+        if self._owns:
+            self.db.close()

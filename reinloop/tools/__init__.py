@@ -28,7 +28,6 @@ EXPORTS = {
     "builtins": ".catalog",
     "calculator": ".arithmetic",
     "configure": ".options",
-    "create_journal_table": ".journal",
     "db_insert_tool": ".sql",
     "evaluate": ".arithmetic",
     "options_of": ".options",

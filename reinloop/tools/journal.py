@@ -15,11 +15,11 @@ around again with the same key, and the journal decides:
 
 Idempotent tools are not journaled: re-running them is harmless.
 
-The table lives in the run database: any SQLite file (``":memory:"`` keeps
-it for the life of the process), or, given a saver (``ToolJournal(saver)``,
-as ``reinloop run`` does), the saver's database, SQLite or PostgreSQL, through
-its ``journal_*`` methods. :func:`create_journal_table` is its only SQLite DDL
-outside the run database's migrations.
+The journal is one store of a run database (``db.journal``, see
+:mod:`reinloop.checkpoints.database`): the same SQL on a SQLite file,
+PostgreSQL, or, by default, an in-memory SQLite database that keeps it for
+the life of the process. A long observation is stored once, in ``blobs``;
+the row keeps a preview and its hash.
 """
 
 from __future__ import annotations
@@ -27,26 +27,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
-import threading
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import sqlite_utils
-
-from ..checkpoints import ReinloopSaver
-from ..checkpoints.blobs import preview_value
-from ..checkpoints.schema import TOOL_JOURNAL
-from ..checkpoints.sqlitedb import create_table
+from ..checkpoints import Database, database_for
+from ..checkpoints.blobs import BLOB_MIN_CHARS, digest, preview, preview_value
+from ..checkpoints.sql import dict_rows, insert_sql, match, read_blobs, store_blobs
 
 TABLE = "tool_journal"
 KEY_COLUMNS = ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")
-
-
-def create_journal_table(db: sqlite_utils.Database) -> None:
-    """Create the ``tool_journal`` table (spec: :data:`reinloop.checkpoints.schema.TOOL_JOURNAL`) if missing."""
-    create_table(db, TOOL_JOURNAL)
 
 
 def args_hash(args: dict[str, Any]) -> str:
@@ -89,23 +80,15 @@ class JournalEntry:
 
 
 class ToolJournal:
-    """The ``tool_journal`` table of a SQLite file or of a saver's database, safe to use from worker threads."""
+    """The ``tool_journal`` table of a run database, safe to use from worker threads.
 
-    def __init__(self, path: str | os.PathLike[str] | ReinloopSaver = ":memory:") -> None:
-        self.saver = path if isinstance(path, ReinloopSaver) else None
-        if self.saver is not None:
-            self.path = self.saver.location
-            return
-        self.path = str(path)
-        # One connection shared by the node and the worker threads, serialised by a lock;
-        # autocommit, so an intent is committed before the tool starts.
-        conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
-        if self.path != ":memory:":
-            conn.execute("PRAGMA journal_mode=WAL")
-        self._lock = threading.Lock()
-        self.db = sqlite_utils.Database(conn)
-        with self._lock:
-            create_journal_table(self.db)
+    ``db`` is a :class:`~reinloop.checkpoints.Database` (or its checkpointer), a SQLite path or
+    ``postgresql://`` URL, an open ``sqlite_utils.Database``; ``":memory:"`` (the default) keeps it in memory.
+    """
+
+    def __init__(self, db: Database | str | os.PathLike[str] | Any = ":memory:") -> None:
+        self.db, self._owns = database_for(db)
+        self.path = self.db.location
 
     def begin(self, key: CallKey, args: dict[str, Any]) -> None:
         """Record the intent to run a call (committed before this returns).
@@ -115,49 +98,58 @@ class ToolJournal:
         """
         text = json.dumps(preview_value(args), ensure_ascii=False, default=str)
         row = {**key.as_row(), "args": text, "started_at": time.time()}
-        if self.saver is not None:
-            self.saver.journal_begin(row)
-            return
-        with self._lock:
-            self.db.table(TABLE).insert(row, replace=True)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in KEY_COLUMNS)
+        with self.db.write() as tx:
+            tx.execute(
+                insert_sql(TABLE, list(row)) + f" ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}"
+                ", finished_at = NULL, observation = NULL, observation_hash = NULL, error = NULL",
+                tuple(row.values()),
+            )
 
     def finish(self, key: CallKey, observation: str, error: bool) -> None:
-        """Record the result of a call that returned."""
-        result = {"finished_at": time.time(), "observation": observation, "error": int(error)}
-        if self.saver is not None:
-            self.saver.journal_finish(key.as_row(), result)
-            return
-        with self._lock:
-            self.db.table(TABLE).update(tuple(key.as_row().values()), result)
+        """Record the result of a call that returned; a long observation goes to ``blobs`` once."""
+        result: dict[str, Any] = {"finished_at": time.time(), "observation": observation, "error": int(error)}
+        blobs = {}
+        if len(observation) >= BLOB_MIN_CHARS:
+            blobs[digest(observation)] = observation
+            result.update(observation=preview(observation), observation_hash=digest(observation))
+        sets = ", ".join(f"{c} = ?" for c in result)
+        with self.db.write() as tx:
+            store_blobs(tx, self.db.dialect, key.thread_id, blobs)
+            tx.execute(f"UPDATE {TABLE} SET {sets} WHERE {match(KEY_COLUMNS)}",
+                       (*result.values(), *key.as_row().values()))
 
     def get(self, key: CallKey) -> JournalEntry | None:
         """The journaled call with this key, or ``None``."""
-        if self.saver is not None:
-            row = self.saver.journal_get(key.as_row())
-            return self._entry(row) if row else None
-        where = " and ".join(f"{c} = ?" for c in KEY_COLUMNS)
-        with self._lock:
-            rows = list(self.db.table(TABLE).rows_where(where, list(key.as_row().values())))
+        rows = self._rows(f"WHERE {match(KEY_COLUMNS)}", tuple(key.as_row().values()))
         return self._entry(rows[0]) if rows else None
 
     def entries(self, thread_id: str | None = None) -> list[JournalEntry]:
         """Every journaled call (of one thread), oldest first."""
-        if self.saver is not None:
-            return [self._entry(r) for r in self.saver.journal_rows(thread_id)]
-        where, args = ("thread_id = ?", [thread_id]) if thread_id is not None else (None, [])
-        with self._lock:
-            rows = list(self.db.table(TABLE).rows_where(where, args, order_by="started_at"))
-        return [self._entry(r) for r in rows]
+        return [self._entry(r) for r in self.rows(thread_id)]
+
+    def rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
+        """Every journal row (of one thread), oldest first, as stored, each observation whole."""
+        where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
+        return self._rows(f"{where} ORDER BY started_at", params)
+
+    def _rows(self, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+        """Journal rows, each observation stored in ``blobs`` read back whole."""
+        with self.db.read() as tx:
+            found = dict_rows(tx.execute(f"SELECT * FROM {TABLE} {where}", params))
+            for row in found:
+                if row.get("observation_hash"):
+                    texts = read_blobs(tx, self.db.location, row["thread_id"], {row["observation_hash"]})
+                    row["observation"] = texts[row["observation_hash"]]
+        return found
 
     def close(self) -> None:
-        """Close the database connection (a saver's stays open: its owner closes it)."""
-        if self.saver is not None:
-            return
-        with self._lock:
-            self.db.conn.close()
+        """Close the database, if this journal opened it (one it was given stays open: its owner closes it)."""
+        if self._owns:
+            self.db.close()
 
     @staticmethod
-    def _entry(row: dict[str, Any]) -> JournalEntry:
+    def _entry(row: Mapping[str, Any]) -> JournalEntry:
         return JournalEntry(
             key=CallKey(**{c: row[c] for c in KEY_COLUMNS}),
             started_at=row["started_at"],

@@ -31,7 +31,7 @@ def saver(db_url):
 
 def count(saver, table: str, thread: str | None = None) -> int:
     where, params = ("WHERE thread_id = ?", (thread,)) if thread else ("", ())
-    return saver.query(f"SELECT count(*) AS n FROM {table} {where}", params)[0]["n"]
+    return saver.db.query(f"SELECT count(*) AS n FROM {table} {where}", params)[0]["n"]
 
 
 def test_every_checkpoint_reads_back_as_the_in_memory_saver_has_it(make_graph, saver):
@@ -48,7 +48,7 @@ def test_every_checkpoint_reads_back_as_the_in_memory_saver_has_it(make_graph, s
 def test_the_scratchpad_is_stored_as_the_steps_each_version_appends(make_graph, saver):
     graph, _ = make_graph(script(20), limits=NO_LIMITS, checkpointer=saver)
     graph.invoke({"task": "double"}, CONFIG)
-    rows = saver.query("SELECT kind, length FROM channel_values WHERE channel = 'scratchpad' ORDER BY length")
+    rows = saver.db.query("SELECT kind, length FROM channel_values WHERE channel = 'scratchpad' ORDER BY length")
     assert [r["kind"] for r in rows].count("append") == 20
     assert [r["length"] for r in rows] == list(range(1, 22))
 
@@ -56,14 +56,14 @@ def test_the_scratchpad_is_stored_as_the_steps_each_version_appends(make_graph, 
 def test_a_break_pauses_with_a_breaks_row_and_the_runs_row_mirrors_the_state(make_graph, saver):
     graph, _ = make_graph(script(3), limits=Limits(max_steps=2), checkpointer=saver)
     graph.invoke({"task": "double"}, CONFIG)
-    run = saver.get_run("t1")
+    run = saver.db.runs.get("t1")
     assert (run.task, run.status, run.paused, run.steps, run.break_reason) == ("double", "broken", True, 2, "max_steps")
-    assert run.counters["steps"] == 2 and saver.list_runs(status="broken") == [run]
-    (brk,) = saver.list_breaks("t1")
+    assert run.counters["steps"] == 2 and saver.db.runs.list(status="broken") == [run]
+    (brk,) = saver.db.runs.breaks("t1")
     assert brk.reason == "max_steps" and brk.resolution is None and brk.limits["max_steps"] == 2
     out = graph.invoke(Command(resume={"action": "continue", "extra_steps": 5}), CONFIG)
-    assert out["status"] == "done" and saver.get_run("t1").status == "done"
-    assert saver.list_breaks("t1")[0].resolution == {"action": "continue", "extra_steps": 5}
+    assert out["status"] == "done" and saver.db.runs.get("t1").status == "done"
+    assert saver.db.runs.breaks("t1")[0].resolution == {"action": "continue", "extra_steps": 5}
 
 
 def test_a_new_connection_resumes_a_crashed_run_from_its_last_checkpoint(make_graph, saver, db_url):
@@ -81,9 +81,9 @@ def test_prune_keeps_the_latest_checkpoints_every_step_and_resumability(make_gra
     before = saver.get_tuple(CONFIG)
     rows_before = count(saver, "channel_values")
     saver.prune(["t1"], keep_last=2)
-    assert saver.count_checkpoints("t1") == 2
+    assert saver.db.count_checkpoints("t1") == 2
     assert count(saver, "channel_values") < rows_before / 3
-    assert saver.query("SELECT count(*) AS n FROM checkpoint_writes w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
+    assert saver.db.query("SELECT count(*) AS n FROM checkpoint_writes w WHERE NOT EXISTS (SELECT 1 FROM checkpoints c "
                        "WHERE c.checkpoint_id = w.checkpoint_id)")[0]["n"] == 0
     assert saver.get_tuple(CONFIG).checkpoint["channel_values"] == before.checkpoint["channel_values"]
     out = graph.invoke(Command(resume={"action": "continue", "extra_steps": 10}), CONFIG)
@@ -94,14 +94,14 @@ def test_copy_thread_copies_every_per_thread_table_and_delete_removes_them(make_
     graph, _ = make_graph(script(4), limits=Limits(max_steps=2), checkpointer=saver, sinks=[RunLog(saver)])
     graph.invoke({"task": "double"}, CONFIG)
     saver.copy_thread("t1", "t2")
-    assert saver.get_run("t2").status == "broken" and saver.get_run("t2").paused
-    assert [b.reason for b in saver.list_breaks("t2")] == ["max_steps"]
+    assert saver.db.runs.get("t2").status == "broken" and saver.db.runs.get("t2").paused
+    assert [b.reason for b in saver.db.runs.breaks("t2")] == ["max_steps"]
     assert saver.get_tuple({"configurable": {"thread_id": "t2"}}).checkpoint["channel_values"]["counters"]["steps"] == 2
     for table in thread_tables():
         assert count(saver, table, "t2") == count(saver, table, "t1"), table
     saver.delete_thread("t1")
     assert {table: count(saver, table, "t1") for table in thread_tables()} == dict.fromkeys(thread_tables(), 0)
-    assert count(saver, "steps", "t2") > 0 and saver.get_run("t2") is not None
+    assert count(saver, "node_events", "t2") > 0 and saver.db.runs.get("t2") is not None
 
 
 class CountingSerde(JsonPlusSerializer):
@@ -120,24 +120,25 @@ def test_a_custom_serde_is_used_for_every_value(make_graph, db_url):
     with saver:
         graph, _ = make_graph(script(2), checkpointer=saver)
         graph.invoke({"task": "a secret task"}, CONFIG)
-        types = {r["type"] for r in saver.query("SELECT DISTINCT type FROM channel_values WHERE kind <> 'empty'")}
+        types = {r["type"] for r in saver.db.query("SELECT DISTINCT type FROM channel_values WHERE kind <> 'empty'")}
         assert "json" not in types
         assert saver.get_tuple(CONFIG).checkpoint["channel_values"]["answer"] == "done"
 
 
-def test_the_journal_the_run_log_and_memories_write_through_the_saver(saver):
+def test_the_journal_the_run_log_and_memories_write_through_the_database(saver):
     from reinloop.memory import MemoryStore
     from reinloop.tools import ToolJournal
     from reinloop.tools.journal import CallKey
 
     key = CallKey("t1", 1, 2, 0, "c1", "send", "abc")
+    assert saver.db.journal.db is saver.db.events.db is saver.db.memories.db is saver.db  # one database, one connection
     journal = ToolJournal(saver)
     journal.begin(key, {"to": "ann"})
     assert not journal.get(key).finished
     journal.finish(key, "sent", False)
     assert journal.get(key).observation == "sent" and [e.key for e in journal.entries("t1")] == [key]
     RunLog(saver)({"node": "guard", "summary": "finish", "thread_id": "t1", "counters": {"steps": 1}, "hints": ["x"]})
-    assert [(e["node"], e["counters"], e["hints"]) for e in RunLog(saver).steps("t1")] == [("guard", {"steps": 1}, ["x"])]
+    assert [(e["node"], e["counters"], e["hints"]) for e in saver.db.events.events("t1")] == [("guard", {"steps": 1}, ["x"])]
     store = MemoryStore(saver)
     first = store.add(scope="thread:t1", text="北京 28℃", embedding=[1.0, 0.0], model="m", thread_id="t1", run=1,
                       first_step=1, last_step=2)
@@ -160,8 +161,8 @@ def schema_of(saver) -> dict[str, dict]:
     if isinstance(saver, SqliteCheckpointer):
         out = {}
         for spec in [*tables(), MIGRATIONS_SPEC]:
-            info = saver.query(f"PRAGMA table_info({spec.name})")
-            indexes = [saver.query(f"PRAGMA index_info({i['name']})") for i in saver.query(f"PRAGMA index_list({spec.name})")
+            info = saver.db.query(f"PRAGMA table_info({spec.name})")
+            indexes = [saver.db.query(f"PRAGMA index_info({i['name']})") for i in saver.db.query(f"PRAGMA index_list({spec.name})")
                        if i["origin"] == "c"]
             out[spec.name] = {"columns": [(r["name"], r["type"], bool(r["notnull"])) for r in info],
                               "pk": [r["name"] for r in sorted(info, key=lambda r: r["pk"]) if r["pk"]],
@@ -169,11 +170,11 @@ def schema_of(saver) -> dict[str, dict]:
         return out
     out = {}
     for spec in [*tables(), MIGRATIONS_SPEC]:
-        info = saver.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE "
+        info = saver.db.query("SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE "
                            "table_schema = current_schema() AND table_name = ? ORDER BY ordinal_position", (spec.name,))
-        pk = saver.query("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
+        pk = saver.db.query("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND "
                          "a.attnum = ANY(i.indkey) WHERE i.indrelid = ?::regclass AND i.indisprimary", (spec.name,))
-        indexes = saver.query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ? "
+        indexes = saver.db.query("SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND tablename = ? "
                               "AND indexname LIKE 'idx_%'", (spec.name,))
         out[spec.name] = {"columns": [(r["column_name"], r["data_type"], r["is_nullable"] == "NO") for r in info],
                           "pk": [r["attname"] for r in pk],
@@ -195,7 +196,7 @@ def test_both_backends_tables_match_the_one_schema_definition(saver):
         assert actual[spec.name]["columns"] == expected_columns, spec.name
         assert sorted(actual[spec.name]["pk"]) == sorted(spec.pk), spec.name
         assert actual[spec.name]["indexes"] == sorted([*spec.indexes, *spec.unique]), spec.name
-    assert [r["version"] for r in saver.query("SELECT version FROM migrations ORDER BY version")] == list(
+    assert [r["version"] for r in saver.db.query("SELECT version FROM migrations ORDER BY version")] == list(
         range(1, latest_version() + 1))
 
 

@@ -18,9 +18,10 @@ from reinloop.checkpoints import SqliteCheckpointer, open_saver
 from reinloop.checkpoints.blobs import BLOB_MIN_CHARS, PREVIEW_CHARS, REF
 from reinloop.checkpoints.schema import latest_version
 from reinloop.outcome import Outcome
-from reinloop.runlog import read_steps
+from reinloop.runlog import read_events
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import configure, write_file_tool
+from reinloop.tools.journal import CallKey
 
 from .fixtures.old_run import NOTE, RECEIPT, THREAD, file_note
 
@@ -63,11 +64,11 @@ def test_a_20_mb_write_file_argument_makes_a_run_database_under_twice_the_bytes_
     out = runs.run("write the file", db=db, model=model, tools=[write_file_tool(sandbox)], thread_id="big")
     with SqliteCheckpointer.open(db) as saver:
         state = saver.get_tuple(runs.thread_config("big")).checkpoint["channel_values"]
-        stored = saver.storage_bytes()
+        stored = saver.db.storage_bytes()
         action = state["scratchpad"][0]["actions"][0]
         exchanged = len(json.dumps(call["args"])) + len(action["observation"]) + len(out.answer or "")
         assert action["args"]["content"] == content  # the state still holds it whole
-        assert saver.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 1
+        assert saver.db.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 1
     assert stored <= 2 * exchanged, f"{stored:,} bytes stored for {exchanged:,} exchanged"
 
 
@@ -75,12 +76,12 @@ def test_the_steps_table_keeps_a_preview_and_the_hash_of_a_long_argument_and_obs
     run_archive(db_url, steps=3)
     with open_saver(db_url) as saver:
         receipt = first_observation(saver)
-        events = read_steps(saver, "t1")
+        events = read_events(saver, "t1")
         executed = next(e for e in events if e["node"] == "execute")
         (action,) = executed["actions"]
         for text, shown in ((LONG, action["args"]["text"]), (receipt, action["observation"])):
             assert shown == f"{text[:PREVIEW_CHARS]}… [{len(text):,} chars in all; sha256 {sha(text)}]"
-            (row,) = saver.query("SELECT value FROM blobs WHERE thread_id = ? AND hash = ?", ("t1", sha(text)))
+            (row,) = saver.db.query("SELECT value FROM blobs WHERE thread_id = ? AND hash = ?", ("t1", sha(text)))
             value = row["value"]
             assert (value if isinstance(value, str) else bytes(value).decode()) == text  # found whole by that hash
         longest = max(len(json.dumps(e, ensure_ascii=False)) for e in events)
@@ -93,22 +94,22 @@ def test_the_journal_keeps_a_preview_of_the_arguments_and_replays_the_whole_obse
     run_archive(db_url)
     with open_saver(db_url) as saver:
         receipt = first_observation(saver)
-        (raw,) = saver.query("SELECT args, observation, observation_hash FROM tool_journal")
+        (raw,) = saver.db.query("SELECT args, observation, observation_hash FROM tool_journal")
         args = raw["args"] if isinstance(raw["args"], dict) else json.loads(raw["args"])
         assert args["text"].startswith(LONG[:PREVIEW_CHARS]) and sha(LONG) in args["text"]
         assert len(raw["observation"]) < PREVIEW_CHARS + 200 and raw["observation_hash"] == sha(receipt)
-        (entry,) = saver.journal_rows("t1")
+        (entry,) = saver.db.journal.rows("t1")
         assert entry["observation"] == receipt  # what a resumed run replays instead of calling again
-        assert saver.journal_get({k: entry[k] for k in ("thread_id", "run", "step", "position", "call_id", "tool",
-                                                        "args_hash")})["observation"] == receipt
+        key = CallKey(**{k: entry[k] for k in ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")})
+        assert saver.db.journal.get(key).observation == receipt
 
 
 def test_a_long_string_repeated_across_channels_and_writes_is_stored_once(db_url):
     run_archive(db_url, steps=3)
     with open_saver(db_url) as saver:
-        counts = saver.query("SELECT hash, count(*) AS n FROM blobs GROUP BY hash")
+        counts = saver.db.query("SELECT hash, count(*) AS n FROM blobs GROUP BY hash")
         assert sorted(r["n"] for r in counts) == [1, 1]  # the argument and the observation, once each
-        texts = saver.query("SELECT sum(chars) AS n FROM blobs")[0]["n"]
+        texts = saver.db.query("SELECT sum(chars) AS n FROM blobs")[0]["n"]
         assert texts == len(LONG) + len(first_observation(saver))
 
 
@@ -118,7 +119,7 @@ def test_a_paused_run_with_long_strings_resumes_and_the_model_sees_them_whole(db
     model = ScriptedChatModel(replies=["archived"])
     with open_saver(db_url) as saver:
         receipt = first_observation(saver)
-        resumed = runs.resume_with(saver, "t1", extra_steps=1, model=model, tools=[archive])
+        resumed = runs.resume_with(saver.db, "t1", extra_steps=1, model=model, tools=[archive])
     assert resumed.status == "done" and resumed.answer == "archived"
     call, result = next((m, n) for m, n in zip(model.prompts[0], model.prompts[0][1:]) if getattr(m, "tool_calls", None))
     assert call.tool_calls[0]["args"]["text"] == LONG and result.content == receipt
@@ -148,7 +149,7 @@ def test_a_value_with_more_long_strings_than_one_query_reads_back_whole(tmp_path
         stored = saver.put({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}, checkpoint, {},
                            checkpoint["channel_versions"])
         assert saver.get_tuple(stored).checkpoint["channel_values"]["x"]["texts"] == texts
-        assert saver.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 1200
+        assert saver.db.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 1200
 
 
 def test_pruning_and_deleting_drop_the_blobs_nothing_refers_to_any_more(db_url):
@@ -157,11 +158,11 @@ def test_pruning_and_deleting_drop_the_blobs_nothing_refers_to_any_more(db_url):
     with open_saver(db_url) as saver:
         saver.copy_thread("a", "c")
         saver.delete_thread("a")
-        assert saver.query("SELECT count(*) AS n FROM blobs WHERE thread_id = 'a'")[0]["n"] == 0
+        assert saver.db.query("SELECT count(*) AS n FROM blobs WHERE thread_id = 'a'")[0]["n"] == 0
         state = saver.get_tuple(runs.thread_config("c")).checkpoint["channel_values"]
         assert state["scratchpad"][0]["actions"][0]["args"]["text"] == LONG  # the copy has its own blobs
         saver.prune(["b"], strategy="keep_latest")
-        kept = {r["hash"] for r in saver.query("SELECT hash FROM blobs WHERE thread_id = 'b'")}
+        kept = {r["hash"] for r in saver.db.query("SELECT hash FROM blobs WHERE thread_id = 'b'")}
         assert kept == {sha(LONG), sha(first_observation(saver, "b"))}  # still needed by the latest state and journal
         assert saver.get_tuple(runs.thread_config("b")).checkpoint["channel_values"]["scratchpad"][0]["actions"][0][
             "args"]["text"] == LONG
@@ -173,14 +174,14 @@ def test_a_custom_serde_gets_every_state_value_whole(tmp_path):
 
     with SqliteCheckpointer.open(tmp_path / "runs.db", serde=Sealed()) as saver:
         graph_model = ScriptedChatModel(replies=[[tool_call("archive", {"text": LONG}, id="call_1")], "archived"])
-        out = runs.run_with(saver, "archive it", RunSpec(model="scripted", tools=["archive"]), runs.Given(graph_model, (archive,)),
+        out = runs.run_with(saver.db, "archive it", RunSpec(model="scripted", tools=["archive"]), runs.Given(graph_model, (archive,)),
                             thread_id="t")
         assert out.status == "done"
         for name in ("channel_values", "checkpoint_writes"):
-            assert saver.query(f"SELECT count(*) AS n FROM {name} WHERE type = 'json-refs'")[0]["n"] == 0
+            assert saver.db.query(f"SELECT count(*) AS n FROM {name} WHERE type = 'json-refs'")[0]["n"] == 0
         # only the journal's observation, which is stored in the clear with any serde
-        assert {r["hash"] for r in saver.query("SELECT hash FROM blobs")} == {
-            r["observation_hash"] for r in saver.query("SELECT observation_hash FROM tool_journal")}
+        assert {r["hash"] for r in saver.db.query("SELECT hash FROM blobs")} == {
+            r["observation_hash"] for r in saver.db.query("SELECT observation_hash FROM tool_journal")}
 
 
 def test_a_run_stored_before_blobs_existed_opens_shows_and_resumes(tmp_path):
@@ -191,14 +192,14 @@ def test_a_run_stored_before_blobs_existed_opens_shows_and_resumes(tmp_path):
     assert detail.run.status == "broken" and detail.pending_break is not None
     assert detail.steps[0]["actions"][0]["args"]["text"] == NOTE and detail.steps[0]["actions"][0]["observation"] == RECEIPT
     with open_saver(db) as saver:
-        versions = [r["version"] for r in saver.query("SELECT version FROM migrations ORDER BY version")]
+        versions = [r["version"] for r in saver.db.query("SELECT version FROM migrations ORDER BY version")]
         assert versions == list(range(1, latest_version() + 1))
-        (entry,) = saver.journal_rows(THREAD)
+        (entry,) = saver.db.journal.rows(THREAD)
         assert entry["observation"] == RECEIPT and entry["observation_hash"] is None
         model = ScriptedChatModel(replies=[[tool_call("file_note", {"text": NOTE}, id="call_2")], "filed twice"])
-        out = runs.resume_with(saver, THREAD, extra_steps=2, model=model, tools=[file_note])
+        out = runs.resume_with(saver.db, THREAD, extra_steps=2, model=model, tools=[file_note])
         assert out.status == "done" and out.answer == "filed twice"
         assert RECEIPT in json.dumps([m.content for m in model.prompts[0]], ensure_ascii=False)
         state = saver.get_tuple(runs.thread_config(THREAD)).checkpoint["channel_values"]
         assert [a["observation"] for s in state["scratchpad"] for a in s["actions"]] == [RECEIPT, RECEIPT]
-        assert saver.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 2  # the new step's strings, once each
+        assert saver.db.query("SELECT count(*) AS n FROM blobs")[0]["n"] == 2  # the new step's strings, once each

@@ -66,15 +66,15 @@ def test_a_memory_store_on_a_url_keeps_its_records_in_that_database(pg_url):
 
     MemoryStore(pg_url).add(scope="user:ann", text="likes tea", embedding=[1.0, 0.0], model="m")
     with open_saver(pg_url) as saver:
-        assert [r["text"] for r in saver.memory_rows("user:ann", vectors=False)] == ["likes tea"]
+        assert [r["text"] for r in saver.db.memories.rows("user:ann", vectors=False)] == ["likes tea"]
 
 
 def test_a_read_only_saver_refuses_to_write(pg_url):
     open_saver(pg_url).close()
     with PostgresCheckpointer.open(pg_url, read_only=True) as saver:
-        assert saver.list_runs() == []
+        assert saver.db.runs.list() == []
         with pytest.raises(StorageError, match="was opened read-only; open it without read_only to change it"):
-            saver.record_settings("t1", {"model": "m"})
+            saver.db.runs.record_settings("t1", {"model": "m"})
 
 
 def test_workers_opening_a_new_database_at_once_apply_each_migration_once(pg_url):

@@ -78,7 +78,7 @@ def test_each_breaker_pauses_and_a_new_process_resumes_to_the_answer(breaker, op
     assert done["status"] == "done" and done["answer"] == "4"
 
     with open_saver(db_url) as saver:
-        (row,) = saver.list_breaks("t1")
+        (row,) = saver.db.runs.breaks("t1")
     assert row.reason == reason
     assert row.resolution["action"] == "continue"
     if "--hint" in resume_flags:
@@ -134,5 +134,5 @@ def test_two_processes_write_different_threads_into_one_database_at_once(tmp_pat
         assert "locked" not in err
         assert json.loads(out)["status"] == "done"
     with open_saver(db_url) as saver:
-        rows = sorted((r.thread_id, r.status, r.steps) for r in saver.list_runs())
+        rows = sorted((r.thread_id, r.status, r.steps) for r in saver.db.runs.list())
     assert rows == [("left", "done", steps + 1), ("right", "done", steps + 1)]

@@ -39,7 +39,7 @@ def test_a_run_stored_by_schema_5_reads_back_as_the_spec_it_was_started_with(v5_
         memory=Memory(window_steps=2, recall=True, embeddings="hash", user="ops"),
     )
     with open_saver(v5_db) as saver:
-        versions = [r["version"] for r in saver.query("SELECT version FROM migrations ORDER BY version")]
+        versions = [r["version"] for r in saver.db.query("SELECT version FROM migrations ORDER BY version")]
     assert versions == list(range(1, latest_version() + 1))
 
 

@@ -50,12 +50,12 @@ def test_a_long_scratchpad_is_read_through_few_rows_and_stored_at_most_twice(mak
     steps = 3 * JUMP + 5
     graph, _ = make_graph(script(steps), limits=NO_LIMITS, checkpointer=saver)
     out = graph.invoke({"task": "double"}, CONFIG)
-    head = saver.db.execute("select version from channel_values where channel = 'scratchpad' "
+    head = saver.db.connection.raw.execute("select version from channel_values where channel = 'scratchpad' "
                             "order by length desc limit 1").fetchone()[0]
-    chain = saver.db.execute(CHAIN_SQL, {"thread": "t1", "ns": "", "channel": "scratchpad", "version": head,
+    chain = saver.db.connection.raw.execute(CHAIN_SQL, {"thread": "t1", "ns": "", "channel": "scratchpad", "version": head,
                                          "stop": ""}).fetchall()  # '': walk back to the whole value
     assert chain[-1][1] == "value" and len(chain) <= JUMP + steps // JUMP + 1
-    payload = sum(len(r[3]) for r in saver.db.execute("select * from channel_values where channel = 'scratchpad'"))
+    payload = sum(len(r[3]) for r in saver.db.connection.raw.execute("select * from channel_values where channel = 'scratchpad'"))
     assert payload < 2 * len(json.dumps(out["scratchpad"], ensure_ascii=False))
     with SqliteCheckpointer.open(saver.location) as fresh:
         assert fresh.get_tuple(CONFIG).checkpoint["channel_values"]["scratchpad"] == out["scratchpad"]
@@ -83,11 +83,11 @@ def test_prune_keeps_the_latest_checkpoints_every_step_and_resumability(make_gra
     graph, _ = make_graph(script(10), limits=Limits(max_steps=6), checkpointer=saver)
     graph.invoke({"task": "double"}, CONFIG)
     before = saver.get_tuple(CONFIG)
-    rows_before = saver.db["channel_values"].count
+    rows_before = saver.db.query("select count(*) as n from channel_values")[0]["n"]
     saver.prune(["t1"], keep_last=2)
-    assert saver.count_checkpoints("t1") == 2
-    assert saver.db["channel_values"].count < rows_before / 3
-    assert saver.db.execute("select count(*) from checkpoint_writes where checkpoint_id not in "
+    assert saver.db.count_checkpoints("t1") == 2
+    assert saver.db.query("select count(*) as n from channel_values")[0]["n"] < rows_before / 3
+    assert saver.db.connection.raw.execute("select count(*) from checkpoint_writes where checkpoint_id not in "
                             "(select checkpoint_id from checkpoints)").fetchone()[0] == 0
     after = saver.get_tuple(CONFIG)
     assert after.checkpoint["channel_values"] == before.checkpoint["channel_values"]
@@ -102,17 +102,17 @@ def test_copy_thread_copies_the_run_row_and_its_breaks(make_graph, saver):
     graph, _ = make_graph(script(4), limits=Limits(max_steps=2), checkpointer=saver)
     graph.invoke({"task": "double"}, CONFIG)
     saver.copy_thread("t1", "t2")
-    assert saver.get_run("t2").status == "broken" and saver.get_run("t2").paused
-    assert [b.reason for b in saver.list_breaks("t2")] == ["max_steps"]
+    assert saver.db.runs.get("t2").status == "broken" and saver.db.runs.get("t2").paused
+    assert [b.reason for b in saver.db.runs.breaks("t2")] == ["max_steps"]
     assert saver.get_tuple({"configurable": {"thread_id": "t2"}}).checkpoint["channel_values"]["counters"]["steps"] == 2
 
 
 def test_the_runs_row_mirrors_the_latest_state(make_graph, saver):
     graph, _ = make_graph(script(3), limits=Limits(max_steps=2), checkpointer=saver)
     graph.invoke({"task": "double"}, CONFIG)
-    run = saver.get_run("t1")
+    run = saver.db.runs.get("t1")
     assert (run.task, run.status, run.paused, run.steps, run.break_reason) == ("double", "broken", True, 2, "max_steps")
-    assert saver.list_runs(status="broken") == [run] and saver.list_runs(status="done") == []
+    assert saver.db.runs.list(status="broken") == [run] and saver.db.runs.list(status="done") == []
 
 
 def test_the_schema_is_readable_without_python(make_graph, saver, tmp_path):
@@ -120,8 +120,8 @@ def test_the_schema_is_readable_without_python(make_graph, saver, tmp_path):
     graph.invoke({"task": "double"}, CONFIG)
     db = sqlite_utils.Database(tmp_path / "runs.db")
     assert set(db.table_names()) == {"migrations", "checkpoints", "channel_values", "checkpoint_writes", "runs", "breaks",
-                                     "steps", "tool_journal", "memories", "tasks", "blobs"}
-    assert [r["version"] for r in db.query("select version from migrations order by version")] == [1, 2, 3, 4, 5, 6]
+                                     "node_events", "tool_journal", "memories", "tasks", "blobs"}
+    assert [r["version"] for r in db.query("select version from migrations order by version")] == [1, 2, 3, 4, 5, 6, 7]
     (row,) = db.query("select json_extract(metadata, '$.step') as step, json_extract(checkpoint, '$.v') as v "
                       "from checkpoints order by checkpoint_id desc limit 1")
     assert row["v"] == 4 and row["step"] > 0
@@ -149,7 +149,7 @@ def test_a_custom_serde_is_used_for_every_value(make_graph, tmp_path):
         types = {r["type"] for r in saver.db.query("select distinct type from channel_values where kind != 'empty'")}
         assert "json" not in types
         assert saver.get_tuple(CONFIG).checkpoint["channel_values"]["answer"] == "done"
-        assert CountingSerde.calls > saver.db["channel_values"].count
+        assert CountingSerde.calls > saver.db.query("select count(*) as n from channel_values")[0]["n"]
 
 
 def test_migrations_are_numbered_in_order_without_gaps():
@@ -190,6 +190,6 @@ def test_a_new_file_opens_while_another_connection_is_writing_to_it(tmp_path):
     other.execute("BEGIN IMMEDIATE")  # e.g. another process creating the tables right now
     threading.Timer(0.3, lambda: other.execute("COMMIT")).start()
     with SqliteCheckpointer.open(path) as saver:
-        assert saver.count_checkpoints() == 0
+        assert saver.db.count_checkpoints() == 0
     other.close()
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"

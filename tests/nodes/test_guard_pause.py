@@ -46,7 +46,7 @@ def test_a_break_pauses_the_run_and_get_state_shows_the_pending_break(make_graph
     assert "extra_steps" in pending.value["how_to_resume"]
     assert snapshot.values["status"] == "broken" and snapshot.values["decision"] == "pause"
     assert model.calls == 2
-    (row,) = saver.list_breaks("t1")
+    (row,) = saver.db.runs.breaks("t1")
     assert (row.reason, row.counters["steps"], row.resolution) == ("max_steps", 2, None)
     assert row.checkpoint_id == snapshot.config["configurable"]["checkpoint_id"]
 
@@ -67,7 +67,7 @@ def test_continue_with_extra_steps_reaches_the_answer_and_records_the_resolution
     assert out["status"] == "done" and out["answer"] == "6"
     assert out["counters"]["steps"] == 4 and out["extensions"]["steps"] == 3
     assert out["history"] == [{"task": "t", "answer": "6", "status": "done"}]  # one turn, not a broken one too
-    (row,) = saver.list_breaks("t1")
+    (row,) = saver.db.runs.breaks("t1")
     assert row.resolution == {"action": "continue", "extra_steps": 3}
 
 
@@ -77,7 +77,7 @@ def test_continue_without_raising_the_tripped_limit_pauses_again_at_once(make_gr
     out = graph.invoke(Command(resume={"action": "continue", "extra_seconds": 30}), CONFIG)
     assert out["status"] == "broken" and out["__interrupt__"][0].value["reason"] == "max_steps"
     assert model.calls == 2  # the model was not called past its limit
-    assert [b.resolution for b in saver.list_breaks("t1")] == [{"action": "continue", "extra_seconds": 30}, None]
+    assert [b.resolution for b in saver.db.runs.breaks("t1")] == [{"action": "continue", "extra_seconds": 30}, None]
 
 
 def test_abort_ends_the_run_as_aborted_and_keeps_the_reason_in_the_message(make_graph, saver):
@@ -88,7 +88,7 @@ def test_abort_ends_the_run_as_aborted_and_keeps_the_reason_in_the_message(make_
     assert out["break_message"] == "aborted by the operator at the max_steps break: reached the step limit: 1 of 1 steps"
     assert out["history"] == [{"task": "t", "answer": None, "status": "broken"}]
     assert graph.get_state(CONFIG).next == ()
-    assert saver.list_breaks("t1")[0].reason == "max_steps"
+    assert saver.db.runs.breaks("t1")[0].reason == "max_steps"
 
 
 def test_the_operator_hint_is_shown_to_the_model_once(make_graph, saver):
@@ -119,7 +119,7 @@ def test_a_model_that_keeps_failing_after_a_resume_breaks_again(make_graph, save
     assert graph.invoke({"task": "t"}, CONFIG)["break_reason"] == "same_errors"
     out = graph.invoke(Command(resume={"action": "continue"}), CONFIG)
     assert out["break_reason"] == "same_errors" and model.calls == 6
-    assert len(saver.list_breaks("t1")) == 2
+    assert len(saver.db.runs.breaks("t1")) == 2
 
 
 @tool
@@ -181,4 +181,4 @@ def test_the_async_api_pauses_and_resumes_through_the_saver_async_methods(make_g
 
     first, done = asyncio.run(scenario())
     assert first["break_reason"] == "max_steps" and done["answer"] == "2"
-    assert saver.list_breaks("t1")[0].resolution == {"action": "continue", "extra_steps": 1}
+    assert saver.db.runs.breaks("t1")[0].resolution == {"action": "continue", "extra_steps": 1}

@@ -14,7 +14,6 @@ from reinloop.tools import (
     ToolExecutor,
     ToolJournal,
     configure,
-    create_journal_table,
 )
 from reinloop.tools.journal import CallKey, args_hash
 
@@ -33,11 +32,30 @@ def key_for(call: ToolCall, place: Place = PLACE) -> CallKey:
     return CallKey(place.thread_id, place.run, place.step, call.position, call.call_id, call.tool.name, args_hash(call.args))
 
 
-def test_the_table_is_created_by_one_function_and_is_idempotent(tmp_path):
-    db = sqlite_utils.Database(tmp_path / "run.db")
-    create_journal_table(db)
-    create_journal_table(db)
-    assert set(db["tool_journal"].columns_dict) >= {"thread_id", "step", "call_id", "tool", "args_hash", "observation"}
+def test_without_a_database_the_journal_is_kept_in_memory_with_the_same_rows():
+    log: list[str] = []
+    journal = ToolJournal()
+    call = ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)
+    ToolExecutor(journal=journal).run([call], PLACE)
+    ToolExecutor(journal=journal).run([call], PLACE)  # the same call after a resume: replayed
+    assert log == ["ann"] and journal.path == ":memory:"
+    assert [r["observation"] for r in journal.rows("t1")] == ["sent to ann"]
+
+
+def test_a_journal_left_by_an_older_standalone_journal_is_migrated_with_its_rows(tmp_path):
+    path = tmp_path / "journal.db"
+    db = sqlite_utils.Database(path)  # what ToolJournal("journal.db") made before it joined the run database
+    db["tool_journal"].create({"thread_id": str, "run": int, "step": int, "position": int, "call_id": str, "tool": str,
+                               "args_hash": str, "args": str, "started_at": float, "finished_at": float,
+                               "observation": str, "error": int},
+                              pk=("thread_id", "run", "step", "position", "call_id", "tool", "args_hash"))
+    call = ToolCall(effect_tool([]), {"to": "ann"}, "c1", 0)
+    db["tool_journal"].insert({**key_for(call).as_row(), "args": "{}", "started_at": 1.0, "finished_at": 2.0,
+                               "observation": "sent to ann", "error": 0})
+    db.conn.close()
+    log: list[str] = []
+    [result] = ToolExecutor(journal=ToolJournal(path)).run([ToolCall(effect_tool(log), {"to": "ann"}, "c1", 0)], PLACE)
+    assert result.observation == "sent to ann" and log == []  # replayed from the old row, not sent again
 
 
 def test_args_hash_ignores_key_order():
