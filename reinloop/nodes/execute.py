@@ -17,6 +17,8 @@ once its time is spent.
 
 from __future__ import annotations
 
+import functools
+
 import time
 from typing import Any
 
@@ -44,6 +46,7 @@ def place_of(state: AgentState) -> Place:
 def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:
     """Answer repeated read-only calls from their earlier result, in place; their event records by position."""
 
+    @functools.cache  # asked once per earlier step
     def changes_world(name: str) -> bool:
         tool = ctx.tools.get(name)
         return tool is not None and options_of(tool).side_effects
