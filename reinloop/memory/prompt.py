@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..errors import ConfigurationError
 from ..state import Step
@@ -35,7 +34,15 @@ from .config import Memory
 from .ledger import LEDGER_HEADER, newest_lines_within
 from .store import Recalled
 from .summary import newest_lines, summary_lines
-from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
+from .tokens import (
+    MESSAGE_OVERHEAD,
+    TokenCounter,
+    active_counter,
+    clip_text,
+    count_message_tokens,
+    count_tokens,
+    message_text,
+)
 from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
 
 __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
@@ -79,7 +86,7 @@ def tool_tokens(ctx: Any, counter: TokenCounter) -> int:
     if not len(ctx.tools):
         return 0
     if ctx.protocol.native_tools:
-        return count_tool_schemas([convert_to_openai_tool(t) for t in ctx.tools.bindable()], counter)
+        return count_tokens(ctx.tools.schemas_json(), counter)  # made once per registry, counted once per counter
     return count_tokens(ctx.tools.describe(), counter)
 
 
@@ -90,11 +97,21 @@ def fixed_system_tokens(ctx: Any, counter: TokenCounter) -> tuple[int, int]:
     return (total, tools) if ctx.protocol.native_tools else (total - tools, tools)
 
 
+def fixed_upper_bound(ctx: Any) -> int:
+    """At least the tokens of the system prompt and tools by any counter: their UTF-8 bytes.
+
+    A byte-level BPE token (o200k, cl100k) covers at least one byte, and
+    :func:`~reinloop.memory.tokens.estimate_tokens` prices no piece above its bytes.
+    """
+    tools = ctx.tools.schemas_json() if ctx.protocol.native_tools and len(ctx.tools) else ""
+    return len(message_text(system_message(ctx)).encode()) + MESSAGE_OVERHEAD + len(tools.encode())
+
+
 def check_fixed_parts(ctx: Any) -> None:
     """Refuse a budget that the system prompt and tools alone (nearly) fill."""
     memory = memory_of(ctx)
-    if memory.max_prompt_tokens is None:
-        return
+    if memory.max_prompt_tokens is None or fixed_upper_bound(ctx) + RESERVED_TOKENS <= memory.max_prompt_tokens:
+        return  # no exact count needed: building a graph does not load an encoding (~0.2 s, ~75 MB)
     counter = active_counter(memory.encoding)
     system, tools = fixed_system_tokens(ctx, counter)
     if system + tools + RESERVED_TOKENS > memory.max_prompt_tokens:
