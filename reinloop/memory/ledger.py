@@ -17,7 +17,7 @@ last-step hint.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..state import Step
@@ -76,17 +76,36 @@ def results(steps: Iterable[Step]) -> list[Result]:
 
 def newest_results(steps: Sequence[Step]) -> Iterator[Result]:
     """:func:`results` newest first, lazily: a prompt's ledger needs only the newest few of a long run."""
-    seen: set[str] = set()
+    seen = CallSet()
     for step in reversed(steps):
         for action in reversed(step.get("actions") or []):
             if action.get("error") or action.get("observation") is None or action.get("reused"):
                 continue
             entry = Result(step=step["index"], tool=str(action.get("tool")), args=dict(action.get("args") or {}),
                            observation=str(action["observation"]))
-            key = call_key(entry["tool"], entry["args"]) + entry["observation"]
-            if key not in seen:
-                seen.add(key)
+            if entry not in seen:
+                seen.add(entry)
                 yield entry
+
+
+class CallSet:
+    """Calls with their observations, compared as :func:`call_key` does, serialising only on a near match.
+
+    A run's observations are mostly distinct, so (tool, observation) tells
+    most calls apart without turning their arguments into JSON.
+    """
+
+    def __init__(self) -> None:
+        self._args: dict[tuple[str, str], list[Any]] = {}
+
+    def add(self, result: Result) -> None:
+        """Remember ``result``."""
+        self._args.setdefault((result["tool"], result["observation"]), []).append(result["args"])
+
+    def __contains__(self, result: object) -> bool:
+        tool, observation, args = result["tool"], result["observation"], result["args"]  # type: ignore[index]
+        earlier = self._args.get((tool, observation))
+        return bool(earlier) and call_key(tool, args) in {call_key(tool, a) for a in earlier or []}
 
 
 def entry_text(result: Result, observation: str) -> str:
@@ -102,9 +121,12 @@ def ledger_line(result: Result, counter: TokenCounter) -> str:
 
 def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
     """The results that the shown steps do not already hold verbatim."""
-    in_window = {call_key(a.get("tool"), a.get("args")) + str(a.get("observation"))
-                 for s in shown for a in s.get("actions") or []}
-    return (r for r in results_ if call_key(r["tool"], r["args"]) + r["observation"] not in in_window)
+    in_window = CallSet()
+    for step in shown:
+        for action in step.get("actions") or []:
+            in_window.add(Result(step=step["index"], tool=str(action.get("tool")), args=action.get("args") or {},
+                                 observation=str(action.get("observation"))))
+    return (r for r in results_ if r not in in_window)
 
 
 def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens: float, counter: TokenCounter) -> list[str]:
@@ -123,8 +145,8 @@ def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens
     return lines[::-1]
 
 
-def earlier_result(steps: Sequence[Step], tool: str, args: Any, changes_world: Callable[[str], bool]) -> Result | None:
-    """The newest successful result of the same call in ``steps``, unless a side-effecting call ran since.
+def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: Collection[str]) -> Result | None:
+    """The newest successful result of the same call in ``steps``, unless a call of a ``world_changers`` tool ran since.
 
     The same call is the same tool with equal arguments; a run's steps are
     walked once, newest first, with no serialisation (a long run has many).
@@ -133,10 +155,10 @@ def earlier_result(steps: Sequence[Step], tool: str, args: Any, changes_world: C
     for step in reversed(steps):
         actions = step.get("actions") or []
         for action in actions:
-            if changes_world(str(action.get("tool"))) and not action.get("problem"):
+            if action.get("tool") in world_changers and not action.get("problem"):
                 return None  # the world may have changed since: the call must run again
         for action in reversed(actions):
-            if (str(action.get("tool")) == tool and (action.get("args") or {}) == args and not action.get("error")
+            if (action.get("tool") == tool and (action.get("args") or {}) == args and not action.get("error")
                     and action.get("observation") is not None and not action.get("reused")):
                 return Result(step=step["index"], tool=tool, args=dict(args), observation=str(action["observation"]))
     return None

@@ -259,14 +259,43 @@ def _clipped(text: str, max_tokens: int, counter: TokenCounter) -> str:
 
 
 def _clip(text: str, max_tokens: int, counter: TokenCounter) -> str:
-    """The binary search for the longest head and tail that fit, with the marker between."""
-    low, high = 0, len(text)
+    """The longest head and tail that fit, with the marker between.
+
+    The search starts where the text's own tokens per character put the cut
+    and gallops out from there before bisecting: a few counts of short
+    candidates instead of a bisection from the whole text.
+    """
+
+    def cut(keep: int) -> str:
+        return text[: keep - keep // 2] + CUT_MARKER + text[len(text) - keep // 2 :]
+
+    def fits(keep: int) -> bool:
+        return count_tokens(cut(keep), counter) <= max_tokens
+
+    low, high = bracket(len(text), int(len(text) * max_tokens / max(1, count_tokens(text, counter))), fits)
     while low < high:  # the longest head+tail that fits
         mid = (low + high + 1) // 2
-        candidate = text[: mid - mid // 2] + CUT_MARKER + text[len(text) - mid // 2 :]
-        if count_tokens(candidate, counter) <= max_tokens:
+        if fits(mid):
             low = mid
         else:
             high = mid - 1
-    clipped = text[: low - low // 2] + CUT_MARKER + text[len(text) - low // 2 :]
+    clipped = cut(low)
     return clipped if count_tokens(clipped, counter) <= max_tokens else ""
+
+
+def bracket(size: int, guess: int, fits: Callable[[int], bool]) -> tuple[int, int]:
+    """``(low, high)`` around the largest ``n <= size`` that ``fits``, galloping out from ``guess``."""
+    low, high = 0, size
+    step, probe = max(1, guess // 10), min(max(guess, 0), size)
+    if fits(probe):
+        low = probe
+        while low < high and fits(nxt := min(high, low + step)):
+            low, step = nxt, step * 2
+        return (low, high) if low == high else (low, nxt - 1)
+    high = probe - 1
+    while high > low:
+        nxt = max(low, high - step)
+        if fits(nxt):
+            return nxt, high
+        high, step = nxt - 1, step * 2
+    return low, max(high, low)
