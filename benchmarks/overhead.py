@@ -8,8 +8,10 @@ Both sides get the same scripted replies: one tool call per iteration to a
 trivial tool that returns 2 KB of text, then a final answer. reinloop runs
 with its defaults (``build_graph`` with the default ``Memory()``, ``Limits``
 without step/time caps); ``create_agent`` (langchain 1.x) with no middleware.
-The scripted model keeps no record of its prompts on either side, so memory
-measures the frameworks, not the fake model. Each run process first runs a
+The scripted model is the same small class on both sides, defined here on
+``langchain_core`` alone: it keeps no record of its prompts, and the
+create_agent side imports nothing of reinloop, so memory measures the
+frameworks, not the fake model. Each run process first runs a
 one-step task on each side (so one-time costs such as reinloop loading its
 tokenizer are not spread over the iterations); those costs are in the start
 table instead.
@@ -77,20 +79,50 @@ def fetch_tool() -> Any:
     return fetch
 
 
+SUMMARIZER_TAG = "reinloop:summarizer"
+"""The tag of reinloop's summarizer calls (``reinloop.memory.summary.SUMMARIZER_TAG``), answered apart."""
+
+
 def scripted_model(steps: int) -> Any:
-    """The same script for both sides, from a model that forgets its prompts once it has answered."""
-    from reinloop.testing import ScriptedChatModel, tool_call
+    """The same script for both sides: ``steps`` tool calls, then an answer; nothing kept of the prompts.
 
-    class Forgetful(ScriptedChatModel):
-        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> Any:
-            result = super()._generate(messages, stop, run_manager, **kwargs)
-            self._prompts.clear()
-            self._summary_prompts.clear()
-            self._call_options.clear()
-            return result
+    It is defined here, on ``langchain_core`` alone, so the create_agent
+    side imports nothing of reinloop (its memory would count reinloop's
+    modules). reinloop's summarizer calls get the extractive summary its
+    own test model gives (:func:`reinloop.testing.facts_summary`).
+    """
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
 
-    replies = [[tool_call("fetch", {"page": i}, id=f"call_{i}")] for i in range(steps)]
-    return Forgetful(replies=[*replies, "read them all"])
+    class Scripted(BaseChatModel):
+        replies: list[Any]
+        cursor: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "overhead-scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self.bind(tools=[getattr(t, "name", t) for t in tools], **kwargs)
+
+        def remaining(self) -> int:
+            return len(self.replies) - self.cursor
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            if SUMMARIZER_TAG in ((run_manager.tags or []) if run_manager else []):
+                from reinloop.testing import facts_summary
+
+                message = AIMessage(content=facts_summary(messages))
+            else:
+                item = self.replies[self.cursor]
+                self.cursor += 1
+                message = AIMessage(content="", tool_calls=item) if isinstance(item, list) else AIMessage(content=item)
+            message.usage_metadata = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    calls = [[{"name": "fetch", "args": {"page": i}, "id": f"call_{i}", "type": "tool_call"}] for i in range(steps)]
+    return Scripted(replies=[*calls, "read them all"])
 
 
 def open_saver(side: str, saver: str, path: Path) -> Any:
@@ -144,10 +176,9 @@ def invoke(side: str, graph: Any, steps: int, *, durable: bool = False) -> None:
 def import_side(side: str) -> None:
     if side == "reinloop":
         import reinloop  # noqa: F401
-        import reinloop.testing  # noqa: F401
+        import reinloop.testing  # noqa: F401  (its summaries, for the scripted model)
     else:
         import langchain.agents  # noqa: F401
-        import reinloop.testing  # noqa: F401  (the scripted model, for both)
 
 
 def files_size(path: Path) -> int:
@@ -182,7 +213,10 @@ def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, A
 def child_read(side: str, path: Path) -> dict[str, Any]:
     """Open the saver at ``path`` in this new process and read the latest state (imports excluded)."""
     import_side(side)
-    from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401  (imported before the clock, like the rest)
+    if side == "create_agent":
+        from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401  (imported before the clock, like the rest)
+    else:
+        from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
     saver = open_saver(side, "sqlite", path)
