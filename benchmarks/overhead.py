@@ -3,6 +3,7 @@
     python benchmarks/overhead.py                    # N = 10/50/200/1000, 3 repeats (about an hour)
     python benchmarks/overhead.py --quick            # CI: small N, 1 repeat, under a minute
     python benchmarks/overhead.py --profile 200      # cProfile of 200 reinloop steps: the top costs per step
+    python benchmarks/overhead.py --nodes 200        # CPU per node and for LangGraph, without a profiler
 
 Both sides get the same scripted replies: one tool call per iteration to a
 trivial tool that returns 2 KB of text, then a final answer. reinloop runs
@@ -403,6 +404,39 @@ def profile(steps: int, top: int = 5) -> None:
         print(f"  {own / steps * 1e3:6.3f} ms  {calls / steps:5.1f} calls  {Path(file).parent.name}/{Path(file).name}:{line} {name}")
 
 
+def node_times(steps: int) -> None:
+    """CPU per step of each reinloop node, without a profiler (each node wrapped in a clock), and the rest."""
+    import_side("reinloop")
+    import reinloop.graph as wiring
+
+    spent: dict[str, float] = {}
+
+    def clocked(node: Any) -> Any:
+        def run(state: Any, runtime: Any) -> Any:
+            start = time.process_time()
+            try:
+                return node(state, runtime)
+            finally:
+                spent[node.__name__] = spent.get(node.__name__, 0.0) + time.process_time() - start
+
+        run.__name__ = node.__name__
+        return run
+
+    for name in ("decide", "parse", "validate", "execute", "memorize", "guard"):
+        setattr(wiring, name, clocked(getattr(wiring, name)))
+    tools = [fetch_tool()]
+    invoke("reinloop", build("reinloop", scripted_model(1), tools, None), 1)
+    spent.clear()
+    graph = build("reinloop", scripted_model(steps), tools, None)
+    start = time.process_time()
+    invoke("reinloop", graph, steps)
+    total = time.process_time() - start
+    print(f"{steps} steps, {total / steps * 1e3:.2f} ms CPU per step:")
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {seconds / steps * 1e3:6.3f} ms  {name}")
+    print(f"  {(total - sum(spent.values())) / steps * 1e3:6.3f} ms  LangGraph and the rest")
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
@@ -414,9 +448,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, help="runs per configuration (default 3; 1 with --quick)")
     parser.add_argument("--savers", nargs="+", choices=SAVERS, help="configurations (default: all)")
     parser.add_argument("--profile", type=int, metavar="N", help="profile N reinloop steps instead")
+    parser.add_argument("--nodes", type=int, metavar="N", help="CPU per reinloop node over N steps instead")
     args = parser.parse_args(argv)
     if args.profile:
         profile(args.profile)
+        return
+    if args.nodes:
+        node_times(args.nodes)
         return
     steps = tuple(args.steps or (QUICK_STEPS if args.quick else FULL_STEPS))
     repeats = args.repeats or (1 if args.quick else 3)
