@@ -176,7 +176,8 @@ def invoke(side: str, graph: Any, steps: int, *, durable: bool = False) -> None:
 
 def import_side(side: str) -> None:
     if side == "reinloop":
-        import reinloop  # noqa: F401
+        from reinloop import Limits, build_graph  # noqa: F401  (the package loads these on first use)
+        from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
         import reinloop.testing  # noqa: F401  (its summaries, for the scripted model)
     else:
         import langchain.agents  # noqa: F401
