@@ -83,8 +83,11 @@ def prepare_step(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> tup
     if missing:
         prepared = again(state, ctx, thread_id, prepared, [missing])
         hints.append(missing)
-    if state.get("prompt_digest") and prompt_digest(prepared.messages) == state["prompt_digest"]:
+    digest = prompt_digest(prepared.messages)
+    if state.get("prompt_digest") and digest == state["prompt_digest"]:
         note = SAME_PROMPT.format(step=state["counters"]["steps"] + 1)
         prepared = again({**state, "hints": hints}, ctx, thread_id, prepared, [note])
         hints.append(note)
+        digest = prompt_digest(prepared.messages)
+    prepared.digest = digest
     return prepared, hints

@@ -17,11 +17,11 @@ last-step hint.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..state import Step
-from .tokens import TokenCounter, clip_text
+from .tokens import TokenCounter, clip_text, count_tokens
 from .window import current_steps
 
 LEDGER_HEADER = "Tool results of earlier steps, verbatim (exact; where the summary disagrees, these are right):"
@@ -74,34 +74,93 @@ def results(steps: Iterable[Step]) -> list[Result]:
     return sorted(found.values(), key=lambda r: r["step"])
 
 
+def newest_results(steps: Sequence[Step]) -> Iterator[Result]:
+    """:func:`results` newest first, lazily: a prompt's ledger needs only the newest few of a long run."""
+    seen = CallSet()
+    for step in reversed(steps):
+        for action in reversed(step.get("actions") or []):
+            if action.get("error") or action.get("observation") is None or action.get("reused"):
+                continue
+            entry = Result(step=step["index"], tool=str(action.get("tool")), args=dict(action.get("args") or {}),
+                           observation=str(action["observation"]))
+            if entry not in seen:
+                seen.add(entry)
+                yield entry
+
+
+class CallSet:
+    """Calls with their observations, compared as :func:`call_key` does, serialising only on a near match.
+
+    A run's observations are mostly distinct, so (tool, observation) tells
+    most calls apart without turning their arguments into JSON.
+    """
+
+    def __init__(self) -> None:
+        self._args: dict[tuple[str, str], list[Any]] = {}
+
+    def add(self, result: Result) -> None:
+        """Remember ``result``."""
+        self._args.setdefault((result["tool"], result["observation"]), []).append(result["args"])
+
+    def __contains__(self, result: object) -> bool:
+        tool, observation, args = result["tool"], result["observation"], result["args"]  # type: ignore[index]
+        earlier = self._args.get((tool, observation))
+        return bool(earlier) and call_key(tool, args) in {call_key(tool, a) for a in earlier or []}
+
+
 def entry_text(result: Result, observation: str) -> str:
     """``step 2: calculator {"expression": "2+2"} -> 4`` (long arguments cut to :data:`ARGS_CHARS`)."""
     args = short(json.dumps(result["args"], ensure_ascii=False), ARGS_CHARS)
     return f"step {result['step']}: {result['tool']} {args} -> {' '.join(observation.split())}"
 
 
-def ledger_lines(results_: Sequence[Result], counter: TokenCounter) -> list[str]:
-    """One line per result, each observation cut to :data:`ENTRY_TOKENS`."""
-    return [f"- {entry_text(r, clip_text(r['observation'], ENTRY_TOKENS, counter))}" for r in results_]
+def ledger_line(result: Result, counter: TokenCounter) -> str:
+    """A result's ledger line, its observation cut to :data:`ENTRY_TOKENS`."""
+    return f"- {entry_text(result, clip_text(result['observation'], ENTRY_TOKENS, counter))}"
 
 
-def unseen_results(all_steps: Sequence[Step], shown: Sequence[Step]) -> list[Result]:
-    """Results of the run that the shown steps do not already hold verbatim."""
-    in_window = {call_key(a.get("tool"), a.get("args")) + str(a.get("observation"))
-                 for s in shown for a in s.get("actions") or []}
-    return [r for r in results(all_steps) if call_key(r["tool"], r["args"]) + r["observation"] not in in_window]
-
-
-def earlier_result(steps: Sequence[Step], tool: str, args: Any, changes_world: Callable[[str], bool]) -> Result | None:
-    """The newest successful result of the same call in ``steps``, unless a side-effecting call ran since."""
-    key = call_key(tool, args)
-    for step in reversed(steps):
+def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
+    """The results that the shown steps do not already hold verbatim."""
+    in_window = CallSet()
+    for step in shown:
         for action in step.get("actions") or []:
-            if changes_world(str(action.get("tool"))) and not action.get("problem"):
+            in_window.add(Result(step=step["index"], tool=str(action.get("tool")), args=action.get("args") or {},
+                                 observation=str(action.get("observation"))))
+    return (r for r in results_ if r not in in_window)
+
+
+def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens: float, counter: TokenCounter) -> list[str]:
+    """Ledger lines of the unseen results, oldest first: the newest whose counts add up to ``max_tokens``, and one more.
+
+    Only these can be shown (the listing settles the exact fit), so a long
+    run's older results are never cut or counted again.
+    """
+    lines: list[str] = []
+    left = max_tokens
+    for result in unseen(newest_results(steps), shown):
+        lines.append(ledger_line(result, counter))
+        left -= count_tokens(lines[-1], counter) + 1
+        if left < 0:
+            break
+    return lines[::-1]
+
+
+def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: Collection[str]) -> Result | None:
+    """The newest successful result of the same call in ``steps``, unless a call of a ``world_changers`` tool ran since.
+
+    The same call is the same tool with equal arguments; a run's steps are
+    walked once, newest first, with no serialisation (a long run has many).
+    """
+    args = args or {}
+    for step in reversed(steps):
+        actions = step.get("actions") or []
+        for action in actions:
+            if action.get("tool") in world_changers and not action.get("problem"):
                 return None  # the world may have changed since: the call must run again
-        for result in results([step]):
-            if call_key(result["tool"], result["args"]) == key:
-                return result
+        for action in reversed(actions):
+            if (action.get("tool") == tool and (action.get("args") or {}) == args and not action.get("error")
+                    and action.get("observation") is not None and not action.get("reused")):
+                return Result(step=step["index"], tool=tool, args=dict(args), observation=str(action["observation"]))
     return None
 
 

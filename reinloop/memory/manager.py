@@ -53,6 +53,7 @@ class Prepared:
     calls: int = 0
     update: dict[str, Any] = field(default_factory=dict)
     counter: str = ""
+    digest: str = ""  # the prompt's hash (:func:`~reinloop.memory.feedback.prompt_digest`), once known
 
 
 def new_cursor() -> MemoryCursor:
@@ -199,8 +200,10 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
         else:
             window = None  # a failed fold keeps the raw steps, as many as the budget allows
     recalled, recall_events = recall_for({**state, "summary": folding.summary}, memory, thread_id, steps, counter)
-    result = assemble(state, ctx, steps=visible, summary=folding.summary, recalled=recalled,
-                      window_steps=window, counter=counter)
+    result = first  # nothing folded or recalled: the first assembly is the prompt (one per step, mostly)
+    if to_fold or recalled:
+        result = assemble(state, ctx, steps=visible, summary=folding.summary, recalled=recalled,
+                          window_steps=window, counter=counter)
     events = dedup_events(steps, hidden) + folding.events + recall_events + result.events
     # Only what changed: a channel written anew is stored anew, at every step.
     update: dict[str, Any] = {}

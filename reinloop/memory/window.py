@@ -20,6 +20,7 @@ Three rules decide what is shown, newest first:
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -28,15 +29,22 @@ from ..state import Step
 
 
 def current_steps(state: Mapping[str, Any]) -> list[Step]:
-    """The steps of the run in progress (a thread may hold several runs)."""
+    """The steps of the run in progress (a thread may hold several runs).
+
+    Steps are appended in run order, so the run's steps are the scratchpad's
+    tail, found by bisection: a long run's prompt does not walk all its steps.
+    """
     run = state.get("run", 0)
-    return [s for s in state.get("scratchpad") or [] if s.get("run", 0) == run]
+    pad = state.get("scratchpad") or []
+    tail = pad[bisect.bisect_left(pad, run, key=lambda s: s.get("run", 0)):]
+    return tail if not tail or tail[-1].get("run", 0) == run else [s for s in tail if s.get("run", 0) == run]
 
 
 def unfolded_steps(state: Mapping[str, Any]) -> list[Step]:
-    """The run's steps that are not yet in the summary."""
+    """The run's steps that are not yet in the summary (step indices grow within a run)."""
     folded = (state.get("memory_cursor") or {}).get("folded", 0)
-    return [s for s in current_steps(state) if s.get("index", 0) > folded]
+    steps = current_steps(state)
+    return steps[bisect.bisect_right(steps, folded, key=lambda s: s.get("index", 0)):]
 
 
 def step_keys(step: Step) -> frozenset[str]:

@@ -169,4 +169,4 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         task=view["task"] if "run" in update else None,  # a new task starts: say which
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,
-            "prompt_digest": prompt_digest(prepared.messages)}
+            "prompt_digest": prepared.digest or prompt_digest(prepared.messages)}

@@ -17,6 +17,7 @@ once its time is spent.
 
 from __future__ import annotations
 
+
 import time
 from typing import Any
 
@@ -41,16 +42,13 @@ def place_of(state: AgentState) -> Place:
 def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:
     """Answer repeated read-only calls from their earlier result, in place; their event records by position."""
 
-    def changes_world(name: str) -> bool:
-        tool = ctx.tools.get(name)
-        return tool is not None and options_of(tool).side_effects
-
+    world_changers = {tool.name for tool in ctx.tools if options_of(tool).side_effects}
     steps = current_steps(state)
     records: dict[int, ActionRecord] = {}
     for i, action in enumerate(actions):
-        if action.get("problem") or changes_world(action["tool"]):
+        if action.get("problem") or action["tool"] in world_changers:
             continue
-        known = earlier_result(steps, action["tool"], action.get("args") or {}, changes_world)
+        known = earlier_result(steps, action["tool"], action.get("args") or {}, world_changers)
         if known is not None:
             actions[i] = {**action, "observation": reused_observation(known), "error": False, "reused": known["step"]}
             records[i] = ActionRecord(tool=action["tool"], args=action.get("args") or {},

@@ -38,6 +38,7 @@ class ToolRegistry:
     def __init__(self, tools: Iterable[BaseTool] = (), *, detail: ToolDetail = "full") -> None:
         self.detail: ToolDetail = check_detail(detail)
         self._tools: dict[str, BaseTool] = {}
+        self._shown: dict[str, str] = {}  # what the model is shown of the tools, made once (cleared by register)
         for tool in tools:
             self.register(tool)
 
@@ -58,6 +59,7 @@ class ToolRegistry:
                 f"unique (registered: {', '.join(self.names())})"
             )
         self._tools[tool.name] = tool
+        self._shown.clear()
         return tool
 
     def get(self, name: str) -> BaseTool | None:
@@ -96,6 +98,18 @@ class ToolRegistry:
 
     def describe(self) -> str:
         """Each tool with its description and argument schema, for text prompts (one line each when compact)."""
+        if "describe" not in self._shown:
+            self._shown["describe"] = self._describe()
+        return self._shown["describe"]
+
+    def schemas_json(self) -> str:
+        """The OpenAI-format schemas ``bind_tools`` sends, as compact JSON (what native tool calling costs in tokens)."""
+        if "schemas" not in self._shown:
+            schemas = [convert_to_openai_tool(t) for t in self.bindable()]
+            self._shown["schemas"] = json.dumps(schemas, ensure_ascii=False, separators=(",", ":")) if schemas else ""
+        return self._shown["schemas"]
+
+    def _describe(self) -> str:
         if self.detail == "compact":
             return "\n".join(f"- {signature(tool, self.schema(tool.name))}" for tool in self)
         lines = []

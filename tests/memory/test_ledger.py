@@ -134,3 +134,33 @@ def test_a_result_with_a_document_for_arguments_is_shown_cut():
 
     result = Result(step=1, tool="file_note", args={"text": "x" * 5000}, observation="filed")
     assert len(entry_text(result, "filed")) < ARGS_CHARS + LATEST_CHARS
+
+
+def old_ledger(steps, shown, cap, counter):
+    """The ledger as it was built before it read only the newest results: every line cut, then dropped from the front."""
+    from reinloop.memory.ledger import ledger_line, results, unseen
+    from reinloop.memory.prompt import listing
+    from reinloop.memory.tokens import count_message_tokens
+
+    lines = [ledger_line(r, counter) for r in unseen(results(steps), shown)]
+    while lines and count_message_tokens([listing(LEDGER_HEADER, lines)], counter) > cap:
+        lines = lines[1:]
+    return lines
+
+
+@pytest.mark.parametrize("cap", [60, 150, 400, 2000])
+def test_a_long_runs_ledger_holds_what_cutting_and_counting_every_result_would(cap):
+    from reinloop.memory.ledger import LEDGER_HEADER as HEADER, newest_lines_within
+    from reinloop.memory.prompt import fit_listing
+
+    words = ["总额 391 元", "lorem ipsum", "2+2 -> 4", "page", "🙂", "x" * 300]
+    steps = [{"index": i, "run": 1, "actions": [
+        {"tool": "read_page", "args": {"page": i % 7}, "observation": " ".join(words[(i * k) % 6] for k in range(i % 40 + 1)),
+         "error": i % 11 == 0},
+        {"tool": "read_page", "args": {"page": 1}, "observation": "the same page again"}]} for i in range(1, 120)]
+    counter = active_counter()
+    for shown_from in (117, 110, 60):
+        shown = steps[shown_from:]
+        message, _ = fit_listing(HEADER, newest_lines_within(steps, shown, cap, counter), cap, counter)
+        expected = old_ledger(steps, shown, cap, counter)
+        assert (message.content.split("\n")[1:] if message else []) == expected

@@ -174,3 +174,24 @@ def test_tool_call_steps_stay_whole_through_the_openai_client(openai_server):
         calls = [c["id"] for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]
         results = [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool"]
         assert calls == results
+
+
+def test_building_a_graph_loads_no_encoding_until_a_prompt_is_counted(fresh_counter):
+    from reinloop.memory import tokens
+
+    graph = build_graph(ScriptedChatModel(replies=["done"]), builtins("calculator,get_weather"))
+    assert tokens.active_counter.cache_info().currsize == 0  # the fixed parts' bytes fit the budget
+    out = graph.invoke({"task": "t"})
+    assert tokens.active_counter.cache_info().currsize == 1
+    assert out["scratchpad"][0]["prompt_parts"]["total"] <= Memory().max_prompt_tokens
+
+
+@pytest.mark.parametrize("system_prompt", ["Be brief.", "你是一个认真的助手，请一步一步地完成任务。" * 20, "🙂 ünïcode " * 50])
+@pytest.mark.parametrize("protocol", ["tool_calling", "json", "react"])
+def test_the_byte_bound_of_the_fixed_parts_is_never_below_their_exact_count(system_prompt, protocol):
+    from reinloop.memory.prompt import fixed_system_tokens, fixed_upper_bound
+
+    ctx = build_graph(ScriptedChatModel(), builtins("calculator,db_query,get_weather"), protocol=protocol,
+                      system_prompt=system_prompt).reinloop_context
+    for encoding in ("o200k_base", "cl100k_base", "estimate"):
+        assert fixed_upper_bound(ctx) >= sum(fixed_system_tokens(ctx, active_counter(encoding)))

@@ -1,0 +1,485 @@
+"""Overhead per step: reinloop vs LangChain's ``create_agent``, side by side in one run.
+
+    python benchmarks/overhead.py                    # N = 10/50/200/1000, 3 repeats (about an hour)
+    python benchmarks/overhead.py --quick            # CI: small N, 1 repeat, under a minute
+    python benchmarks/overhead.py --profile 200      # cProfile of 200 reinloop steps: the top costs per step
+    python benchmarks/overhead.py --nodes 200        # CPU per node and for LangGraph, without a profiler
+
+Both sides get the same scripted replies: one tool call per iteration to a
+trivial tool that returns 2 KB of text, then a final answer. reinloop runs
+with its defaults (``build_graph`` with the default ``Memory()``, ``Limits``
+without step/time caps); ``create_agent`` (langchain 1.x) with no middleware.
+The scripted model is the same small class on both sides, defined here on
+``langchain_core`` alone: it keeps no record of its prompts, and the
+create_agent side imports nothing of reinloop, so memory measures the
+frameworks, not the fake model. Each run process first runs a
+one-step task on each side (so one-time costs such as reinloop loading its
+tokenizer are not spread over the iterations); those costs are in the start
+table instead.
+
+Configurations, each in its own subprocess (so peak RSS is its own):
+
+- ``none``: no checkpointer;
+- ``sqlite``: each side's SQLite saver with its own settings: reinloop's
+  ``SqliteCheckpointer`` (WAL, ``synchronous=NORMAL``) vs
+  ``langgraph-checkpoint-sqlite``'s ``SqliteSaver`` (WAL, SQLite's default
+  ``synchronous``, FULL); both invoked with ``durability="sync"`` (reinloop's
+  default with a checkpointer: a step is on disk before the next starts);
+- ``sqlite-full``: the same with ``synchronous=FULL`` set on both.
+
+The figures are process CPU time (``time.process_time``) of ``invoke``
+divided by the iterations (the machine is shared, so CPU, not wall time,
+makes the ratios), the wall-time ratio beside it, peak RSS
+(``ru_maxrss``), the database size (file plus WAL) with its growth exponent
+``k`` in ``size ~ N^k`` between successive N, the time to read the latest
+state from a new process, the first ``build_graph``/``create_agent`` in a
+new process (after imports), and CLI start (``reinloop --help`` vs
+``python -c "import langchain.agents"``). The load average is printed with
+the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import json
+import math
+import os
+import pstats
+import resource
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+OUTPUT_CHARS = 2000
+SIDES = ("reinloop", "create_agent")
+SAVERS = ("none", "sqlite", "sqlite-full")
+FULL_STEPS = (10, 50, 200, 1000)
+QUICK_STEPS = (5, 20)
+THREAD = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
+
+
+# --- the child side: one configuration in this process ------------------------------------------------
+
+
+def fetch_tool() -> Any:
+    """The trivial tool: 2 KB of text per page."""
+    from langchain_core.tools import tool
+
+    @tool
+    def fetch(page: int) -> str:
+        """Fetch one page of a long document."""
+        line = f"page {page}: " + "lorem ipsum dolor sit amet " * 3
+        return (line * (OUTPUT_CHARS // len(line) + 1))[:OUTPUT_CHARS]
+
+    return fetch
+
+
+SUMMARIZER_TAG = "reinloop:summarizer"
+"""The tag of reinloop's summarizer calls (``reinloop.memory.summary.SUMMARIZER_TAG``), answered apart."""
+
+
+def scripted_model(steps: int) -> Any:
+    """The same script for both sides: ``steps`` tool calls, then an answer; nothing kept of the prompts.
+
+    It is defined here, on ``langchain_core`` alone, so the create_agent
+    side imports nothing of reinloop (its memory would count reinloop's
+    modules). reinloop's summarizer calls get the extractive summary its
+    own test model gives (:func:`reinloop.testing.facts_summary`).
+    """
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class Scripted(BaseChatModel):
+        replies: list[Any]
+        cursor: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "overhead-scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self.bind(tools=[getattr(t, "name", t) for t in tools], **kwargs)
+
+        def remaining(self) -> int:
+            return len(self.replies) - self.cursor
+
+        def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+            if SUMMARIZER_TAG in ((run_manager.tags or []) if run_manager else []):
+                from reinloop.testing import facts_summary
+
+                message = AIMessage(content=facts_summary(messages))
+            else:
+                item = self.replies[self.cursor]
+                self.cursor += 1
+                message = AIMessage(content="", tool_calls=item) if isinstance(item, list) else AIMessage(content=item)
+            message.usage_metadata = {"input_tokens": 10, "output_tokens": 5, "total_tokens": 15}
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    calls = [[{"name": "fetch", "args": {"page": i}, "id": f"call_{i}", "type": "tool_call"}] for i in range(steps)]
+    return Scripted(replies=[*calls, "read them all"])
+
+
+def open_saver(side: str, saver: str, path: Path) -> Any:
+    """The side's SQLite saver at ``path`` (``None`` without one); FULL sync when asked."""
+    if saver == "none":
+        return None
+    if side == "reinloop":
+        from reinloop.checkpoints import SqliteCheckpointer
+
+        opened = SqliteCheckpointer.open(path)
+        conn = opened.conn
+    else:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        conn = sqlite3.connect(path, check_same_thread=False)
+        opened = SqliteSaver(conn)
+        opened.setup()
+    if saver == "sqlite-full":
+        conn.execute("PRAGMA synchronous=FULL")
+    return opened
+
+
+def close_saver(saver: Any) -> None:
+    if saver is not None:
+        saver.conn.close()
+
+
+def build(side: str, model: Any, tools: list[Any], saver: Any) -> Any:
+    """The side's graph."""
+    if side == "reinloop":
+        from reinloop import Limits, build_graph
+
+        limits = Limits(max_steps=None, max_seconds=None, max_repeats=None, repeat_hint_after=None)
+        return build_graph(model, tools, limits=limits, checkpointer=saver)
+    from langchain.agents import create_agent
+
+    return create_agent(model, tools=tools, checkpointer=saver)
+
+
+def invoke(side: str, graph: Any, steps: int, *, durable: bool = False) -> None:
+    """Run the scripted task to its end (``durability="sync"`` with a saver, reinloop's default)."""
+    config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 10 * steps + 100}
+    kwargs = {"durability": "sync"} if durable else {}
+    task = {"task": "read every page"} if side == "reinloop" else {"messages": [("user", "read every page")]}
+    out = graph.invoke(task, config, **kwargs)
+    done = out["status"] == "done" if side == "reinloop" else out["messages"][-1].content == "read them all"
+    if not done:
+        raise SystemExit(f"{side} did not finish its {steps} steps")
+
+
+def import_side(side: str) -> None:
+    if side == "reinloop":
+        from reinloop import Limits, build_graph  # noqa: F401  (the package loads these on first use)
+        from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
+        import reinloop.testing  # noqa: F401  (its summaries, for the scripted model)
+    else:
+        import langchain.agents  # noqa: F401
+
+
+def files_size(path: Path) -> int:
+    """The database file plus its WAL and shared-memory files."""
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
+
+
+def peak_rss() -> int:
+    """This process's peak resident set, in bytes (Linux reports kB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, Any]:
+    """One run of ``steps`` iterations: CPU and wall time of ``invoke``, peak RSS, database size."""
+    import_side(side)
+    model, tools = scripted_model(steps), [fetch_tool()]
+    invoke(side, build(side, scripted_model(1), tools, None), 1)  # one-time costs (reinloop's tokenizer) are in "start"
+    saver = open_saver(side, saver_kind, path)
+    sync = saver.conn.execute("PRAGMA synchronous").fetchone()[0] if saver is not None else None
+    graph = build(side, model, tools, saver)
+    rss_before = peak_rss()
+    cpu, wall = time.process_time(), time.perf_counter()
+    invoke(side, graph, steps, durable=saver is not None)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    if model.remaining():
+        raise SystemExit(f"{side} did not use its whole script of {steps} steps")
+    close_saver(saver)
+    return {"cpu": cpu / steps, "wall": wall / steps, "rss": peak_rss(), "rss_before": rss_before,
+            "size": files_size(path) if saver is not None else None, "synchronous": sync}
+
+
+def child_read(side: str, path: Path) -> dict[str, Any]:
+    """Open the saver at ``path`` in this new process and read the latest state (imports excluded)."""
+    import_side(side)
+    if side == "create_agent":
+        from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401  (imported before the clock, like the rest)
+    else:
+        from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
+
+    cpu, wall = time.process_time(), time.perf_counter()
+    saver = open_saver(side, "sqlite", path)
+    latest = saver.get_tuple(THREAD)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    assert latest is not None and latest.checkpoint["channel_values"]
+    close_saver(saver)
+    return {"cpu": cpu, "wall": wall}
+
+
+def child_build(side: str) -> dict[str, Any]:
+    """The first graph in a new process: imports, then build (timed apart)."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    import_side(side)
+    model, tools = scripted_model(1), [fetch_tool()]
+    imports = time.process_time() - cpu, time.perf_counter() - wall
+    cpu, wall = time.process_time(), time.perf_counter()
+    graph = build(side, model, tools, None)
+    built = time.process_time() - cpu, time.perf_counter() - wall
+    invoke(side, graph, 1)
+    return {"import_cpu": imports[0], "import_wall": imports[1], "cpu": built[0], "wall": built[1],
+            "first_cpu": time.process_time() - cpu, "first_wall": time.perf_counter() - wall}
+
+
+def child_main(argv: list[str]) -> None:
+    kind, side, *rest = argv
+    if kind == "run":
+        result = child_run(side, rest[0], int(rest[1]), Path(rest[2]))
+    elif kind == "read":
+        result = child_read(side, Path(rest[0]))
+    else:
+        result = child_build(side)
+    print(json.dumps(result))
+
+
+# --- the parent side: configurations in subprocesses, the tables ---------------------------------------
+
+
+def child(*args: str) -> dict[str, Any]:
+    """Run this script as a child with ``args``; its JSON result."""
+    done = subprocess.run([sys.executable, __file__, "--child", *args], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"child {' '.join(args)} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def command_cpu(command: list[str]) -> tuple[float, float]:
+    """CPU seconds (user + system) and wall seconds of a command, as a child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = time.perf_counter()
+    subprocess.run(command, capture_output=True, check=True)
+    wall = time.perf_counter() - wall
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
+
+
+def cli_start(repeats: int) -> dict[str, tuple[float, float]]:
+    """Median CPU and wall of ``reinloop --help`` and of importing ``langchain.agents``."""
+    commands = {"reinloop --help": [sys.executable, "-m", "reinloop", "--help"],
+                "import langchain.agents": [sys.executable, "-c", "import langchain.agents"]}
+    found: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(repeats):
+        for name, command in commands.items():
+            found[name].append(command_cpu(command))
+    return {name: (statistics.median(c for c, _ in runs), statistics.median(w for _, w in runs)) for name, runs in found.items()}
+
+
+def heavy(side: str, saver: str, steps: int) -> bool:
+    """create_agent with SqliteSaver at 1,000 steps takes minutes (its file grows as N^2): run once."""
+    return side == "create_agent" and saver != "none" and steps >= 1000
+
+
+def measure(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], workdir: Path) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    """Every configuration ``repeats`` times, sides alternating; the latest database of each is kept for reading."""
+    found: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for n in steps:
+        for r in range(repeats):
+            for saver in savers:
+                for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                    if saver == "sqlite-full" and side == "create_agent" and found.get((side, "sqlite", n), [{}])[0].get("synchronous") == 2:
+                        continue  # SqliteSaver is FULL already: its "sqlite" runs are its FULL runs
+                    if r and heavy(side, saver, n):
+                        continue
+                    path = workdir / f"{side}-{saver}-{n}.db"
+                    for old in workdir.glob(path.name + "*"):
+                        old.unlink()
+                    print(f"{side}, {saver}, {n} steps, run {r + 1} ...", file=sys.stderr, flush=True)
+                    found.setdefault((side, saver, n), []).append(child("run", side, saver, str(n), str(path)))
+    if "sqlite-full" in savers:
+        for n in steps:
+            found.setdefault(("create_agent", "sqlite-full", n), found.get(("create_agent", "sqlite", n), []))
+    return found
+
+
+def med(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def spread(runs: list[dict[str, Any]], key: str, scale: float, fmt: str) -> str:
+    values = sorted(r[key] * scale for r in runs)
+    text = format(statistics.median(values), fmt)
+    return text if len(values) == 1 else f"{text} ({format(values[0], fmt)}–{format(values[-1], fmt)})"
+
+
+def mb(n: float) -> str:
+    return f"{n / 1e6:,.1f} MB" if n >= 1e5 else f"{n / 1e3:,.0f} kB"
+
+
+def exponent(small: tuple[int, float], large: tuple[int, float]) -> str:
+    return f"{math.log(large[1] / small[1]) / math.log(large[0] / small[0]):.2f}"
+
+
+SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
+
+
+def print_runs(found: dict[tuple[str, str, int], list[dict[str, Any]]], steps: tuple[int, ...], savers: tuple[str, ...]) -> None:
+    print("| saver | N | reinloop CPU ms/iter | create_agent CPU ms/iter | CPU ratio | wall ratio "
+          "| reinloop peak RSS | create_agent peak RSS | RSS ratio | reinloop db | create_agent db | db ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for saver in savers:
+        for n in steps:
+            ours, theirs = found[("reinloop", saver, n)], found[("create_agent", saver, n)]
+            sizes = ("", "", "")
+            if saver != "none":
+                a, b = med(ours, "size"), med(theirs, "size")
+                sizes = (mb(a), mb(b), f"1/{b / a:,.1f}" if b >= a else f"{a / b:.2f}")
+            print(f"| {saver} | {n:,} | {spread(ours, 'cpu', 1e3, '.2f')} | {spread(theirs, 'cpu', 1e3, '.2f')} "
+                  f"| {med(ours, 'cpu') / med(theirs, 'cpu'):.2f} | {med(ours, 'wall') / med(theirs, 'wall'):.2f} "
+                  f"| {med(ours, 'rss') / 1e6:.0f} MB | {med(theirs, 'rss') / 1e6:.0f} MB "
+                  f"| {med(ours, 'rss') / med(theirs, 'rss'):.2f} | {' | '.join(sizes)} |")
+    for saver in savers:
+        if saver == "none" or len(steps) < 2:
+            continue
+        for side in SIDES:
+            points = [(n, med(found[(side, saver, n)], "size")) for n in steps]
+            ks = ", ".join(f"{a[0]:,}→{b[0]:,}: {exponent(a, b)}" for a, b in zip(points, points[1:]))
+            sync = found[(side, saver, steps[0])][0]["synchronous"]
+            print(f"\n{side}, {saver} (synchronous={SYNC_NAMES.get(sync, sync)}): size ~ N^k, k = {ks}", end="")
+    print()
+
+
+def print_reads(reads: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
+    print("\n| read the latest state, new process (imports excluded) | N | reinloop | create_agent | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for n in sorted({n for _, n in reads}):
+        a, b = med(reads[("reinloop", n)], "wall"), med(reads[("create_agent", n)], "wall")
+        print(f"| open the saver + `get_tuple` (wall) | {n:,} | {a * 1e3:.1f} ms | {b * 1e3:.1f} ms | {a / b:.2f} |")
+
+
+def print_start(builds: dict[str, list[dict[str, Any]]], cli: dict[str, tuple[float, float]]) -> None:
+    print("\n| start, new process | reinloop | create_agent | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    ours, theirs = builds["reinloop"], builds["create_agent"]
+    print(f"| imports, CPU | {med(ours, 'import_cpu') * 1e3:.0f} ms | {med(theirs, 'import_cpu') * 1e3:.0f} ms "
+          f"| {med(ours, 'import_cpu') / med(theirs, 'import_cpu'):.2f} |")
+    for key, label in (("cpu", "first `build_graph` / `create_agent`, CPU"), ("wall", "first `build_graph` / `create_agent`, wall"),
+                       ("first_cpu", "the same and a first one-step run, CPU"), ("first_wall", "the same and a first one-step run, wall")):
+        print(f"| {label} | {med(ours, key) * 1e3:.1f} ms | {med(theirs, key) * 1e3:.1f} ms | {med(ours, key) / med(theirs, key):.2f} |")
+    (a, aw), (b, bw) = cli["reinloop --help"], cli["import langchain.agents"]
+    print(f"| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU | {a * 1e3:.0f} ms | {b * 1e3:.0f} ms | {a / b:.2f} |")
+    print(f"| the same, wall | {aw * 1e3:.0f} ms | {bw * 1e3:.0f} ms | {aw / bw:.2f} |")
+
+
+def profile(steps: int, top: int = 5) -> None:
+    """cProfile of ``steps`` reinloop iterations without persistence: the top costs, per step."""
+    import_side("reinloop")
+    model, tools = scripted_model(steps), [fetch_tool()]
+    invoke("reinloop", build("reinloop", scripted_model(1), tools, None), 1)  # one-time costs, as in the runs
+    graph = build("reinloop", model, tools, None)
+    profiler = cProfile.Profile(time.process_time)
+    profiler.enable()
+    invoke("reinloop", graph, steps)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt  # type: ignore[attr-defined]
+    print(f"{steps} steps, {total / steps * 1e3:.2f} ms CPU per step (profiled)")
+    rows = stats.stats  # type: ignore[attr-defined]
+    ours = [(key, value) for key, value in rows.items() if "reinloop" in key[0] and "/benchmarks/" not in key[0]]
+    print(f"\ntop {top} reinloop functions by cumulative time (including what they call), per step:")
+    for (file, line, name), (_, calls, _, cum, _) in sorted(ours, key=lambda kv: -kv[1][3])[:top * 3]:
+        print(f"  {cum / steps * 1e3:6.3f} ms  {calls / steps:5.1f} calls  {Path(file).parent.name}/{Path(file).name}:{line} {name}")
+    print(f"\ntop {top} functions by own time, per step:")
+    for (file, line, name), (_, calls, own, _, _) in sorted(rows.items(), key=lambda kv: -kv[1][2])[:top]:
+        print(f"  {own / steps * 1e3:6.3f} ms  {calls / steps:5.1f} calls  {Path(file).parent.name}/{Path(file).name}:{line} {name}")
+
+
+def node_times(steps: int) -> None:
+    """CPU per step of each reinloop node, without a profiler (each node wrapped in a clock), and the rest."""
+    import_side("reinloop")
+    import reinloop.graph as wiring
+
+    spent: dict[str, float] = {}
+
+    def clocked(node: Any) -> Any:
+        def run(state: Any, runtime: Any) -> Any:
+            start = time.process_time()
+            try:
+                return node(state, runtime)
+            finally:
+                spent[node.__name__] = spent.get(node.__name__, 0.0) + time.process_time() - start
+
+        run.__name__ = node.__name__
+        return run
+
+    for name in ("decide", "parse", "validate", "execute", "memorize", "guard"):
+        setattr(wiring, name, clocked(getattr(wiring, name)))
+    tools = [fetch_tool()]
+    invoke("reinloop", build("reinloop", scripted_model(1), tools, None), 1)
+    spent.clear()
+    graph = build("reinloop", scripted_model(steps), tools, None)
+    start = time.process_time()
+    invoke("reinloop", graph, steps)
+    total = time.process_time() - start
+    print(f"{steps} steps, {total / steps * 1e3:.2f} ms CPU per step:")
+    for name, seconds in sorted(spent.items(), key=lambda kv: -kv[1]):
+        print(f"  {seconds / steps * 1e3:6.3f} ms  {name}")
+    print(f"  {(total - sum(spent.values())) / steps * 1e3:6.3f} ms  LangGraph and the rest")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--child":
+        child_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"N = {QUICK_STEPS}, 1 repeat, no FULL runs (for CI)")
+    parser.add_argument("--steps", type=int, nargs="+", help=f"iterations per run (default {FULL_STEPS})")
+    parser.add_argument("--repeats", type=int, help="runs per configuration (default 3; 1 with --quick)")
+    parser.add_argument("--savers", nargs="+", choices=SAVERS, help="configurations (default: all)")
+    parser.add_argument("--profile", type=int, metavar="N", help="profile N reinloop steps instead")
+    parser.add_argument("--nodes", type=int, metavar="N", help="CPU per reinloop node over N steps instead")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.profile)
+        return
+    if args.nodes:
+        node_times(args.nodes)
+        return
+    steps = tuple(args.steps or (QUICK_STEPS if args.quick else FULL_STEPS))
+    repeats = args.repeats or (1 if args.quick else 3)
+    savers = tuple(args.savers or (("none", "sqlite") if args.quick else SAVERS))
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        found = measure(steps, repeats, savers, workdir)
+        reads: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        if "sqlite" in savers:
+            for n in steps:
+                for side in SIDES:
+                    path = workdir / f"{side}-sqlite-{n}.db"
+                    reads[(side, n)] = [child("read", side, str(path)) for _ in range(repeats)]
+    builds = {side: [child("build", side) for _ in range(repeats)] for side in SIDES}
+    cli = cli_start(repeats)
+    load_end = os.getloadavg()
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, load average "
+          f"{load[0]:.1f} at the start, {load_end[0]:.1f} at the end; {repeats} repeat(s), median (min–max)\n")
+    print_runs(found, steps, savers)
+    if reads:
+        print_reads(reads)
+    print_start(builds, cli)
+
+
+if __name__ == "__main__":
+    main()

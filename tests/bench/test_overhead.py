@@ -1,0 +1,28 @@
+"""benchmarks/overhead.py --quick: reinloop and create_agent measured side by side, every table filled."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[2]
+
+
+def test_the_quick_overhead_run_compares_both_sides_with_and_without_a_saver(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead.py"), "--quick"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    rows = re.findall(r"^\| (none|sqlite) \| (\d+) \| ([\d.]+)[^|]* \| ([\d.]+)[^|]* \| ([\d.]+) \| ([\d.]+) \|", out, re.M)
+    assert {(saver, n) for saver, n, *_ in rows} == {(s, n) for s in ("none", "sqlite") for n in ("5", "20")}
+    for _, _, ours, theirs, cpu_ratio, _ in rows:
+        assert float(ours) > 0 and float(theirs) > 0
+        assert abs(float(cpu_ratio) - float(ours) / float(theirs)) < 0.05 * float(cpu_ratio) + 0.01
+    assert "reinloop, sqlite (synchronous=NORMAL): size ~ N^k" in out
+    assert "create_agent, sqlite (synchronous=FULL): size ~ N^k" in out
+    assert re.search(r"\| open the saver \+ `get_tuple` \(wall\) \| 20 \| [\d.]+ ms \| [\d.]+ ms \|", out)
+    assert re.search(r"\| first `build_graph` / `create_agent`, CPU \| [\d.]+ ms \| [\d.]+ ms \|", out)
+    assert re.search(r"\| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU \| \d+ ms \| \d+ ms \|", out)
+    assert re.search(r"load average [\d.]+ at the start", out)
