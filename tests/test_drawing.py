@@ -84,19 +84,12 @@ def test_png_is_drawn_with_the_svg_look_not_langgraph_yellow_ellipses():
     assert rendered.count('stroke-dasharray="5,2"') == len(ROUTE_LABELS)  # one dashed edge per route label
 
 
-DRAW_IN_A_SUBPROCESS = """
-import sys
-from reinloop import draw_graph
-sys.stdout.buffer.write(draw_graph(format=sys.argv[1])[:4])
-"""
-
-
-@pytest.mark.parametrize("fmt", ["png", "svg"])
-def test_drawing_in_a_new_process_prints_nothing_on_stderr(fmt):
-    done = subprocess.run([sys.executable, "-c", DRAW_IN_A_SUBPROCESS, fmt], capture_output=True, timeout=120)
+@pytest.mark.parametrize(("fmt", "magic"), [("png", b"\x89PNG"), ("svg", b"<?xml")])
+def test_drawing_in_a_new_process_prints_nothing_on_stderr(fmt, magic):
+    done = subprocess.run([sys.executable, "-m", "reinloop", "graph", "--format", fmt], capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr.decode()
     assert done.stderr.decode() == ""  # no "Fontconfig warning" from the Graphviz wheel's fontconfig
-    assert done.stdout in (b"\x89PNG", b"<?xm")
+    assert done.stdout.startswith(magic)
 
 
 def test_png_without_pygraphviz_says_which_extra_to_install(monkeypatch, capsys):
