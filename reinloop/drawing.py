@@ -77,8 +77,12 @@ class LoopDrawing(Graph):
 
     def draw_png(self, output_file_path: str | None = None, fontname: str | None = None,
                  labels: Any = None) -> bytes | None:
-        """PNG bytes of the graph (written to ``output_file_path`` instead, if given), offline via Graphviz."""
-        from .raster import draw_png
+        """PNG bytes of the graph (written to ``output_file_path`` instead, if given), offline via Graphviz.
+
+        ``fontname`` and ``labels`` (LangGraph's parameters) are accepted and
+        ignored: the look, fonts and route labels are reinloop's.
+        """
+        from .raster import draw_png  # raster reads this module's LOOK: imported when drawn
 
         png = draw_png(self)
         if output_file_path is None:

@@ -204,9 +204,8 @@ def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
 
 def _costs(evs: list[StepEvent], counters: dict[str, Any]) -> dict[str, Any]:
     """A run's model and endpoint host (as its decide events recorded them), tokens in and out, and seconds."""
-    asked = [e.get("data") or {} for e in evs if e["node"] == "decide"]
-    model = next((d for d in reversed(asked) if d.get("model")), {})
     decided = [e for e in evs if e["node"] == "decide"]
+    model = next((d for e in reversed(decided) if (d := e.get("data") or {}).get("model")), {})
     timed = [e for e in evs if e.get("started_at")]
     span = (max(e["started_at"] + (e.get("latency_ms") or 0) / 1000 for e in timed) - min(e["started_at"] for e in timed)
             if timed else None)
