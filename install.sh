@@ -4,8 +4,24 @@
 #   - Debian's chromium (the run-report test renders a page in it), if it is missing;
 #   - Debian's postgresql binaries (the PostgreSQL tests start a throwaway server), if they are missing.
 # System packages need root (or sudo); without them the install goes on and says which tests will fail.
+# Each long step prints one line; its own output (apt's, pip's, setuptools' editable-install banner)
+# goes to a log that is shown only when the step fails.
 set -euo pipefail
 cd "$(dirname "$0")"
+
+log=$(mktemp "${TMPDIR:-/tmp}/reinloop-install.XXXXXX")
+trap 'rm -f "$log"' EXIT
+
+step() {  # step DESCRIPTION COMMAND...: one progress line; the command's output only if it fails
+    local what=$1
+    shift
+    echo "install.sh: $what ..."
+    if ! "$@" >"$log" 2>&1; then
+        echo "install.sh: $what failed; its last output:" >&2
+        tail -n 40 "$log" >&2
+        exit 1
+    fi
+}
 
 apt_install() {
     local runner=()
@@ -15,8 +31,9 @@ apt_install() {
             return 0
         fi
     fi
-    "${runner[@]}" apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive "${runner[@]}" apt-get install -y -qq "$@" >/dev/null
+    step "updating apt's package lists" "${runner[@]}" apt-get update -qq
+    step "installing $* with apt-get (a few minutes)" \
+        "${runner[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
 }
 
 missing=()
@@ -26,6 +43,8 @@ if [ "${#missing[@]}" -gt 0 ] && command -v apt-get >/dev/null 2>&1; then
     apt_install "${missing[@]}"
 fi
 
-python3 -m venv .venv
-.venv/bin/pip install --quiet --upgrade pip
-.venv/bin/pip install --quiet -e '.[test]'
+step "creating .venv" python3 -m venv .venv
+step "upgrading pip in .venv" .venv/bin/pip install --quiet --upgrade pip
+step "installing reinloop and its test dependencies into .venv (pip, a few minutes)" \
+    .venv/bin/pip install --quiet -e '.[test]'
+echo "install.sh: done; try .venv/bin/reinloop demo"

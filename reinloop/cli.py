@@ -244,7 +244,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def graph_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("mermaid", "ascii", "png", "svg", "html"), default="mermaid",
-                   help="mermaid, ascii and html need nothing extra; png and svg need 'reinloop[graph]' [mermaid]")
+                   help="mermaid, ascii, svg and html need nothing extra; png needs 'reinloop[graph]' [mermaid]")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE [stdout]")
 
 

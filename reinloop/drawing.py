@@ -1,16 +1,20 @@
 """Pictures of the graph: Mermaid, ASCII, PNG and SVG, and an SVG of a run's path.
 
-Every picture starts from ``ReinloopGraph.get_graph()``, whose conditional
-edges carry their route names ("continue / hint"). Mermaid text needs
-nothing; ASCII uses ``grandalf`` (a dependency) for the layout and lists the
-edge labels under the drawing, since LangGraph's ASCII art has no room for
-them. PNG and SVG use Graphviz through ``pygraphviz``, an optional extra
-(``pip install 'reinloop[graph]'``: its wheel bundles Graphviz), so they work
-offline, unlike LangGraph's ``draw_mermaid_png``, which calls a web service.
+Every picture starts from ``ReinloopGraph.get_graph()``: a :class:`LoopDrawing`,
+LangGraph's drawable graph whose conditional edges carry their route names
+("continue / hint"). Mermaid text needs nothing; ASCII uses ``grandalf`` (a
+dependency) for the layout and lists the edge labels under the drawing,
+since LangGraph's ASCII art has no room for them (nor for the ``pause``
+self-loop, on which LangGraph's own ``draw_ascii`` fails: it is listed there).
 
 :func:`path_svg` draws the graph itself, with no extra: a ``grandalf`` layout
-rendered as plain SVG, where each edge can carry how often a run took it and
-untaken edges fade. Reports embed it inline (see :mod:`reinloop.report`).
+rendered as plain SVG (rounded boxes, route names on the edges, ``start`` and
+``end``), where each edge can carry how often a run took it and untaken edges
+fade. ``--format svg`` and ``html`` are that drawing; reports embed it inline
+(see :mod:`reinloop.report`). PNG needs a rasteriser: Graphviz, through the
+``graph`` extra, with attributes that give it the same look (see
+:mod:`reinloop.raster`); it works offline, unlike LangGraph's
+``draw_mermaid_png``, which calls a web service.
 """
 
 from __future__ import annotations
@@ -23,61 +27,69 @@ from itertools import pairwise
 from typing import Any
 
 from langchain_core.runnables.graph import Graph
-from langchain_core.runnables.graph_png import PngDrawer
 
 from .errors import ConfigurationError
 
 FORMATS = ("mermaid", "ascii", "png", "svg", "html")
 """What ``draw_graph`` and ``reinloop graph --format`` can produce."""
 
-MISSING_GRAPHVIZ = (
-    "drawing {fmt} needs Graphviz through pygraphviz, which is not installed: "
-    "pip install 'reinloop[graph]' (its wheel bundles Graphviz, no system package needed); "
-    "--format mermaid, ascii and html need nothing extra"
-)
+LOOK = {
+    "node_fill": "#f2f0ff", "node_line": "#7c6fe0", "terminal_fill": "#ffffff", "terminal_line": "#9ca3af",
+    "text": "#1f2937", "edge": "#6b7280", "label": "#374151", "label_line": "#e5e7eb",
+}
+"""The colours of every drawing (SVG, HTML and PNG): one look whatever the format."""
 
 
 def edge_legend(graph: Graph) -> str:
     """One line per conditional edge: ``parse -> validate: actions``."""
-    lines = [f"  {e.source} -> {e.target}: {e.data}" for e in graph.edges if e.conditional and e.data]
+    lines = [f"  {node_label(e.source)} -> {node_label(e.target)}: {e.data}"
+             for e in graph.edges if e.conditional and e.data]
     return "conditional edges (route names):\n" + "\n".join(lines)
 
 
-def without_self_loops(graph: Graph) -> Graph:
-    """The graph without edges from a node to itself (grandalf cannot lay them out)."""
-    return Graph(nodes=dict(graph.nodes), edges=[e for e in graph.edges if e.source != e.target])
+def for_ascii(graph: Graph) -> Graph:
+    """A plain copy without edges from a node to itself (grandalf cannot lay them out), nodes named as drawn."""
+    nodes = {key: node._replace(name=node_label(key)) for key, node in graph.nodes.items()}
+    return Graph(nodes=nodes, edges=[e for e in graph.edges if e.source != e.target])
 
 
 def draw_ascii(graph: Graph) -> str:
     """ASCII art of the graph, with the routes of its conditional edges (self-loops too) listed below."""
     try:
-        art = without_self_loops(graph).draw_ascii()
+        art = for_ascii(graph).draw_ascii()
     except ImportError:
         raise ConfigurationError("drawing ascii needs grandalf: pip install grandalf") from None
     return art.rstrip() + "\n\n" + edge_legend(graph) + "\n"
 
 
-class _Graphviz(PngDrawer):
-    """LangGraph's PNG drawer, asked for any Graphviz output format."""
+class LoopDrawing(Graph):
+    """LangGraph's drawable graph of the loop; ``draw_ascii`` and ``draw_png`` handle its ``pause`` self-loop.
 
-    def render(self, graph: Graph, fmt: str) -> bytes:
-        try:
-            import pygraphviz as pgv  # type: ignore[import-not-found,unused-ignore]
-        except ImportError:
-            raise ConfigurationError(MISSING_GRAPHVIZ.format(fmt=fmt)) from None
-        viz = pgv.AGraph(directed=True, nodesep=0.9, ranksep=1.0)
-        self.add_nodes(viz, graph)
-        self.add_edges(viz, graph)
-        self.update_styles(viz, graph)
-        try:
-            return bytes(viz.draw(None, format=fmt, prog="dot"))
-        finally:
-            viz.close()
+    ``graph.get_graph()`` returns one. LangGraph's own ASCII layout raises
+    ``ValueError: no intersection found`` on a self-loop; here the loop is
+    left out of the layout and listed under the art with the other routes.
+    ``draw_png`` draws reinloop's look (needs the ``graph`` extra).
+    """
 
+    def draw_ascii(self) -> str:
+        """ASCII art of the graph, with every route (the ``pause`` loop too) listed below it."""
+        return draw_ascii(self)
 
-def draw_graphviz(graph: Graph, fmt: str) -> bytes:
-    """PNG or SVG bytes of the graph, laid out by Graphviz (``dot``), offline."""
-    return _Graphviz(fontname="DejaVu Sans").render(graph, fmt)
+    def draw_png(self, output_file_path: str | None = None, fontname: str | None = None,
+                 labels: Any = None) -> bytes | None:
+        """PNG bytes of the graph (written to ``output_file_path`` instead, if given), offline via Graphviz.
+
+        ``fontname`` and ``labels`` (LangGraph's parameters) are accepted and
+        ignored: the look, fonts and route labels are reinloop's.
+        """
+        from .raster import draw_png  # raster reads this module's LOOK: imported when drawn
+
+        png = draw_png(self)
+        if output_file_path is None:
+            return png
+        with open(output_file_path, "wb") as out:
+            out.write(png)
+        return None
 
 
 # --- the built-in SVG: grandalf layout, no Graphviz -------------------------------------------
@@ -202,27 +214,29 @@ def _node_svg(name: str, box: _Box, overlay: Overlay | None) -> str:
     return "".join(parts)
 
 
-SVG_STYLE = """
-.node rect{fill:#f2f0ff;stroke:#7c6fe0;stroke-width:1.5}
-.node.terminal rect{fill:#fff;stroke:#9ca3af}
-.node text{font:600 14px system-ui,sans-serif;text-anchor:middle;fill:#1f2937}
+SVG_STYLE = (
+    f".node rect{{fill:{LOOK['node_fill']};stroke:{LOOK['node_line']};stroke-width:1.5}}\n"
+    f".node.terminal rect{{fill:{LOOK['terminal_fill']};stroke:{LOOK['terminal_line']}}}\n"
+    f".node text{{font:600 14px system-ui,sans-serif;text-anchor:middle;fill:{LOOK['text']}}}\n"
+    f".edge{{fill:none;stroke:{LOOK['edge']};stroke-width:1.5}}\n"
+    f".elabel rect{{fill:#fff;stroke:{LOOK['label_line']}}}"
+    f".elabel text{{font:12px system-ui,sans-serif;text-anchor:middle;fill:{LOOK['label']}}}\n"
+) + """
 .node text.count{font:12px system-ui,sans-serif;fill:#4b5563}
 .node.unvisited rect{fill:#f9fafb;stroke:#d1d5db;stroke-dasharray:4 3}.node.unvisited text{fill:#9ca3af}
 .node.failed rect{stroke:#dc2626;stroke-width:2.5}.node.failed text.count{fill:#b91c1c}
 .node.broke rect{fill:#fee2e2;stroke:#dc2626;stroke-width:3}
-.edge{fill:none;stroke:#6b7280;stroke-width:1.5}
 .edge.conditional{stroke-dasharray:5 4}
 .edge.taken{stroke:#2563eb;stroke-width:2.5;stroke-dasharray:none}
 .edge.last{stroke:#1d4ed8;stroke-width:4}
 .edge.untaken{stroke:#d1d5db}
 .edge.breaking{stroke:#dc2626}
-.elabel rect{fill:#fff;stroke:#e5e7eb}.elabel text{font:12px system-ui,sans-serif;text-anchor:middle;fill:#374151}
 .elabel.taken text{fill:#1d4ed8;font-weight:600}.elabel.breaking text{fill:#b91c1c}.elabel.untaken text{fill:#9ca3af}
 """
 
 
 def _markers() -> str:
-    colours = {"plain": "#6b7280", "conditional": "#6b7280", "taken": "#2563eb", "last": "#1d4ed8",
+    colours = {"plain": LOOK["edge"], "conditional": LOOK["edge"], "taken": "#2563eb", "last": "#1d4ed8",
                "untaken": "#d1d5db", "breaking": "#dc2626"}
     return "".join(
         f'<marker id="arrow-{name}" viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" '
@@ -301,8 +315,9 @@ def default_graph() -> Any:
 def draw_graph(graph: Any = None, format: str = "mermaid") -> str | bytes:  # noqa: A002
     """The compiled graph, all conditional edges labelled, as ``mermaid``, ``ascii``, ``png``, ``svg`` or ``html``.
 
-    PNG and SVG (bytes) need the ``graph`` extra (Graphviz); the others are text
-    and need nothing extra. ``html`` is one self-contained page.
+    PNG and SVG are bytes; only PNG needs the ``graph`` extra (Graphviz). The
+    others are text; SVG and ``html`` are the drawing reports use, ``html`` as
+    one self-contained page.
     """
     if format not in FORMATS:
         raise ConfigurationError(f"unknown drawing format {format!r}; choose one of: {', '.join(FORMATS)}")
@@ -314,4 +329,8 @@ def draw_graph(graph: Any = None, format: str = "mermaid") -> str | bytes:  # no
     if format == "html":
         figure = f'<div class="figure">{path_svg(drawable, standalone=False)}</div>'
         return html_page("reinloop graph", f"<h1>The reinloop graph</h1>\n{figure}")
-    return draw_graphviz(drawable, format)
+    if format == "svg":
+        return ('<?xml version="1.0" encoding="UTF-8"?>\n' + path_svg(drawable) + "\n").encode()
+    from .raster import draw_png
+
+    return draw_png(drawable)

@@ -28,6 +28,7 @@ from langgraph.types import Checkpointer, Command, Interrupt
 
 from .checkpoints import Database
 from .context import AgentContext
+from .drawing import LoopDrawing
 from .events import EventSink, observed
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
@@ -90,9 +91,10 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
         async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
             yield chunk
 
-    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> Graph:
-        """LangGraph's drawable graph, with every route name on its edge."""
-        return label_edges(super().get_graph(config, xray=xray))
+    def get_graph(self, config: Any = None, *, xray: int | bool = False) -> LoopDrawing:
+        """LangGraph's drawable graph, with every route name on its edge; ``draw_ascii`` and ``draw_png`` work on it."""
+        drawn = label_edges(super().get_graph(config, xray=xray))
+        return LoopDrawing(nodes=drawn.nodes, edges=drawn.edges)
 
 
 def check_answer(resume: Any, pending: Sequence[Interrupt]) -> None:

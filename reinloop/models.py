@@ -24,7 +24,7 @@ from langchain_core.runnables import Runnable
 
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
-from .redact import scrub
+from .redact import origin, scrub
 from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
 from .retry import call_with_retries, endpoint_of, model_call_error, model_url
 from .tools.registry import ToolRegistry
@@ -173,3 +173,17 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
         if url and scrub(repr(exc), url) != repr(exc):
             raise model_call_error(exc, endpoint_of(ctx.model), url) from None
         raise
+
+
+def model_label(model: Any) -> str:
+    """A model's name as its provider knows it (``gpt-4o-mini``), else its class name."""
+    for attr in ("model_name", "model", "model_id"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return value
+    return type(model).__name__
+
+
+def endpoint_host(model: Any) -> str | None:
+    """Where a model sends its requests, as ``scheme://host:port`` only (no credentials); None: the provider's default."""
+    return origin(model_url(model))

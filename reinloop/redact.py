@@ -67,6 +67,21 @@ def redact_url(url: str, *, keep_user: bool = False) -> str:
                                      fragment=_redact_pairs(parts.fragment)))
 
 
+def origin(url: str | None) -> str | None:
+    """Only the scheme, host and port of ``url`` (``http://127.0.0.1:8080``): no user, password, path or query."""
+    if not url or "://" not in url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+
+
 def is_redacted(url: str | None) -> bool:
     """True for a URL that had credentials removed by :func:`redact_url`."""
     return bool(url) and REDACTED in str(url)

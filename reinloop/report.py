@@ -33,10 +33,11 @@ from typing import Any
 import sqlite_utils
 
 from .checkpoints import Database
-from .drawing import Overlay, default_graph, draw_graph, html_page, path_svg
+from .drawing import Overlay, default_graph, draw_graph, html_page, node_label, path_svg
 from .errors import ConfigurationError, ThreadNotFoundError
 from .events import NodeEvent
 from .graph import ROUTES
+from .models import endpoint_host, model_label
 from .runlog import read_events
 from .terminal import safe_html, safe_json
 
@@ -66,7 +67,8 @@ def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
         failed = [f"{a.get('tool')}: {a.get('observation')}" for a in step.get("actions") or [] if a.get("error")]
         return {"step": step.get("index"), "thought": step.get("thought") or None, "actions": step.get("actions") or [],
                 "answer": step.get("answer"), "counters": counters,
-                "error": "; ".join(filter(None, [step.get("parse_error"), *failed])) or None}
+                "error": "; ".join(filter(None, [step.get("parse_error"), *failed])) or None,
+                "data": {"feedback": step["feedback"]} if step.get("feedback") else None}
     if node == "guard":
         return {"step": counters.get("steps"), "decision": values.get("decision"), "reason": values.get("break_reason"),
                 "message": values.get("break_message"), "hints": values.get("hints") or [], "counters": counters}
@@ -163,11 +165,18 @@ def traversals(events: list[NodeEvent], graph: Any) -> dict[str, Any]:
 
 
 def edge_label(edge: Any, count: int, routes: Counter[str]) -> str:
-    """``continue ×2 / hint ×1`` for a conditional edge, ``×4`` for a plain one."""
+    """What a run's drawing writes on an edge: the routes it took (``continue ×2 / hint ×1``, ``finish``), or ``×4``.
+
+    A conditional edge a run took names only the routes taken, with counts
+    when it was taken more than once; one it never took names all its routes.
+    """
     if not edge.conditional or not edge.data:
         return f"×{count}" if count else ""
     names = str(edge.data).split(" / ")
-    return " / ".join(f"{n} ×{routes[n]}" if routes.get(n) else n for n in names)
+    taken = [n for n in names if routes.get(n)]
+    if not taken:
+        return " / ".join(names)
+    return " / ".join(f"{n} ×{routes[n]}" if sum(routes.values()) > 1 else n for n in taken)
 
 
 def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
@@ -183,6 +192,7 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "thought": step.get("thought"), "actions": step.get("actions") or [], "answer": step.get("answer"),
             "error": step.get("error") or next((e["error"] for e in evs if e.get("error")), None),
             "parse_error": by_node.get("parse", {}).get("error"),
+            "feedback": (by_node.get("memorize", {}).get("data") or {}).get("feedback"),
             "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
             "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
@@ -192,6 +202,22 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "hints": guard.get("hints") or [], "counters": guard.get("counters"),
         })
     return steps
+
+
+def _costs(evs: list[NodeEvent], counters: dict[str, Any]) -> dict[str, Any]:
+    """A run's model and endpoint host (as its decide events recorded them), tokens in and out, and seconds."""
+    decided = [e for e in evs if e["node"] == "decide"]
+    model = next((d for e in reversed(decided) if (d := e.get("data") or {}).get("model")), {})
+    timed = [e for e in evs if e.get("started_at")]
+    span = (max(e["started_at"] + (e.get("latency_ms") or 0) / 1000 for e in timed) - min(e["started_at"] for e in timed)
+            if timed else None)
+    return {
+        "model": model.get("model"), "endpoint": model.get("endpoint"),
+        "tokens_in": counters.get("prompt_tokens", sum(e.get("tokens_in") or 0 for e in decided)),
+        "tokens_out": counters.get("completion_tokens", sum(e.get("tokens_out") or 0 for e in decided)),
+        "seconds": round(counters["elapsed_seconds"], 3) if "elapsed_seconds" in counters
+        else round(span, 3) if span is not None else None,
+    }
 
 
 def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
@@ -207,6 +233,7 @@ def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
             status = "failed"
         answer = next((e.get("answer") for e in reversed(evs) if e["node"] == "memorize" and e.get("answer") is not None), None)
         runs.append({"run": run, "task": task, "status": status, "paused": last.get("decision") == "pause",
+                     **_costs(evs, last.get("counters") or {}),
                      "answer": answer if status == "done" else None,
                      "break_reason": last.get("reason") if status == "broken" else None,
                      "break_message": last.get("message") if status == "broken" else None,
@@ -240,6 +267,9 @@ def run_report(graph: Any = None, thread_id: str = "", *, db: str | Path | sqlit
     runs = runs_of(events)
     if state.get("task") and runs and not runs[-1]["task"]:
         runs[-1]["task"] = state["task"]
+    context = getattr(graph, "reinloop_context", None)
+    if context is not None and runs and not runs[-1]["model"]:  # rebuilt from checkpoints: the graph's model
+        runs[-1]["model"], runs[-1]["endpoint"] = model_label(context.model), endpoint_host(context.model)
     edges = [{"source": e.source, "target": e.target, "label": e.data, "conditional": e.conditional,
               "count": walk["counts"][(e.source, e.target)],
               "routes": {k: v for k, v in walk["routes"][(e.source, e.target)].items() if k}} for e in drawable.edges]
@@ -257,7 +287,11 @@ REPORT_STYLE = """
 .why{border-left:4px solid #b91c1c;background:#fef2f2;padding:8px 12px;margin:10px 0}
 .answer{border-left:4px solid #15803d;background:#f0fdf4;padding:8px 12px;margin:10px 0}
 .meta{color:#4b5563}.path{font-family:ui-monospace,monospace;font-size:12px;color:#374151;word-break:break-word}
-table.timeline{border-collapse:collapse;width:100%}
+table.timeline{border-collapse:collapse;width:100%;table-layout:fixed;min-width:900px}
+col.step{width:4em}col.did{width:50%}col.tokens{width:6.5em}col.latency{width:6.5em}col.memory{width:12%}col.guard{width:20%}
+.timeline td{overflow-wrap:break-word}code.args{white-space:pre-wrap}
+.facts{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:8px 0}.facts dt{color:#6b7280}.facts dd{margin:0}
+.sent{border-left:3px solid #a16207;padding-left:8px;margin-top:4px;color:#713f12}
 .timeline th,.timeline td{border-bottom:1px solid #e5e7eb;padding:6px 8px;text-align:left;vertical-align:top}
 .timeline th{background:#f9fafb;font-size:12px;text-transform:uppercase;color:#6b7280}
 .timeline tr.error td{background:#fef2f2}.timeline tr.error td:first-child{border-left:4px solid #dc2626}
@@ -295,7 +329,7 @@ def _actions_html(actions: Iterable[dict[str, Any]]) -> str:
     for a in actions:
         obs = a.get("observation")
         cls = ' class="err"' if a.get("error") else ""
-        parts.append(f"<div><code>{_e(a.get('tool'))}</code> <code>{_e(a.get('args') or {})}</code>"
+        parts.append(f"<div><code>{_e(a.get('tool'))}</code> <code class=\"args\">{_e(a.get('args') or {})}</code>"
                      + (f"<pre{cls}>→ {_e(obs)}</pre>" if obs is not None else "") + "</div>")
     return "".join(parts)
 
@@ -313,6 +347,8 @@ def _step_row(s: dict[str, Any]) -> str:
         did += f"<div><b>answer:</b> {_e(s['answer'])}</div>"
     if s["parse_error"]:
         did += f'<div class="err">parse error: {_e(s["parse_error"])}</div>'
+    if s.get("feedback"):
+        did += f'<div class="sent"><b>sent back to the model:</b><pre>{_e(s["feedback"])}</pre></div>'
     if s["raised"]:
         did += f'<div class="err">stopped: {_e(s["raised"])}</div>'
     memory = "".join(f'<div class="mem">{_e(m.get("kind"))}: {_e(m.get("summary"))}</div>' for m in s["memory"])
@@ -321,10 +357,28 @@ def _step_row(s: dict[str, Any]) -> str:
             f'<td class="num">{tokens}</td><td class="num">{s["latency_ms"]:.1f} ms</td><td>{memory}</td><td>{guard}</td></tr>')
 
 
+def _seconds_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "unknown"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
+
+
+def _facts_html(latest: dict[str, Any]) -> str:
+    """The latest run at a glance: model and endpoint host, tokens in and out, how long it took."""
+    endpoint = f" at <code>{_e(latest['endpoint'])}</code>" if latest.get("endpoint") else ""
+    facts = [("model", f"<code>{_e(latest.get('model') or 'unknown')}</code>{endpoint}"),
+             ("tokens", f"{latest.get('tokens_in') or 0:,} in / {latest.get('tokens_out') or 0:,} out"),
+             ("duration", _e(_seconds_text(latest.get("seconds"))))]
+    return '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+
+
 def _outcome_html(latest: dict[str, Any]) -> str:
     status = latest["status"]
+    steps = latest["steps"]
     out = (f'<p><span class="status {status}">{status}</span> '
-           f'<span class="meta">run {latest["run"]}, {latest["steps"]} steps</span></p>')
+           f'<span class="meta">run {latest["run"]}, {steps} step{"s" * (steps != 1)}</span></p>') + _facts_html(latest)
     if latest.get("task"):
         out += f"<p><b>task:</b> {_e(latest['task'])}</p>"
     if status == "broken":
@@ -351,8 +405,10 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
         + '<h2>Path</h2>\n<p class="meta">Blue edges were taken (thicker: the latest run), with how often; '
         "grey ones were not. Red marks errors and the break.</p>\n"
         f'<div class="figure" id="graph">{svg}</div>\n'
-        f'<p class="path">{" → ".join(html.escape(n) for n in report["path"])}</p>\n'
-        '<h2>Timeline</h2>\n<table class="timeline" id="timeline"><thead><tr><th>step</th><th>thought, actions, '
+        f'<p class="path">{" → ".join(html.escape(node_label(n)) for n in report["path"])}</p>\n'
+        '<h2>Timeline</h2>\n<table class="timeline" id="timeline"><colgroup><col class="step"><col class="did">'
+        '<col class="tokens"><col class="latency"><col class="memory"><col class="guard"></colgroup>'
+        "<thead><tr><th>step</th><th>thought, actions, "
         "observations</th><th>tokens in/out</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
         f"<tbody>\n{rows}\n</tbody></table>"
     )

@@ -125,3 +125,24 @@ def test_bad_limits_are_refused_with_the_fix():
 def test_the_graphs_tool_workers_follow_the_limit():
     graph = build_graph(ScriptedChatModel(replies=[]), limits=Limits(tool_workers=3))
     assert graph.reinloop_context.workers.stats()["size"] == 3
+
+
+def test_langgraph_draw_ascii_works_and_lists_the_pause_loop(make_graph):
+    graph, _ = make_graph([{"thought": "look", "tool": "calculator", "args": {"expression": "1+1"}}] * 3,
+                          protocol="json", checkpointer=InMemorySaver())
+    drawing = graph.get_graph()
+    art = drawing.draw_ascii()  # LangGraph's own layout raises "no intersection found" on the self-loop
+    assert "| guard |" in art and "| start |" in art and "__start__" not in art
+    assert "  guard -> guard: pause" in art.splitlines()
+    assert ("guard", "guard") in {(e.source, e.target) for e in drawing.edges}  # the drawing still has the loop
+    graph.invoke({"task": "t"}, {"configurable": {"thread_id": "loop"}})
+    state = graph.get_state({"configurable": {"thread_id": "loop"}})
+    assert state.values["decision"] == "pause" and state.next == ("guard",)  # and the graph still pauses there
+
+
+def test_langgraph_draw_png_draws_the_reinloop_look(make_graph, tmp_path):
+    graph, _ = make_graph([])
+    png = graph.get_graph().draw_png()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert graph.get_graph().draw_png(str(tmp_path / "g.png")) is None
+    assert (tmp_path / "g.png").read_bytes() == png

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from reinloop.errors import ConfigurationError, RunError
-from reinloop.redact import REDACTED, is_redacted, redact_url, scrub
+from reinloop.redact import REDACTED, is_redacted, origin, redact_url, scrub
 from reinloop.runs import resume_endpoint, run
 from reinloop.testing import ScriptedChatModel
 
@@ -170,3 +170,16 @@ def test_credentials_in_base_url_are_never_stored_or_printed(openai_server, run_
     printed = "".join(p.stdout + p.stderr for p in outputs)
     assert [s for s in SECRETS if s in printed] == []
     assert leaks(run_db, SECRETS) == []
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("http://alice:s3cret@127.0.0.1:8080/v1?api_key=k", "http://127.0.0.1:8080"),
+    ("https://token@api.example.com/v1/", "https://api.example.com"),
+    ("http://[::1]:9000/v1", "http://[::1]:9000"),
+    ("https://api.example.com/bot123456:ABC/v1", "https://api.example.com"),  # a secret in the path goes too
+    ("not a url", None),
+    (None, None),
+    ("http://[broken/v1", None),
+])
+def test_origin_keeps_only_scheme_host_and_port(url, expected):
+    assert origin(url) == expected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 
@@ -148,6 +149,7 @@ def test_run_html_is_self_contained(troubled, tmp_path):
     assert not re.search(r"""\b(src|href)=["'](?!data:|#)""", page)
     assert "default-src 'none'; style-src 'unsafe-inline'; img-src data:" in page
     assert "Broke at step 5: repeated_action" in page and "continue ×3 / hint ×1" in page
+    assert '<p class="path">start → decide → parse → memorize' in page and "__start__ →" not in page
 
 
 def test_run_html_renders_in_headless_chromium_without_any_request(troubled, tmp_path):
@@ -193,3 +195,55 @@ def test_runs_show_without_a_database_says_how_to_make_one(tmp_path, capsys):
     assert main(["runs", "show", "t1", "--db", str(tmp_path / "none.db"), "--format", "html"]) == 1
     assert "reinloop: error: " in capsys.readouterr().err
     assert not (tmp_path / "none.db").exists()
+
+
+def test_a_taken_edge_names_only_the_routes_taken(troubled):
+    graph, log = troubled
+    page = visualize(graph, run="trouble", db=log.db)
+    labels = re.findall(r'<g class="elabel ([^"]*)">.*?<text[^>]*>([^<]*)</text>', page)
+    by_text = {text: set(cls.split()) for cls, text in labels}
+    assert "taken" in by_text["error"] and "taken" in by_text["pause"]  # taken once: the route alone, no "×1"
+    assert "taken" in by_text["actions ×4"] and "taken" in by_text["continue ×3 / hint ×1"]
+    assert "untaken" in by_text["finish / break"]  # never taken: every route it could carry
+    assert not any(t.startswith(("answer", "error ×")) for t in by_text)  # not "answer / error ×1"
+
+
+def test_run_html_shows_the_correction_sent_back_after_an_unusable_reply(troubled):
+    graph, log = troubled
+    report = run_report(graph, "trouble", db=log.db)
+    feedback = report["steps"][0]["feedback"]
+    assert feedback and "no JSON object found" in feedback and report["steps"][1]["feedback"] is None
+    page = visualize(graph, run="trouble", db=log.db)
+    assert f'<b>sent back to the model:</b><pre>{html.escape(feedback)}</pre>' in page
+    rebuilt = run_report(graph, "trouble")  # without the steps table, from the checkpoints
+    assert rebuilt["steps"][0]["feedback"] == feedback
+
+
+def test_run_html_header_names_model_endpoint_tokens_and_duration_without_credentials(openai_server, run_db, tmp_path):
+    from .openai_server import completion
+
+    host = openai_server.base_url.split("://", 1)[1].split("/", 1)[0]
+    secret_url = openai_server.base_url.replace("://", "://alice:s3cretpw@", 1) + "?api_key=k3yk3y"
+    openai_server.responses += [completion("4", prompt_tokens=1234, completion_tokens=56)]
+    assert main(["run", "2+2?", "--model", "openai:gpt-4o-mini", "--base-url", secret_url, "--thread", "h1", "-q"]) == 0
+    assert main(["runs", "show", "h1", "--format", "html", "-o", str(tmp_path / "run.html")]) == 0
+    page = (tmp_path / "run.html").read_text(encoding="utf-8")
+    facts = re.search(r'<dl class="facts">(.*?)</dl>', page).group(1)
+    assert f"<dt>model</dt><dd><code>gpt-4o-mini</code> at <code>http://{host}</code></dd>" in facts
+    assert "<dt>tokens</dt><dd>1,234 in / 56 out</dd>" in facts
+    assert re.search(r"<dt>duration</dt><dd>\d+(\.\d)? m?s</dd>", facts)
+    assert '<div class="answer"><b>answer:</b> 4</div>' in page
+    assert "s3cretpw" not in page and "k3yk3y" not in page and "alice" not in page
+    latest = run_report(thread_id="h1", db=run_db)["latest"]
+    assert (latest["model"], latest["endpoint"], latest["tokens_in"], latest["tokens_out"]) == (
+        "gpt-4o-mini", f"http://{host}", 1234, 56)
+    assert 0 < latest["seconds"] < 60
+
+
+def test_run_html_gives_the_actions_column_half_the_table(troubled):
+    graph, log = troubled
+    page = visualize(graph, run="trouble", db=log.db)
+    assert '<colgroup><col class="step"><col class="did">' in page
+    assert "table-layout:fixed" in page and "col.did{width:50%}" in page
+    args = html.escape(json.dumps({"expression": "1/0"}))
+    assert f'<code class="args">{args}</code>' in page  # spaces to wrap at, not one character a line

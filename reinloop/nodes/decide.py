@@ -27,7 +27,7 @@ from ..memory.explain import event_line
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
-from ..models import finish_reason, invoke_model, is_truncated
+from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
 
@@ -167,6 +167,8 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         prompt_parts=prepared.parts,
         counter=prepared.counter,
         task=view["task"] if "run" in update else None,  # a new task starts: say which
+        model=model_label(ctx.model),
+        endpoint=endpoint_host(ctx.model),  # the host only: reports show it, credentials never reach an event
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,
             "prompt_digest": prepared.digest or prompt_digest(prepared.messages)}

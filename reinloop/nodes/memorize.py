@@ -161,6 +161,7 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         actions=[{k: a.get(k) for k in ("tool", "args", "observation", "error")} for a in actions],  # type: ignore[misc]
         answer=step["answer"],
         error="; ".join(filter(None, [step["parse_error"], *failed])) or None,
+        feedback=step.get("feedback"),  # the correction the model reads next, for reports
         counters=new_counters,
         switched_to=switch,
     )
