@@ -199,7 +199,7 @@ def test_runs_show_without_a_database_says_how_to_make_one(tmp_path, capsys):
 
 def test_a_taken_edge_names_only_the_routes_taken(troubled):
     graph, log = troubled
-    page = visualize(graph, run="trouble", db=log.db)
+    page = visualize(graph, thread_id="trouble", db=log.db)
     labels = re.findall(r'<g class="elabel ([^"]*)">.*?<text[^>]*>([^<]*)</text>', page)
     by_text = {text: set(cls.split()) for cls, text in labels}
     assert "taken" in by_text["error"] and "taken" in by_text["pause"]  # taken once: the route alone, no "×1"
@@ -213,7 +213,7 @@ def test_run_html_shows_the_correction_sent_back_after_an_unusable_reply(trouble
     report = run_report(graph, "trouble", db=log.db)
     feedback = report["steps"][0]["feedback"]
     assert feedback and "no JSON object found" in feedback and report["steps"][1]["feedback"] is None
-    page = visualize(graph, run="trouble", db=log.db)
+    page = visualize(graph, thread_id="trouble", db=log.db)
     assert f'<b>sent back to the model:</b><pre>{html.escape(feedback)}</pre>' in page
     rebuilt = run_report(graph, "trouble")  # without the steps table, from the checkpoints
     assert rebuilt["steps"][0]["feedback"] == feedback
@@ -242,7 +242,7 @@ def test_run_html_header_names_model_endpoint_tokens_and_duration_without_creden
 
 def test_run_html_gives_the_actions_column_half_the_table(troubled):
     graph, log = troubled
-    page = visualize(graph, run="trouble", db=log.db)
+    page = visualize(graph, thread_id="trouble", db=log.db)
     assert '<colgroup><col class="step"><col class="did">' in page
     assert "table-layout:fixed" in page and "col.did{width:50%}" in page
     args = html.escape(json.dumps({"expression": "1/0"}))
