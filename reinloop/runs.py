@@ -58,6 +58,7 @@ from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
 from .tools.detail import ToolDetail, check_detail
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
+from .tools.mcpclient import close_mcp, reconnect, stored_mcp
 
 DEFAULT_DB = "reinloop.db"
 """The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
@@ -233,7 +234,8 @@ def run_with(
             "system_prompt": system_prompt,
             "options": {"tool_settings": (tool_settings or ToolSettings()).as_dict(), "retry": asdict(retry),
                         "memory": memory.as_dict(), "tool_detail": tool_detail,
-                        "max_output_tokens": max_output_tokens},
+                        "max_output_tokens": max_output_tokens,
+                        **({"mcp": servers} if (servers := stored_mcp(tools)) else {})},
         },
     )
     return stream_stored(graph, {"task": task}, thread_id, on_event)
@@ -299,9 +301,12 @@ def resume_with(
     # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
     # the step still has its task, and invoking resumes after it
     state = graph.get_state(thread_config(thread_id))
-    if answer is None and not state.next and not state.tasks:
-        raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-    return stream_stored(graph, answer, thread_id, on_event)
+    try:
+        if answer is None and not state.next and not state.tasks:
+            raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
+        return stream_stored(graph, answer, thread_id, on_event)
+    finally:
+        close_mcp(graph.reinloop_context.tools)  # the MCP servers the resume started again
 
 
 def _latest_state(saver: ReinloopSaver, thread_id: str) -> dict[str, Any]:
@@ -365,24 +370,27 @@ def _rebuild(
             "pass the model to resume it (--model, or model= in Python)"
         )
     stored_tools = (record.tools if record else None) or list(DEFAULT_TOOLS)
+    options = (record.options if record else None) or {}
+    mcp_tools = reconnect(options["mcp"], stored_tools, thread_id) if tools is None and options.get("mcp") else []
     if tools is None:
-        unknown = sorted(set(stored_tools) - set(BUILTINS))
+        unknown = sorted(set(stored_tools) - set(BUILTINS) - {t.name for t in mcp_tools})
         if unknown:
             raise ConfigurationError(
                 f"run {thread_id!r} used tools that are not built in ({', '.join(unknown)}); resume it from Python "
                 "with resume(..., tools=[...])"
             )
-        tools = stored_tools
+        tools = [t for t in stored_tools if t in BUILTINS and t not in {m.name for m in mcp_tools}]
     base = Limits(**record.limits) if record and record.limits else Limits()
     final = limits if isinstance(limits, Limits) else base.replace(**(limits or {}))
-    options = (record.options if record else None) or {}
     retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
     unknown = sorted(set(tool_changes or {}) - set(ToolSettings().as_dict()))
     if unknown:
         raise ConfigurationError(f"unknown tool setting(s) {', '.join(unknown)}; valid: {', '.join(ToolSettings().as_dict())}")
     settings = ToolSettings(**{**(options.get("tool_settings") or {}), **(tool_changes or {})})
     settings.check_run_database(saver.location)
-    tool_list = _tool_list(tools, settings)
+    tool_list = [*_tool_list(tools, settings), *mcp_tools]
+    if mcp_tools:  # the model sees the tools in the order the run first showed them
+        tool_list.sort(key=lambda t: stored_tools.index(t.name) if t.name in stored_tools else len(stored_tools))
     # the write quota is per run: what the run's earlier processes wrote is in its journal (earlier tasks
     # of the same thread were other runs)
     run_number = (state or {}).get("run")

@@ -3,7 +3,8 @@
 Any LangChain tool works unchanged; :func:`configure` attaches reinloop's
 options (timeout, retries, transient errors, side effects, parallel safety,
 a result validator) without wrapping it. Built-in tools are available by
-name through :func:`builtin` and :func:`builtins`.
+name through :func:`builtin` and :func:`builtins`; an MCP server's tools
+through :func:`mcp`.
 """
 
 from .calculator import calculator, evaluate
@@ -20,6 +21,7 @@ from .docs import DocsIndex, IndexStats, search_docs_tool
 from .executor import Place, ToolCall, ToolExecutor, ToolResult, run_tool
 from .files import Sandbox, read_file_tool, write_file_tool
 from .journal import JournalEntry, ToolJournal, create_journal_table
+from .mcpclient import McpServerGone, McpTool, McpToolError, McpTools, mcp
 from .options import ToolOptions, configure, options_of
 from .pool import WorkerPool
 from .registry import ToolRegistry
@@ -32,6 +34,10 @@ __all__ = [
     "DocsIndex",
     "IndexStats",
     "JournalEntry",
+    "McpServerGone",
+    "McpTool",
+    "McpToolError",
+    "McpTools",
     "Place",
     "Sandbox",
     "ToolCall",
@@ -53,6 +59,7 @@ __all__ = [
     "get_weather",
     "make_wait_tool",
     "make_weather_tool",
+    "mcp",
     "options_of",
     "read_file_tool",
     "run_tool",

@@ -56,6 +56,8 @@ CALL_SECONDS = 300.0
 """How long a call waits for the server when its tool has no timeout of its own (the executor's comes first)."""
 CLOSE_SECONDS = 5.0
 """How long closing a session may take before it is abandoned."""
+PING_SECONDS = 1.0
+"""How often a call to an HTTP server checks that the server is still there (see :meth:`McpServer.call`)."""
 
 
 class McpToolError(Exception):
@@ -186,14 +188,36 @@ class McpServer:
 
         return await load_mcp_tools(await self.session(), server_name=self.name, handle_tool_errors=False)
 
+    async def _watch(self, session: Any) -> None:
+        """Return when the server stops answering pings."""
+        while True:
+            await asyncio.sleep(PING_SECONDS)
+            try:
+                await asyncio.wait_for(session.send_ping(), PING_SECONDS * 10)
+            except Exception:  # noqa: BLE001 - any failure to answer a ping means the server is gone
+                return
+
     async def call(self, tool: str, args: dict[str, Any], timeout: float) -> str:
         """Call ``tool``; an error answer raises :class:`McpToolError`, a broken connection :class:`McpServerGone`."""
         from mcp.shared.exceptions import McpError
         from mcp.types import CONNECTION_CLOSED
 
         session = await self.session()
+        calling = asyncio.ensure_future(session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=timeout)))
+        # The SDK's HTTP client drops a request whose response stream breaks (the server died) without a word,
+        # so the call would wait for its whole timeout. A ping that fails closes the session, which fails the call.
+        watching = asyncio.ensure_future(self._watch(session)) if self.config.transport != "stdio" else None
         try:
-            result = await session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=timeout))
+            await asyncio.wait({calling, *([watching] if watching else [])}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (calling, watching):
+                if task is not None and not task.done():
+                    task.cancel()
+        if calling.cancelled():
+            await self.drop()
+            raise McpServerGone(self.name, f"stopped answering pings during the call of {tool} (it died or was killed)")
+        try:
+            result = calling.result()
         except McpError as exc:
             if exc.error.code == CONNECTION_CLOSED:
                 await self.drop()
@@ -382,3 +406,45 @@ def mcp(
 def mcp_tools_in(tools: Sequence[BaseTool]) -> list[McpTool]:
     """The MCP tools among ``tools``."""
     return [t for t in tools if isinstance(t, McpTool)]
+
+
+def stored_mcp(tools: Sequence[BaseTool]) -> list[dict[str, Any]] | None:
+    """What a run stores to reconnect on resume: the config of each set of MCP tools among ``tools`` (no secrets)."""
+    toolsets: list[McpTools] = []
+    for tool in mcp_tools_in(tools):
+        if tool.toolset is not None and all(tool.toolset is not s for s in toolsets):
+            toolsets.append(tool.toolset)
+    return [s.stored() for s in toolsets] or None
+
+
+def reconnect(stored: Sequence[Mapping[str, Any]], names: Sequence[str], thread_id: str) -> list[McpTool]:
+    """The MCP tools named ``names`` of a stored run, from servers started again with this process's environment."""
+    where = f"run {thread_id!r}"
+    again = "or pass the MCP config again (--mcp FILE, or tools= in Python)"
+    tools: list[McpTool] = []
+    for data in stored:
+        servers = {name: dict(spec) for name, spec in (data.get("mcpServers") or {}).items()}
+        for name, spec in servers.items():
+            unstored = spec.pop("unstored_headers", None)
+            if unstored:
+                raise ConfigurationError(
+                    f"{where} used MCP server {name!r} with header(s) {', '.join(unstored)}, whose values reinloop "
+                    f"never stores; write them as \"${{VARIABLE}}\" in the config to have them read from the environment, {again}"
+                )
+        parsed = load_config({**data, "mcpServers": servers})
+        for server in parsed.servers:
+            missing = server.missing_variables()
+            if missing:
+                raise ConfigurationError(
+                    f"{where} used MCP server {server.name!r} with environment variable(s) {', '.join(missing)}, whose "
+                    f"values reinloop never stores; set them in this environment, {again}"
+                )
+        toolset = mcp(McpConfig(parsed.servers, parsed.prefix, parsed.tool_options, f"the MCP config stored with {where}"))
+        tools.extend(t for t in toolset if t.name in names)
+    return tools
+
+
+def close_mcp(tools: Any) -> None:
+    """Close the sessions of the MCP tools among ``tools`` (a list or a registry)."""
+    for toolset in {id(t.toolset): t.toolset for t in mcp_tools_in(list(tools)) if t.toolset is not None}.values():
+        toolset.close()

@@ -1,0 +1,236 @@
+"""MCP tools against a real MCP server (tests/tools/mcp_server.py, the official SDK) over stdio and streamable HTTP."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("langchain_mcp_adapters")
+
+from reinloop import ConfigurationError, DuplicateToolError, build_graph  # noqa: E402
+from reinloop.runs import open_db, run, show_run  # noqa: E402
+from reinloop.testing import ScriptedChatModel, tool_call  # noqa: E402
+from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, builtins, mcp, options_of  # noqa: E402
+from reinloop.tools.mcpclient import hint_options  # noqa: E402
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+AGENT = Path(__file__).with_name("mcp_agent.py")
+
+
+def stdio_config(tmp_path: Path, **env: str) -> dict:
+    return {"mcpServers": {"notes": {"command": sys.executable, "args": [str(SERVER)],
+                                     "env": {"NOTES_FILE": str(tmp_path / "notes.txt"), **env}}}}
+
+
+def notes(tmp_path: Path) -> list[str]:
+    path = tmp_path / "notes.txt"
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+def actions(db: Path, thread: str) -> list[dict]:
+    return [a for step in show_run(thread, db).steps for a in step.get("actions") or []]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_http(port: int, tmp_path: Path) -> subprocess.Popen:
+    env = {**os.environ, "NOTES_FILE": str(tmp_path / "notes.txt")}
+    proc = subprocess.Popen([sys.executable, str(SERVER), "--http", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("the HTTP MCP server did not start")
+
+
+@pytest.fixture
+def stdio_tools(tmp_path):
+    with mcp(stdio_config(tmp_path)) as tools:
+        yield tools
+
+
+@pytest.fixture
+def http_server(tmp_path):
+    port = free_port()
+    procs = [start_http(port, tmp_path)]
+    yield port, procs
+    for proc in procs:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def test_the_servers_hints_set_each_tools_options(stdio_tools):
+    got = {t.name: (options_of(t).side_effects, options_of(t).parallel_safe, options_of(t).retries) for t in stdio_tools}
+    assert got["lookup"] == (False, True, None)  # readOnlyHint: parallel, journal-free, retried with the run's retries
+    assert got["add_note"] == (True, False, 0)  # destructiveHint: journaled, never retried
+    assert got["set_flag"] == (True, False, None)  # idempotentHint: journaled, retried
+    assert got["calculator"] == (True, False, 0)  # no hints: the spec's defaults, destructive
+
+
+def test_the_user_overrides_a_tools_options_by_name(tmp_path):
+    config = stdio_config(tmp_path)
+    config["reinloop"] = {"tools": {"calculator": {"side_effects": False, "parallel_safe": True}}}
+    with mcp(config, options={"lookup": {"timeout": 3}}) as tools:
+        by_name = {t.name: t for t in tools}
+        assert (options_of(by_name["calculator"]).side_effects, options_of(by_name["calculator"]).parallel_safe) == (False, True)
+        assert options_of(by_name["lookup"]).timeout == 3
+        assert tools.stored()["reinloop"]["tools"] == {"calculator": {"side_effects": False, "parallel_safe": True},
+                                                        "lookup": {"timeout": 3}}
+
+
+def test_options_for_a_tool_no_server_offers_are_refused(tmp_path):
+    with pytest.raises(ConfigurationError, match="sets options of MCP tool.* add_notes, which no server offers"):
+        mcp(stdio_config(tmp_path), options={"add_notes": {"timeout": 1}})
+
+
+def test_hint_defaults_follow_the_spec_when_hints_are_missing_or_false():
+    assert hint_options(None) == {"side_effects": True, "parallel_safe": False, "retries": 0}
+    assert hint_options({"readOnlyHint": False, "destructiveHint": False}) == {"side_effects": True, "parallel_safe": False, "retries": 0}
+
+
+def test_a_read_only_tool_called_in_parallel_runs_at_the_same_time_and_is_not_journaled(tmp_path, stdio_tools):
+    calls = [tool_call("lookup", {"key": k}, id=f"c{i}") for i, k in enumerate(["alpha", "beta", "gamma"])]
+    model = ScriptedChatModel(replies=[calls, [tool_call("peak_lookups", {}, id="p")], "1, 2 and 3"])
+    outcome = run("look up three keys", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
+    assert outcome.status == "done"
+    done = actions(tmp_path / "runs.db", "t")
+    assert [a["observation"] for a in done[:3]] == ["1", "2", "3"]
+    assert int(done[3]["observation"]) >= 2  # the server saw lookups overlap
+    with open_db(tmp_path / "runs.db") as saver:
+        assert saver.journal_rows("t") == []
+
+
+def test_a_destructive_tool_is_journaled_and_a_replayed_step_does_not_run_it_again(tmp_path, stdio_tools):
+    model = ScriptedChatModel(replies=[[tool_call("add_note", {"text": "buy milk"}, id="c1")], "noted"])
+    run("note it", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
+    with open_db(tmp_path / "runs.db") as saver:
+        rows = saver.journal_rows("t")
+    assert [(r["tool"], r["observation"]) for r in rows] == [("add_note", "saved note 'buy milk'")]
+
+    add_note = next(t for t in stdio_tools if t.name == "add_note")
+    executor = ToolExecutor(journal=ToolJournal(":memory:"))
+    call, place = ToolCall(add_note, {"text": "call mum"}, "c9"), Place("t2", 0, 1)
+    first, again = executor.run([call], place)[0], executor.run([call], place)[0]
+    assert (first.status, again.status, again.observation) == ("ok", "replayed", "saved note 'call mum'")
+    assert notes(tmp_path) == ["buy milk", "call mum"]
+
+
+def test_an_mcp_error_answer_is_an_error_observation(tmp_path, stdio_tools):
+    model = ScriptedChatModel(replies=[[tool_call("fail", {"reason": "disk on fire"}, id="c1")], "it failed"])
+    outcome = run("try it", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
+    (failed,) = actions(tmp_path / "runs.db", "t")
+    assert outcome.status == "done" and failed["error"] is True
+    assert failed["observation"].startswith("ERROR: McpToolError: MCP server 'notes' answered fail with an error")
+    assert "disk on fire" in failed["observation"]
+
+
+def test_a_stdio_server_killed_mid_call_is_an_error_observation_and_is_started_again(tmp_path, stdio_tools):
+    script = [[tool_call("server_pid", {}, id="a")], [tool_call("die", {}, id="b")],
+              [tool_call("server_pid", {}, id="c")], "it restarted"]
+    outcome = run("kill it", db=tmp_path / "runs.db", model=ScriptedChatModel(replies=script), tools=stdio_tools, thread_id="t")
+    before, died, after = actions(tmp_path / "runs.db", "t")
+    assert outcome.status == "done"
+    assert died["error"] is True and "closed the connection during the call of die" in died["observation"]
+    assert after["error"] is False and after["observation"] != before["observation"]  # a new server process
+
+
+def test_a_streamable_http_server_serves_parallel_calls_and_its_death_mid_call_is_an_error(tmp_path, http_server):
+    port, procs = http_server
+    with mcp({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp", "transport": "streamable_http"}}}) as tools:
+        by_name = {t.name: t for t in tools}
+        assert options_of(by_name["lookup"]).parallel_safe
+        calls = [ToolCall(by_name["lookup"], {"key": k}, f"c{k}", i) for i, k in enumerate(["alpha", "beta"])]
+        assert [r.observation for r in ToolExecutor().run(calls)] == ["1", "2"]
+        assert int(ToolExecutor().run_one(by_name["peak_lookups"], {}).observation) == 2
+
+        died = ToolExecutor().run_one(by_name["die"], {})
+        assert died.error and died.observation.startswith("ERROR: McpServerGone: MCP server 'web'")
+        down = ToolExecutor().run_one(by_name["lookup"], {"key": "alpha"})
+        assert down.error and "McpServerGone" in down.observation  # nothing listens: an observation, no crash
+
+        procs.append(start_http(port, tmp_path))  # the server is back: the next call reconnects
+        back = ToolExecutor().run_one(by_name["lookup"], {"key": "gamma"})
+        assert (back.error, back.observation) == (False, "3")
+
+
+def test_a_name_that_clashes_with_a_built_in_tool_is_refused_naming_both(stdio_tools):
+    with pytest.raises(DuplicateToolError, match=r"'calculator'.*reinloop's built-in tool 'calculator' and MCP server 'notes'") as caught:
+        build_graph(ScriptedChatModel(replies=[]), [*builtins("calculator"), *stdio_tools])
+    assert caught.value.name == "calculator" and len(caught.value.sources) == 2
+    assert "prefix" in str(caught.value)
+
+
+def test_prefix_names_each_tool_after_its_server_so_the_clash_is_gone(tmp_path):
+    with mcp(stdio_config(tmp_path), prefix=True) as tools:
+        assert "notes_calculator" in [t.name for t in tools]
+        graph = build_graph(ScriptedChatModel(replies=[]), [*builtins("calculator"), *tools])
+        assert {"calculator", "notes_calculator"} <= set(graph.reinloop_context.tools.names())
+
+
+def test_two_servers_offering_the_same_tool_are_refused_naming_both(tmp_path):
+    config = stdio_config(tmp_path)
+    config["mcpServers"]["more"] = config["mcpServers"]["notes"]
+    with pytest.raises(DuplicateToolError, match=r"two MCP tools are named 'lookup': MCP server 'notes'.* and MCP server 'more'"):
+        mcp(config)
+
+
+def test_arguments_are_checked_against_the_servers_json_schema(tmp_path, stdio_tools):
+    model = ScriptedChatModel(replies=[[tool_call("lookup", {"key": 7}, id="c1")], "gave up"])
+    run("look up", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
+    (bad,) = actions(tmp_path / "runs.db", "t")
+    assert "invalid arguments for lookup: key: 7 is not of type 'string'" in (bad.get("problem") or bad["observation"])
+
+
+def test_a_server_that_cannot_start_is_refused_before_any_run(tmp_path):
+    config = {"mcpServers": {"gone": {"command": str(tmp_path / "no-such-server"), "args": []}}}
+    with pytest.raises(ConfigurationError, match="MCP server 'gone' could not be started or reached"):
+        mcp(config)
+
+
+def test_a_config_mistake_names_the_server_and_the_key(tmp_path):
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"notes": {"comand": "python"}}}))
+    with pytest.raises(ConfigurationError, match=r"servers.json: MCP server 'notes' has unknown key\(s\) comand"):
+        mcp(path)
+
+
+def test_a_resumed_run_reconnects_in_a_new_process_and_never_stores_the_secret(tmp_path):
+    token = "tok-" + "s3cret" * 4
+    (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path, MCP_TOKEN=token)))
+    start = subprocess.run([sys.executable, str(AGENT), "start", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert start.returncode == 0, start.stderr
+    assert json.loads(start.stdout)["paused"] is True
+    assert token.encode() not in (tmp_path / "runs.db").read_bytes()
+
+    bare = {k: v for k, v in os.environ.items() if k not in ("MCP_TOKEN", "NOTES_FILE")}
+    refused = subprocess.run([sys.executable, str(AGENT), "resume", str(tmp_path)], capture_output=True, text=True,
+                             timeout=120, env=bare)
+    assert refused.returncode != 0 and "MCP_TOKEN" in refused.stderr and "never stores" in refused.stderr
+
+    env = {**bare, "MCP_TOKEN": token, "NOTES_FILE": str(tmp_path / "notes.txt")}
+    resumed = subprocess.run([sys.executable, str(AGENT), "resume", str(tmp_path)], capture_output=True, text=True,
+                             timeout=120, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    out = json.loads(resumed.stdout)
+    assert out["status"] == "done"
+    digest = hashlib.sha256(token.encode()).hexdigest()[:12]
+    assert f"token sha256 {digest}" in [o["observation"] for o in out["observations"]]  # the token reached the server again
+    assert notes(tmp_path) == ["one"]  # the note of the first process was not written again
+    assert token.encode() not in (tmp_path / "runs.db").read_bytes()
