@@ -194,7 +194,8 @@ class McpServer:
             await asyncio.sleep(PING_SECONDS)
             try:
                 await asyncio.wait_for(session.send_ping(), PING_SECONDS * 10)
-            except Exception:  # noqa: BLE001 - any failure to answer a ping means the server is gone
+            except Exception as exc:  # noqa: BLE001 - any failure to answer a ping means the server is gone
+                logger.debug("MCP server %s did not answer a ping: %s", self.name, describe(exc))
                 return
 
     async def call(self, tool: str, args: dict[str, Any], timeout: float) -> str:
@@ -202,20 +203,22 @@ class McpServer:
         from mcp.shared.exceptions import McpError
         from mcp.types import CONNECTION_CLOSED
 
-        session = await self.session()
+        session, owner = await self.session(), self._owner
         calling = asyncio.ensure_future(session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=timeout)))
         # The SDK's HTTP client drops a request whose response stream breaks (the server died) without a word,
-        # so the call would wait for its whole timeout. A ping that fails closes the session, which fails the call.
+        # so the call would wait for its whole timeout; a ping then fails, which ends the session. A call whose
+        # session ended (the owner task returned) has lost its server.
         watching = asyncio.ensure_future(self._watch(session)) if self.config.transport != "stdio" else None
         try:
-            await asyncio.wait({calling, *([watching] if watching else [])}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({t for t in (calling, watching, owner) if t is not None}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            gone = not calling.done()
             for task in (calling, watching):
                 if task is not None and not task.done():
                     task.cancel()
-        if calling.cancelled():
+        if gone:
             await self.drop()
-            raise McpServerGone(self.name, f"stopped answering pings during the call of {tool} (it died or was killed)")
+            raise McpServerGone(self.name, f"stopped answering during the call of {tool} (it died or was killed)")
         try:
             result = calling.result()
         except McpError as exc:
