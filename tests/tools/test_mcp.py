@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("langchain_mcp_adapters")
+pytestmark = pytest.mark.slow  # every test starts an MCP server process
 
 from reinloop import ConfigurationError, DuplicateToolError, build_graph  # noqa: E402
 from reinloop.runs import open_db, run, show_run  # noqa: E402
