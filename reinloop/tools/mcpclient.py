@@ -45,6 +45,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
 from ..errors import ConfigurationError, DuplicateToolError
+from ..redact import is_redacted
 from .mcpconfig import McpConfig, ServerConfig, load_config
 from .options import ToolOptions, configure, options_of
 
@@ -428,6 +429,11 @@ def reconnect(stored: Sequence[Mapping[str, Any]], names: Sequence[str], thread_
     for data in stored:
         servers = {name: dict(spec) for name, spec in (data.get("mcpServers") or {}).items()}
         for name, spec in servers.items():
+            if spec.pop("unstored_args", False) or is_redacted(spec.get("url")):
+                raise ConfigurationError(
+                    f"{where} used MCP server {name!r} with a credential in its {'url' if 'url' in spec else 'arguments'}, "
+                    f"which reinloop never stores; {again}"
+                )
             unstored = spec.pop("unstored_headers", None)
             if unstored:
                 raise ConfigurationError(

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..redact import redact_url
+from ..redact import REDACTED, is_secret_name, redact_url
 
 REFERENCE = re.compile(r"\$\{([^}]+)\}")
 """``${VAR}``: a value taken from the environment when the server starts."""
@@ -84,7 +84,10 @@ class ServerConfig:
     def stored(self) -> dict[str, Any]:
         """This server in the common format, without secrets: what a run database keeps."""
         if self.transport == "stdio":
-            data: dict[str, Any] = {"command": self.command, "args": list(self.args)}
+            args = stored_args(self.args)
+            data: dict[str, Any] = {"command": self.command, "args": args}
+            if any(REDACTED in a for a in args):
+                data["unstored_args"] = True  # resume then asks for the config again
             if self.env is not None:
                 data["env"] = {k: v if REFERENCE.fullmatch(v) else f"${{{k}}}" for k, v in self.env.items()}
             # a relative command or script path must mean the same after a resume from elsewhere
@@ -114,6 +117,21 @@ class McpConfig:
             "mcpServers": {s.name: s.stored() for s in self.servers},
             "reinloop": {"prefix": self.prefix, "tools": dict(tool_options if tool_options is not None else self.tool_options)},
         }
+
+
+def stored_args(args: tuple[str, ...]) -> list[str]:
+    """A server's arguments without credentials: the value of ``--token X``/``--api-key=X`` and a URL's secrets."""
+    kept: list[str] = []
+    for arg in args:
+        flag, equals, value = arg.partition("=")
+        if kept and kept[-1].startswith("-") and "=" not in kept[-1] and is_secret_name(kept[-1]) \
+                and not arg.startswith("-") and not REFERENCE.fullmatch(arg):
+            kept.append(REDACTED)  # the value after a secret flag
+        elif equals and flag.startswith("-") and is_secret_name(flag) and not REFERENCE.fullmatch(value):
+            kept.append(f"{flag}={REDACTED}")
+        else:
+            kept.append(redact_url(arg))
+    return kept
 
 
 def expand(value: str) -> str:

@@ -165,6 +165,8 @@ def test_a_streamable_http_server_serves_parallel_calls_and_its_death_mid_call_i
         assert died.error and died.observation.startswith("ERROR: McpServerGone: MCP server 'web'")
         down = ToolExecutor().run_one(by_name["lookup"], {"key": "alpha"})
         assert down.error and "McpServerGone" in down.observation  # nothing listens: an observation, no crash
+        assert (down.attempts, ToolExecutor().run_one(by_name["set_flag"], {}).attempts) == (3, 3)  # read-only, idempotent: retried
+        assert ToolExecutor().run_one(by_name["add_note"], {"text": "x"}).attempts == 1  # destructive: never retried
 
         procs.append(start_http(port, tmp_path))  # the server is back: the next call reconnects
         back = ToolExecutor().run_one(by_name["lookup"], {"key": "gamma"})
@@ -235,3 +237,31 @@ def test_a_resumed_run_reconnects_in_a_new_process_and_never_stores_the_secret(t
     assert f"token sha256 {digest}" in [o["observation"] for o in out["observations"]]  # the token reached the server again
     assert notes(tmp_path) == ["one"]  # the note of the first process was not written again
     assert token.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_the_stored_config_keeps_no_secret_from_env_arguments_headers_or_urls(tmp_path):
+    from reinloop.tools.mcpconfig import parse_config
+
+    config = parse_config({"mcpServers": {
+        "cli": {"command": "srv", "args": ["--token", "t0ps3cret", "--api-key=k3y", "--name", "x", "--pw", "${PW}"],
+                "env": {"API_TOKEN": "e1v", "HOME_DIR": "${HOME}"}},
+        "web": {"url": "http://user:pa55@127.0.0.1:9/mcp?key=q", "headers": {"Authorization": "Bearer b34rer",
+                                                                              "X-Team": "${TEAM}"}},
+    }})
+    stored = json.dumps(config.stored())
+    for secret in ("t0ps3cret", "k3y", "e1v", "pa55", "b34rer"):
+        assert secret not in stored
+    servers = config.stored()["mcpServers"]
+    assert servers["cli"]["env"] == {"API_TOKEN": "${API_TOKEN}", "HOME_DIR": "${HOME}"}  # names only
+    assert servers["cli"]["args"][-2:] == ["--pw", "${PW}"]  # a reference is no secret
+    assert servers["web"]["headers"] == {"X-Team": "${TEAM}"} and servers["web"]["unstored_headers"] == ["Authorization"]
+
+
+def test_a_run_whose_server_had_a_literal_credential_asks_for_the_config_again(tmp_path):
+    from reinloop.tools.mcpclient import reconnect
+    from reinloop.tools.mcpconfig import parse_config
+
+    stored = parse_config({"mcpServers": {"cli": {"command": "srv", "args": ["--token", "t0ps3cret"]}}}).stored()
+    with pytest.raises(ConfigurationError, match="run 't' used MCP server 'cli' with a credential in its arguments, "
+                                                 "which reinloop never stores; .*pass the MCP config again"):
+        reconnect([stored], ["x"], "t")
