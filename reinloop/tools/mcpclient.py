@@ -115,6 +115,10 @@ class _LoopThread:
 
     def run(self, coro: Any, timeout: float | None) -> Any:
         """Run ``coro`` on the loop and wait for it (``TimeoutError`` after ``timeout`` seconds)."""
+        if not self.loop.is_running():
+            coro.close()
+            raise RuntimeError("these MCP tools were closed (McpTools.close() or the end of its with block); "
+                               "connect again with reinloop.tools.mcp(config)")
         future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result(timeout)

@@ -187,6 +187,9 @@ def format_validation_error(name: str, exc: ValidationError, schema: dict[str, A
 
 def single_field(tool: BaseTool) -> str | None:
     """The name of the tool's only required argument, if it has exactly one."""
+    if isinstance(tool.args_schema, dict):  # a JSON schema (MCP tools)
+        names = [str(n) for n in tool.args_schema.get("required") or []]
+        return names[0] if len(names) == 1 else None
     schema: type[BaseModel] = tool.get_input_schema()
     required = [n for n, f in schema.model_fields.items() if f.is_required()]
     return required[0] if len(required) == 1 else None

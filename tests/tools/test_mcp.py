@@ -265,3 +265,18 @@ def test_a_run_whose_server_had_a_literal_credential_asks_for_the_config_again(t
     with pytest.raises(ConfigurationError, match="run 't' used MCP server 'cli' with a credential in its arguments, "
                                                  "which reinloop never stores; .*pass the MCP config again"):
         reconnect([stored], ["x"], "t")
+
+
+def test_a_react_reply_with_a_bare_input_fills_the_only_required_argument(tmp_path, stdio_tools):
+    model = ScriptedChatModel(replies=["Thought: look it up\nAction: lookup\nAction Input: beta", "Final Answer: 2"])
+    outcome = run("beta?", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t", protocol="react")
+    (looked,) = actions(tmp_path / "runs.db", "t")
+    assert (looked["args"], looked["observation"], outcome.answer) == ({"key": "beta"}, "2", "2")
+
+
+def test_a_tool_called_after_its_connections_were_closed_says_so_at_once(tmp_path):
+    with mcp(stdio_config(tmp_path)) as tools:
+        lookup = next(t for t in tools if t.name == "lookup")
+    result = ToolExecutor().run_one(lookup, {"key": "alpha"})
+    assert result.error and "these MCP tools were closed" in result.observation
+    assert result.seconds < 5
