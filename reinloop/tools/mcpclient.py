@@ -33,8 +33,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import contextlib
 import json
 import logging
+import tempfile
 import threading
 import weakref
 from collections.abc import Iterator, Mapping, Sequence
@@ -45,7 +47,6 @@ from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
 from ..errors import ConfigurationError, DuplicateToolError
-from ..redact import is_redacted
 from .mcpconfig import McpConfig, ServerConfig, load_config
 from .options import ToolOptions, configure, options_of
 
@@ -154,23 +155,26 @@ class McpServer:
             return self._session
 
     async def _open(self) -> None:
-        from langchain_mcp_adapters.sessions import create_session
-
         ready: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         stop = asyncio.Event()
+        errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
 
         async def own() -> None:
             # the session is entered and left in this one task, as anyio's cancel scopes require
             try:
-                async with create_session(self.config.connection()) as session:  # type: ignore[arg-type]
+                async with self._connect(errlog) as session:
                     await session.initialize()
                     ready.set_result(session)
                     await stop.wait()
             except BaseException as exc:  # noqa: BLE001 - a dead server ends its session, not the loop
                 if not ready.done():
-                    ready.set_exception(McpServerGone(self.name, f"could not be started or reached ({describe(exc)})"))
+                    said = tail(errlog)
+                    reason = f"could not be started or reached ({describe(exc)}){f'; it said: {said}' if said else ''}"
+                    ready.set_exception(McpServerGone(self.name, reason))
                 else:
                     logger.debug("MCP server %s: session ended with %s", self.name, describe(exc))
+            finally:
+                errlog.close()
 
         self._stop, self._owner = stop, asyncio.create_task(own())
         try:
@@ -178,6 +182,15 @@ class McpServer:
         except TimeoutError:
             stop.set()
             raise McpServerGone(self.name, f"did not answer within {CONNECT_SECONDS:g} s of being started") from None
+
+    def _connect(self, errlog: Any) -> Any:
+        """A session context: stdio through the SDK (so the server's stderr goes to ``errlog``), else the adapter's."""
+        connection = self.config.connection()
+        if connection["transport"] != "stdio":
+            from langchain_mcp_adapters.sessions import create_session
+
+            return create_session(connection)  # type: ignore[arg-type]
+        return _stdio_session(connection, errlog)
 
     async def drop(self) -> None:
         """End the current session (a broken one, or at close)."""
@@ -239,6 +252,34 @@ class McpServer:
         if result.isError:
             raise McpToolError(self.name, tool, result_text(result) or "(no message)")
         return result_text(result)
+
+
+@contextlib.asynccontextmanager
+async def _stdio_session(connection: Mapping[str, Any], errlog: Any) -> Any:
+    """A session with a server started over stdio, its stderr written to ``errlog``.
+
+    The SDK's default stderr is ``sys.stderr`` as it was when the SDK was imported: under pytest's
+    capture or in a notebook it has no file descriptor and the server cannot start; in a terminal the
+    server's log lines would cut through the run's console. A file of its own keeps them for the error message.
+    """
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=connection["command"], args=connection["args"], env=connection.get("env"),
+                                   cwd=connection.get("cwd"))
+    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+        yield session
+
+
+def tail(log: Any, chars: int = 400) -> str:
+    """The last ``chars`` characters a server wrote to its stderr file, on one line."""
+    try:
+        log.flush()
+        log.seek(0)
+        text = log.read()
+    except (OSError, ValueError):
+        return ""
+    return " ".join(text[-chars:].split())
 
 
 def describe(exc: BaseException) -> str:
@@ -329,10 +370,6 @@ class McpTools(Sequence[BaseTool]):
         for name, values in self.config.tool_options.items():
             configure(by_name[name], **values)
 
-    def stored(self) -> dict[str, Any]:
-        """The config as a run stores it: no secrets, and each tool's options as they are now."""
-        return self.config.stored({t.name: tool_overrides(t) for t in self._tools if tool_overrides(t)})
-
     def close(self) -> None:
         """End every session (stdio servers exit) and the loop thread; the tools fail after this."""
         if not self._loop.loop.is_running():
@@ -389,8 +426,9 @@ def mcp(
     or the path of such a JSON file. ``prefix=True`` names each tool
     ``server_tool``; ``options`` overrides tools' options by tool name, e.g.
     ``{"add_note": {"timeout": 5}}``. A server that cannot be started, a
-    variable the config refers to (``${VAR}``) that is not set, or two tools
-    of the same name are refused here, before any run.
+    variable the config refers to (``${VAR}``) that is not set, a credential a
+    stored config left out, or two tools of the same name are refused here,
+    before any run.
     """
     try:
         import langchain_mcp_adapters  # noqa: F401
@@ -398,12 +436,9 @@ def mcp(
         raise ConfigurationError("MCP tools need the mcp extra: pip install 'reinloop[mcp]'") from None
     parsed = load_config(config, prefix=prefix, options=options)
     for server in parsed.servers:
-        missing = server.missing_variables()
-        if missing:
-            raise ConfigurationError(
-                f"{parsed.source}: MCP server {server.name!r} refers to environment variable(s) {', '.join(missing)}, "
-                "which are not set; set them (reinloop never stores their values)"
-            )
+        problem = server.problem()
+        if problem:
+            raise ConfigurationError(f"{parsed.source}: {problem}")
     try:
         return McpTools(parsed)
     except McpServerGone as exc:
@@ -416,45 +451,21 @@ def mcp_tools_in(tools: Sequence[BaseTool]) -> list[McpTool]:
     return [t for t in tools if isinstance(t, McpTool)]
 
 
-def stored_mcp(tools: Sequence[BaseTool]) -> list[dict[str, Any]] | None:
-    """What a run stores to reconnect on resume: the config of each set of MCP tools among ``tools`` (no secrets)."""
+def config_of(tools: Sequence[BaseTool]) -> dict[str, Any] | None:
+    """The MCP config (``RunSpec.mcp``) the MCP tools among ``tools`` were made from, their options as they are now."""
     toolsets: list[McpTools] = []
     for tool in mcp_tools_in(tools):
         if tool.toolset is not None and all(tool.toolset is not s for s in toolsets):
             toolsets.append(tool.toolset)
-    return [s.stored() for s in toolsets] or None
-
-
-def reconnect(stored: Sequence[Mapping[str, Any]], names: Sequence[str], thread_id: str) -> list[McpTool]:
-    """The MCP tools named ``names`` of a stored run, from servers started again with this process's environment."""
-    where = f"run {thread_id!r}"
-    again = "or pass the MCP config again (--mcp FILE, or tools= in Python)"
-    tools: list[McpTool] = []
-    for data in stored:
-        servers = {name: dict(spec) for name, spec in (data.get("mcpServers") or {}).items()}
-        for name, spec in servers.items():
-            if spec.pop("unstored_args", False) or is_redacted(spec.get("url")):
-                raise ConfigurationError(
-                    f"{where} used MCP server {name!r} with a credential in its {'url' if 'url' in spec else 'arguments'}, "
-                    f"which reinloop never stores; {again}"
-                )
-            unstored = spec.pop("unstored_headers", None)
-            if unstored:
-                raise ConfigurationError(
-                    f"{where} used MCP server {name!r} with header(s) {', '.join(unstored)}, whose values reinloop "
-                    f"never stores; write them as \"${{VARIABLE}}\" in the config to have them read from the environment, {again}"
-                )
-        parsed = load_config({**data, "mcpServers": servers})
-        for server in parsed.servers:
-            missing = server.missing_variables()
-            if missing:
-                raise ConfigurationError(
-                    f"{where} used MCP server {server.name!r} with environment variable(s) {', '.join(missing)}, whose "
-                    f"values reinloop never stores; set them in this environment, {again}"
-                )
-        toolset = mcp(McpConfig(parsed.servers, parsed.prefix, parsed.tool_options, f"the MCP config stored with {where}"))
-        tools.extend(t for t in toolset if t.name in names)
-    return tools
+    if not toolsets:
+        return None
+    if len({s.config.prefix for s in toolsets}) > 1:
+        raise ConfigurationError("MCP tools of mcp() calls with and without prefix=True cannot go in one run; "
+                                 "put all the servers in one config")
+    configs = [s.config.to_dict({t.name: tool_overrides(t) for t in s if tool_overrides(t)}) for s in toolsets]
+    return {"mcpServers": {k: v for c in configs for k, v in c["mcpServers"].items()},
+            "reinloop": {"prefix": toolsets[0].config.prefix,
+                         "tools": {k: v for c in configs for k, v in c["reinloop"]["tools"].items()}}}
 
 
 def close_mcp(tools: Any) -> None:

@@ -25,6 +25,7 @@ loses its credentials (:func:`~reinloop.redact.redact_url`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -34,8 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError
-from ..redact import REDACTED, is_secret_name, redact_url
+from ..redact import REDACTED, is_redacted, is_secret_name, redact_url
 
+DEFAULT_SOURCE = "the MCP config"
 REFERENCE = re.compile(r"\$\{([^}]+)\}")
 """``${VAR}``: a value taken from the environment when the server starts."""
 TRANSPORTS = {"streamable_http": "streamable_http", "streamable-http": "streamable_http", "http": "streamable_http",
@@ -45,6 +47,8 @@ STDIO_KEYS = frozenset({"command", "args", "env", "cwd"})
 URL_KEYS = frozenset({"url", "transport", "headers"})
 FOREIGN_KEYS = frozenset({"type", "disabled", "autoApprove", "alwaysAllow", "description", "timeout", "name"})
 """Keys other MCP clients write into the same file; reinloop reads ``type`` and ``disabled`` only."""
+STORED_KEYS = frozenset({"unstored_headers", "unstored_args"})
+"""Keys a run's stored config adds: what it left out (see :meth:`ServerConfig.stored`)."""
 OVERRIDABLE = ("timeout", "retries", "side_effects", "parallel_safe", "backoff")
 """The :class:`~reinloop.tools.ToolOptions` a config's ``reinloop.tools`` section may set (JSON values)."""
 
@@ -61,6 +65,10 @@ class ServerConfig:
     url: str | None = None
     transport: str = "stdio"
     headers: Mapping[str, str] | None = None
+    unstored_headers: tuple[str, ...] = ()
+    """Headers a run's stored config left out (their values were literal credentials)."""
+    unstored_args: bool = False
+    """A run's stored config lost a credential among the arguments."""
 
     def connection(self) -> dict[str, Any]:
         """The connection the client library (``langchain-mcp-adapters``) opens a session with."""
@@ -81,12 +89,27 @@ class ServerConfig:
         values = [*(self.env or {}).values(), *(self.headers or {}).values()]
         return sorted({name for v in values for name in REFERENCE.findall(v) if name not in os.environ})
 
+    def problem(self) -> str | None:
+        """Why the server cannot be started or reached as configured here (before trying), or ``None``."""
+        lost = [*(["a credential in its arguments"] if self.unstored_args else []),
+                *(["the credentials of its url"] if is_redacted(self.url) else []),
+                *([f"header(s) {', '.join(self.unstored_headers)}"] if self.unstored_headers else [])]
+        if lost:
+            return (f"MCP server {self.name!r} was stored without {' and '.join(lost)}: reinloop never stores "
+                    "credentials; give the MCP config again (--mcp FILE, or mcp= in Python), or write them as "
+                    "\"${VARIABLE}\" in it to have them read from the environment")
+        missing = self.missing_variables()
+        if missing:
+            return (f"MCP server {self.name!r} needs the environment variable(s) {', '.join(missing)}, which are not "
+                    "set; set them (reinloop never stores their values)")
+        return None
+
     def stored(self) -> dict[str, Any]:
         """This server in the common format, without secrets: what a run database keeps."""
         if self.transport == "stdio":
             args = stored_args(self.args)
             data: dict[str, Any] = {"command": self.command, "args": args}
-            if any(REDACTED in a for a in args):
+            if self.unstored_args or any(REDACTED in a for a in args):
                 data["unstored_args"] = True  # resume then asks for the config again
             if self.env is not None:
                 data["env"] = {k: v if REFERENCE.fullmatch(v) else f"${{{k}}}" for k, v in self.env.items()}
@@ -94,10 +117,12 @@ class ServerConfig:
             data["cwd"] = self.cwd or os.getcwd()
             return data
         data = {"url": redact_url(self.url or ""), "transport": self.transport}
+        # a literal header (a bearer token, say) is left out: resume then asks for the config again
+        literal = {k for k, v in (self.headers or {}).items() if not REFERENCE.fullmatch(v)}
         if self.headers:
-            # a literal header (a bearer token, say) is left out: resume then asks for the config again
-            data["headers"] = {k: v for k, v in self.headers.items() if REFERENCE.fullmatch(v)}
-            data["unstored_headers"] = sorted(k for k, v in self.headers.items() if not REFERENCE.fullmatch(v))
+            data["headers"] = {k: v for k, v in self.headers.items() if k not in literal}
+        if literal or self.unstored_headers:
+            data["unstored_headers"] = sorted(literal | set(self.unstored_headers))
         return data
 
 
@@ -108,15 +133,20 @@ class McpConfig:
     servers: tuple[ServerConfig, ...]
     prefix: bool = False
     tool_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    source: str = "the MCP config"
-    """Where the config came from (a file path), for error messages."""
+    source: str = DEFAULT_SOURCE
+    """Where the config came from (a file path), for error messages; kept in the ``reinloop`` section."""
+    raw: Mapping[str, Any] = field(default_factory=dict)
+    """The servers as given (``mcpServers``, secrets included): what this process starts them with."""
+
+    def to_dict(self, tool_options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+        """The whole config in its JSON form, secrets included (``tool_options``: the options in force, if known)."""
+        options = dict(tool_options if tool_options is not None else self.tool_options)
+        own = {"prefix": self.prefix, "tools": options, **({"source": self.source} if self.source != DEFAULT_SOURCE else {})}
+        return {"mcpServers": json.loads(json.dumps(self.raw)), "reinloop": own}
 
     def stored(self, tool_options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
         """The config in its JSON form without secrets (``tool_options``: the options in force, if known)."""
-        return {
-            "mcpServers": {s.name: s.stored() for s in self.servers},
-            "reinloop": {"prefix": self.prefix, "tools": dict(tool_options if tool_options is not None else self.tool_options)},
-        }
+        return {**self.to_dict(tool_options), "mcpServers": {s.name: s.stored() for s in self.servers}}
 
 
 def stored_args(args: tuple[str, ...]) -> list[str]:
@@ -154,12 +184,27 @@ def load_config(config: McpConfig | Mapping[str, Any] | str | os.PathLike[str], 
     merged = {**{k: dict(v) for k, v in parsed.tool_options.items()}}
     for name, values in (options or {}).items():
         merged[name] = {**merged.get(name, {}), **_check_options(name, values, "options=")}
-    return McpConfig(parsed.servers, parsed.prefix if prefix is None else prefix, merged, parsed.source)
+    return dataclasses.replace(parsed, prefix=parsed.prefix if prefix is None else prefix, tool_options=merged)
+
+
+def config_field(value: Any) -> dict[str, Any]:
+    """``RunSpec.mcp`` from what was given: a config in the common format, or the path of its JSON file; checked."""
+    if isinstance(value, McpConfig):
+        return value.to_dict()
+    if not isinstance(value, (Mapping, str, os.PathLike)):
+        raise ConfigurationError(f'RunSpec.mcp must be an MCP config ({{"mcpServers": ...}}) or the path of its JSON file, '
+                                 f"got {type(value).__name__}")
+    return load_config(value).to_dict()
+
+
+def secret_free(value: Mapping[str, Any]) -> dict[str, Any]:
+    """``RunSpec.mcp`` as a run database keeps it (see :meth:`ServerConfig.stored`)."""
+    return parse_config(value).stored()
 
 
 def _read(config: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Any, str]:
     if isinstance(config, Mapping):
-        return config, "the MCP config"
+        return config, DEFAULT_SOURCE
     path = Path(config)
     try:
         text = path.read_text(encoding="utf-8")
@@ -172,7 +217,7 @@ def _read(config: Mapping[str, Any] | str | os.PathLike[str]) -> tuple[Any, str]
         raise ConfigurationError(f"the MCP config {path} is not valid JSON: {exc}") from None
 
 
-def parse_config(data: Any, source: str = "the MCP config") -> McpConfig:
+def parse_config(data: Any, source: str = DEFAULT_SOURCE) -> McpConfig:
     """Check ``data`` (the common format) and return it typed; every mistake names the server and key."""
     if not isinstance(data, Mapping) or not isinstance(data.get("mcpServers"), Mapping):
         raise ConfigurationError(f'{source} must be a JSON object with "mcpServers": {{name: {{"command": ...}} '
@@ -180,10 +225,11 @@ def parse_config(data: Any, source: str = "the MCP config") -> McpConfig:
     unknown = sorted(set(data) - {"mcpServers", "reinloop"})
     if unknown:
         raise ConfigurationError(f"{source} has unknown top-level key(s) {', '.join(unknown)}; valid: mcpServers, reinloop")
-    servers = tuple(_server(str(name), spec, source) for name, spec in data["mcpServers"].items()
-                    if not (isinstance(spec, Mapping) and spec.get("disabled") is True))
+    enabled = {str(name): spec for name, spec in data["mcpServers"].items()
+               if not (isinstance(spec, Mapping) and spec.get("disabled") is True)}
+    servers = tuple(_server(name, spec, source) for name, spec in enabled.items())
     own = data.get("reinloop") or {}
-    if not isinstance(own, Mapping) or set(own) - {"prefix", "tools"}:
+    if not isinstance(own, Mapping) or set(own) - {"prefix", "tools", "source"}:
         raise ConfigurationError(f'{source}: "reinloop" must be an object with "prefix" (true/false) and "tools" '
                                  f'({{tool: {{option: value}}}}), got {json.dumps(own)[:120]}')
     if not isinstance(own.get("prefix", False), bool):
@@ -192,7 +238,8 @@ def parse_config(data: Any, source: str = "the MCP config") -> McpConfig:
     if not isinstance(tools, Mapping):
         raise ConfigurationError(f'{source}: "reinloop.tools" must map tool names to options, got {tools!r}')
     return McpConfig(servers, bool(own.get("prefix", False)),
-                     {str(k): _check_options(str(k), v, source) for k, v in tools.items()}, source)
+                     {str(k): _check_options(str(k), v, source) for k, v in tools.items()}, str(own.get("source") or source),
+                     json.loads(json.dumps(enabled)))
 
 
 def _check_options(tool: str, values: Any, source: str) -> dict[str, Any]:
@@ -207,7 +254,7 @@ def _server(name: str, spec: Any, source: str) -> ServerConfig:
     where = f"{source}: MCP server {name!r}"
     if not isinstance(spec, Mapping):
         raise ConfigurationError(f'{where} must be an object with "command" or "url", got {spec!r}')
-    unknown = sorted(set(spec) - STDIO_KEYS - URL_KEYS - FOREIGN_KEYS)
+    unknown = sorted(set(spec) - STDIO_KEYS - URL_KEYS - FOREIGN_KEYS - STORED_KEYS)
     if unknown:
         valid = ", ".join(sorted(STDIO_KEYS | URL_KEYS))
         raise ConfigurationError(f"{where} has unknown key(s) {', '.join(unknown)}; valid: {valid}")
@@ -219,7 +266,8 @@ def _server(name: str, spec: Any, source: str) -> ServerConfig:
     if TRANSPORTS.get(kind, "stdio") == "stdio" or not isinstance(spec["url"], str):
         raise ConfigurationError(f"{where}: transport {kind!r} does not go with a url; use streamable_http, http or sse")
     headers = _strings(spec.get("headers"), f"{where}: headers")
-    return ServerConfig(name, url=spec["url"], transport=TRANSPORTS[kind], headers=headers)
+    return ServerConfig(name, url=spec["url"], transport=TRANSPORTS[kind], headers=headers,
+                        unstored_headers=tuple(str(h) for h in spec.get("unstored_headers") or ()))
 
 
 def _stdio(name: str, spec: Mapping[str, Any], where: str) -> ServerConfig:
@@ -230,7 +278,8 @@ def _stdio(name: str, spec: Mapping[str, Any], where: str) -> ServerConfig:
         raise ConfigurationError(f'{where}: "args" must be a list of strings, got {args!r}')
     env = _strings(spec.get("env"), f"{where}: env")
     cwd = spec.get("cwd")
-    return ServerConfig(name, command=spec["command"], args=tuple(args), env=env, cwd=str(cwd) if cwd else None)
+    return ServerConfig(name, command=spec["command"], args=tuple(args), env=env, cwd=str(cwd) if cwd else None,
+                        unstored_args=spec.get("unstored_args") is True)
 
 
 def _strings(value: Any, where: str) -> dict[str, str] | None:

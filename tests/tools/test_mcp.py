@@ -20,7 +20,8 @@ from reinloop import ConfigurationError, DuplicateToolError, build_graph  # noqa
 from reinloop.runs import open_db, run, show_run  # noqa: E402
 from reinloop.testing import ScriptedChatModel, tool_call  # noqa: E402
 from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, builtins, mcp, options_of  # noqa: E402
-from reinloop.tools.mcpclient import hint_options  # noqa: E402
+from reinloop.tools import configure  # noqa: E402
+from reinloop.tools.mcpclient import config_of, hint_options  # noqa: E402
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 AGENT = Path(__file__).with_name("mcp_agent.py")
@@ -92,8 +93,9 @@ def test_the_user_overrides_a_tools_options_by_name(tmp_path):
         by_name = {t.name: t for t in tools}
         assert (options_of(by_name["calculator"]).side_effects, options_of(by_name["calculator"]).parallel_safe) == (False, True)
         assert options_of(by_name["lookup"]).timeout == 3
-        assert tools.stored()["reinloop"]["tools"] == {"calculator": {"side_effects": False, "parallel_safe": True},
-                                                        "lookup": {"timeout": 3}}
+        configure(by_name["add_note"], timeout=7)  # as for any tool: a resume sets it again
+        assert config_of(tools)["reinloop"]["tools"] == {"calculator": {"side_effects": False, "parallel_safe": True},
+                                                        "lookup": {"timeout": 3}, "add_note": {"timeout": 7}}
 
 
 def test_options_for_a_tool_no_server_offers_are_refused(tmp_path):
@@ -257,14 +259,13 @@ def test_the_stored_config_keeps_no_secret_from_env_arguments_headers_or_urls(tm
     assert servers["web"]["headers"] == {"X-Team": "${TEAM}"} and servers["web"]["unstored_headers"] == ["Authorization"]
 
 
-def test_a_run_whose_server_had_a_literal_credential_asks_for_the_config_again(tmp_path):
-    from reinloop.tools.mcpclient import reconnect
+def test_a_config_stored_without_a_credential_asks_for_the_config_again(tmp_path):
     from reinloop.tools.mcpconfig import parse_config
 
     stored = parse_config({"mcpServers": {"cli": {"command": "srv", "args": ["--token", "t0ps3cret"]}}}).stored()
-    with pytest.raises(ConfigurationError, match="run 't' used MCP server 'cli' with a credential in its arguments, "
-                                                 "which reinloop never stores; .*pass the MCP config again"):
-        reconnect([stored], ["x"], "t")
+    with pytest.raises(ConfigurationError, match="MCP server 'cli' was stored without a credential in its arguments: "
+                                                 "reinloop never stores credentials; give the MCP config again"):
+        mcp(stored)
 
 
 def test_a_react_reply_with_a_bare_input_fills_the_only_required_argument(tmp_path, stdio_tools):
@@ -280,3 +281,38 @@ def test_a_tool_called_after_its_connections_were_closed_says_so_at_once(tmp_pat
     result = ToolExecutor().run_one(lookup, {"key": "alpha"})
     assert result.error and "these MCP tools were closed" in result.observation
     assert result.seconds < 5
+
+
+def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai_server, capsys, monkeypatch):
+    from reinloop.cli import main
+    from tests.openai_server import completion
+
+    (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
+    db = str(tmp_path / "runs.db")
+    openai_server.responses += [completion(tool_calls=[{"name": "add_note", "args": {"text": "from the cli"}}])]
+    code = main(["run", "note it", "--base-url", openai_server.base_url, "--tools", "get_weather", "--mcp",
+                 str(tmp_path / "servers.json"), "--json", "--quiet", "--thread", "m1", "--db", db, "--max-steps", "1"])
+    out = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (code, out["paused"]) == (3, True)  # the step limit paused it after the note
+    shown = {t["function"]["name"] for t in openai_server.requests[0]["tools"]}
+    assert {"get_weather", "lookup", "add_note"} <= shown
+    assert notes(tmp_path) == ["from the cli"]
+
+    monkeypatch.setenv("NOTES_FILE", str(tmp_path / "notes.txt"))  # the value the stored config refers to
+    openai_server.responses += [completion(tool_calls=[{"name": "lookup", "args": {"key": "gamma"}}]), completion("3")]
+    code = main(["resume", "m1", "--base-url", openai_server.base_url, "--extra-steps", "2", "--json", "--quiet", "--db", db])
+    out = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (code, out["status"], out["answer"]) == (0, "done", "3")
+    assert out["observations"][-1]["observation"] == "3"
+    assert notes(tmp_path) == ["from the cli"]
+
+
+def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_path, openai_server, capsys):
+    from reinloop.cli import main
+
+    (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
+    code = main(["run", "x", "--base-url", openai_server.base_url, "--tools", "calculator", "--mcp",
+                 str(tmp_path / "servers.json"), "--db", str(tmp_path / "runs.db")])
+    err = capsys.readouterr().err
+    assert code == 1 and openai_server.requests == []
+    assert "reinloop's built-in tool 'calculator' and MCP server 'notes'" in err and '"prefix": true' in err
