@@ -41,6 +41,14 @@ def actions(db: Path, thread: str) -> list[dict]:
     return [a for step in show_run(thread, db).steps for a in step.get("actions") or []]
 
 
+def running(pid: int) -> bool:
+    """Is process ``pid`` alive (a zombie waiting for its parent's wait() is not)?"""
+    try:
+        return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+    except FileNotFoundError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -316,3 +324,29 @@ def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_p
     err = capsys.readouterr().err
     assert code == 1 and openai_server.requests == []
     assert "reinloop's built-in tool 'calculator' and MCP server 'notes'" in err and '"prefix": true' in err
+
+
+def test_a_run_given_mcp_as_an_option_closes_its_servers_and_a_credential_it_lost_is_asked_for_again(tmp_path):
+    from reinloop import Limits
+    from reinloop.runs import resume
+
+    config = stdio_config(tmp_path)
+    config["mcpServers"]["notes"]["args"] += ["--token", "t0ps3cret"]  # the server ignores it; the store must not keep it
+    db = tmp_path / "runs.db"
+    script = [[tool_call("server_pid", {}, id="a"), tool_call("add_note", {"text": "one"}, id="b")]]
+    paused = run("note", db=db, model=ScriptedChatModel(replies=script), mcp=config, thread_id="t", tools="get_weather",
+                 limits=Limits(max_steps=1))
+    assert paused.paused and notes(tmp_path) == ["one"]
+    pid = int(actions(db, "t")[0]["observation"])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and running(pid):
+        time.sleep(0.05)
+    assert not running(pid)  # the run closed the server it started
+    assert b"t0ps3cret" not in db.read_bytes()
+
+    with pytest.raises(ConfigurationError, match="'notes' was stored without a credential in its arguments"):
+        resume("t", db=db, model=ScriptedChatModel(replies=[]), extra_steps=2)
+    done = resume("t", db=db, model=ScriptedChatModel(replies=[[tool_call("lookup", {"key": "beta"}, id="c")], "2"]),
+                  extra_steps=2, mcp=config)
+    assert (done.status, done.answer, notes(tmp_path)) == ("done", "2", ["one"])
+    assert b"t0ps3cret" not in db.read_bytes()
