@@ -350,3 +350,8 @@ def test_a_run_given_mcp_as_an_option_closes_its_servers_and_a_credential_it_los
                   extra_steps=2, mcp=config)
     assert (done.status, done.answer, notes(tmp_path)) == ("done", "2", ["one"])
     assert b"t0ps3cret" not in db.read_bytes()
+
+
+def test_build_graph_refuses_mcp_as_an_option_and_says_how_to_pass_the_tools(tmp_path):
+    with pytest.raises(ConfigurationError, match=r"build_graph takes tool objects, not RunSpec.mcp: connect with reinloop.tools.mcp"):
+        build_graph(ScriptedChatModel(replies=[]), builtins("calculator"), mcp={"mcpServers": {}})
