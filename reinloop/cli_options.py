@@ -104,7 +104,7 @@ HELP: dict[tuple[str, ...], str] = {
 METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
-    ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT",
+    ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
 SIZES = {("tool_settings", "write_quota"), ("tool_settings", "max_file_bytes"), ("tool_settings", "max_value_bytes")}

@@ -64,7 +64,12 @@ class ConfigurationError(ReinloopError, ValueError):
 
 
 class DuplicateToolError(ConfigurationError):
-    """Two tools were registered under the same name."""
+    """Two tools were registered under the same name (``name``; ``sources``: where each came from, when known)."""
+
+    def __init__(self, message: str, *, name: str = "", sources: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.name = name
+        self.sources = sources
 
 
 class UnknownToolError(ConfigurationError):

@@ -29,6 +29,7 @@ from langgraph.types import Checkpointer, Command, Interrupt
 from .checkpoints import Database
 from .context import AgentContext
 from .drawing import LoopDrawing
+from .errors import ConfigurationError
 from .events import EventSink, observed
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
@@ -191,6 +192,9 @@ def build_graph(
     changes["model"] = model if isinstance(model, str) else object_label(model)
     changes["tools"] = tuple(registry.names())
     spec = (spec or RunSpec()).replace(**changes)
+    if spec.mcp is not None:  # the graph has no end to close connections at: the caller owns them
+        raise ConfigurationError("build_graph takes tool objects, not RunSpec.mcp: connect with "
+                                 "reinloop.tools.mcp(config) and pass [*tools, *mcp_tools] (close them when done)")
     chat_model = given_model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
     return graph_for(spec, chat_model, registry, protocol=protocol if not isinstance(protocol, str) else None,
                      checkpointer=checkpointer, journal=journal, sinks=sinks, name=name)

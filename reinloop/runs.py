@@ -49,6 +49,7 @@ from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_chang
 from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
+from .tools.mcpclient import McpTool, close_mcp, config_of, mcp, mcp_tools_in
 
 EventHandler = Callable[[dict[str, Any]], None]
 
@@ -85,7 +86,12 @@ def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunS
     if tools is not None and not isinstance(tools, str):
         objects = tuple(t for t in tools if isinstance(t, BaseTool))
         given = Given(given.model, objects)
-        changes["tools"] = tuple(t.name if isinstance(t, BaseTool) else t for t in tools)
+        # MCP tools are named by their servers' config (spec.mcp), which a resume connects to again
+        servers = config_of(objects)
+        if servers is not None and changes.get("mcp") is not None:
+            raise ConfigurationError("give MCP servers once: as mcp= (a config) or as MCP tools in tools=, not both")
+        changes.update({"mcp": servers} if servers is not None else {})
+        changes["tools"] = tuple(t.name if isinstance(t, BaseTool) else t for t in tools if not isinstance(t, McpTool))
     if protocol is not None and not isinstance(protocol, str):
         given = Given(given.model, given.tools, protocol)
         del changes["protocol"]
@@ -94,10 +100,19 @@ def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunS
 
 
 def tool_list(spec: RunSpec, given: Given, progress: Progress | None = None) -> list[BaseTool]:
-    """The run's tools: the objects given, by name, and built-in tools (set up by the spec's tool settings)."""
-    by_name = {t.name: t for t in given.tools}
+    """The run's tools: the objects given, by name, built-in tools (set up by the spec's tool settings), then
+    the tools of the spec's MCP servers: the MCP tools given, else connected to here (:func:`opened_here` tells)."""
+    by_name = {t.name: t for t in given.tools if not isinstance(t, McpTool)}  # MCP tools come by spec.mcp
     where = {**spec.tool_settings.as_dict(), "progress": progress}
-    return [by_name[n] if n in by_name else builtins([n], **where)[0] for n in spec.tools]
+    tools = [by_name[n] if n in by_name else builtins([n], **where)[0] for n in spec.tools]
+    if spec.mcp is not None:
+        tools += mcp_tools_in(given.tools) or list(mcp(spec.mcp))
+    return tools
+
+
+def opened_here(tools: list[BaseTool], given: Given) -> list[BaseTool]:
+    """The MCP tools of ``tools`` that :func:`tool_list` connected to, not given: the caller closes them."""
+    return [t for t in mcp_tools_in(tools) if all(t is not g for g in given.tools)]
 
 
 def chat_model_of(spec: RunSpec, given: Given) -> BaseChatModel:
@@ -169,10 +184,13 @@ def run(
     spec.tool_settings.check_run_database(db_location(db))  # before the run database gets reinloop's tables
     spec = spec.replace(tool_settings=spec.tool_settings.resolved())
     tools = tool_list(spec, given, progress)
-    chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
-    with open_db(db, write=True, create=True) as saver:
-        return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol), thread_id=thread_id,
-                        on_event=on_event)
+    try:
+        chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
+        with open_db(db, write=True, create=True) as saver:
+            return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol), thread_id=thread_id,
+                            on_event=on_event)
+    finally:
+        close_mcp(opened_here(tools, given))
 
 
 def run_with(
@@ -182,9 +200,12 @@ def run_with(
     """:func:`run` on an open run database, with the chat model and the tools in ``given``."""
     thread_id = thread_id or new_thread_id()
     tools = tool_list(spec, given)
-    graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
-    record_spec(saver, thread_id, spec)
-    return stream_stored(graph, {"task": task}, thread_id, on_event)
+    try:
+        graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
+        record_spec(saver, thread_id, spec)
+        return stream_stored(graph, {"task": task}, thread_id, on_event)
+    finally:
+        close_mcp(opened_here(tools, given))
 
 
 def record_spec(saver: Database, thread_id: str, spec: RunSpec) -> None:
@@ -238,12 +259,15 @@ def resume_with(
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
     graph = _rebuild(saver, thread_id, changes, state=values)
-    # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
-    # the step still has its task, and invoking resumes after it
-    state = graph.get_state(thread_config(thread_id))
-    if answer is None and not state.next and not state.tasks:
-        raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-    return stream_stored(graph, answer, thread_id, on_event)
+    try:
+        # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
+        # the step still has its task, and invoking resumes after it
+        state = graph.get_state(thread_config(thread_id))
+        if answer is None and not state.next and not state.tasks:
+            raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
+        return stream_stored(graph, answer, thread_id, on_event)
+    finally:  # the MCP servers the stored spec named, connected to again by this resume
+        close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 
 
 def _latest_state(saver: Database, thread_id: str) -> dict[str, Any]:

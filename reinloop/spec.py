@@ -37,6 +37,7 @@ from .limits import Limits
 from .memory.config import Memory
 from .retry import RetryPolicy
 from .settings import replace_known
+from .tools.mcpconfig import config_field, secret_free
 from .tools.settings import BUILTIN_NAMES, DEFAULT_TOOLS, ToolSettings
 
 SPEC_VERSION = 1
@@ -98,6 +99,11 @@ class RunSpec:
     """The tools by name: built-in ones, or the names of tool objects given beside the spec."""
     tool_settings: ToolSettings = field(default_factory=ToolSettings, metadata={"group": "tools"})
     """Where the built-in tools work (sandbox, tool database, tables, docs) and their disk quotas."""
+    mcp: Mapping[str, Any] | None = field(default=None, metadata={
+        "group": "tools", "help": 'add the tools of MCP servers, from a JSON file in the common client format: '
+                                  '{"mcpServers": {name: {"command", "args", "env"} | {"url", "transport"}}}'})
+    """MCP servers whose tools the run adds: a config in the common client format, or its JSON file's path
+    (:mod:`reinloop.tools.mcpconfig`). Stored without secrets: ``env`` values by name only."""
     limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
     """The circuit breakers (:class:`~reinloop.Limits`)."""
     memory: Memory = field(default_factory=Memory, metadata={"group": "memory"})
@@ -114,6 +120,8 @@ class RunSpec:
             elif not isinstance(value, kind):
                 raise ConfigurationError(f"RunSpec.{name} must be a {kind.__name__} (or a mapping of its fields), "
                                          f"got {type(value).__name__}")
+        if self.mcp is not None:
+            object.__setattr__(self, "mcp", config_field(self.mcp))
         if not isinstance(self.model, str) or not self.model.strip():
             raise ConfigurationError(f"RunSpec.model must be a model string such as {DEFAULT_MODEL!r}, got {self.model!r}")
         for name in ("base_url", "system_prompt"):
@@ -202,7 +210,10 @@ class RunSpec:
         """:meth:`to_dict` as the run database keeps it: every URL without its credentials."""
         from .redact import redact_urls
 
-        return redact_urls(self.to_dict())  # type: ignore[no-any-return]
+        data = redact_urls(self.to_dict())
+        if self.mcp is not None:  # env values by name, no literal header, no credential among the arguments
+            data["mcp"] = secret_free(self.mcp)
+        return data  # type: ignore[no-any-return]
 
 
 def protocol_change(protocol: Any) -> dict[str, str]:

@@ -6,6 +6,8 @@ The lists below are derived from the fields, so a new field that an entry point 
 from __future__ import annotations
 
 import dataclasses
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -43,6 +45,10 @@ def sample(path: tuple[str, ...]) -> tuple[str, object]:
         return "estimate", "estimate"
     if path == ("tools",):
         return "calculator,wait", ("calculator", "wait")
+    if path == ("mcp",):  # the path of a config file, read when the spec is made
+        servers = Path(tempfile.mkdtemp()) / "servers.json"
+        servers.write_text('{"mcpServers": {}}', encoding="utf-8")
+        return str(servers), str(servers)
     field_type = str(next(f for f in dataclasses.fields(GROUPS[path[0]] if len(path) == 2 else RunSpec)
                           if f.name == path[-1]).type)
     if field_type.startswith("int"):

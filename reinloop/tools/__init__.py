@@ -3,7 +3,8 @@
 Any LangChain tool works unchanged; :func:`configure` attaches reinloop's
 options (timeout, retries, transient errors, side effects, parallel safety,
 a result validator) without wrapping it. Built-in tools are available by
-name through :func:`builtin` and :func:`builtins`.
+name through :func:`builtin` and :func:`builtins`; an MCP server's tools
+through :func:`mcp`.
 """
 
 from ..lazy import exports
@@ -14,6 +15,10 @@ EXPORTS = {
     "DocsIndex": ".docs",
     "IndexStats": ".docs",
     "JournalEntry": ".journal",
+    "McpServerGone": ".mcpclient",
+    "McpTool": ".mcpclient",
+    "McpToolError": ".mcpclient",
+    "McpTools": ".mcpclient",
     "Place": ".executor",
     "Sandbox": ".files",
     "ToolCall": ".executor",
@@ -30,6 +35,7 @@ EXPORTS = {
     "configure": ".options",
     "db_insert_tool": ".sql",
     "evaluate": ".arithmetic",
+    "mcp": ".mcpclient",
     "options_of": ".options",
     "read_file_tool": ".files",
     "run_tool": ".executor",

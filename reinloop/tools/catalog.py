@@ -76,7 +76,9 @@ def builtin(name: str, **options: Any) -> BaseTool:
         inspect.signature(factory).bind(**options)
     except TypeError as exc:
         raise ConfigurationError(f"bad option for built-in tool {name!r}: {exc}") from None
-    return factory(**options)
+    tool = factory(**options)
+    tool.metadata = {**(tool.metadata or {}), "builtin": True}  # so a name clash can say where each tool came from
+    return tool
 
 
 def builtins(

@@ -54,9 +54,13 @@ class ToolRegistry:
                 f"langchain_core.tools), got {type(tool).__name__}: {tool!r}"
             )
         if tool.name in self._tools:
+            first, second = source_of(self._tools[tool.name]), source_of(tool)
+            fix = (" (MCP tools: set \"prefix\": true in the config's \"reinloop\" section, prefix=True in Python, "
+                   "to name them server_tool)" if "MCP server" in first + second else "")
             raise DuplicateToolError(
                 f"a tool named {tool.name!r} is already registered; tool names must be "
-                f"unique (registered: {', '.join(self.names())})"
+                f"unique (registered: {', '.join(self.names())}). The two come from {first} and {second}{fix}",
+                name=tool.name, sources=(first, second),
             )
         self._tools[tool.name] = tool
         self._shown.clear()
@@ -126,7 +130,10 @@ class ToolRegistry:
 
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
-        schema = self._tools[name].get_input_schema()
+        tool = self._tools[name]
+        if isinstance(tool.args_schema, dict):  # a JSON schema (MCP tools): the pydantic model stands for nothing
+            return json_schema_problems(name, args, tool.args_schema)
+        schema = tool.get_input_schema()
         try:
             schema.model_validate(args)
         except ValidationError as exc:
@@ -136,6 +143,31 @@ class ToolRegistry:
         except BaseException as exc:  # noqa: BLE001 - a user's validator is tool code: its failure is the call's
             return f"the arguments of {name} could not be checked: its schema raised {describe_exception(exc)}"
         return None
+
+
+def source_of(tool: BaseTool) -> str:
+    """Where a tool comes from, for messages: its MCP server, reinloop's built-ins, or the caller's code."""
+    described = getattr(tool, "source", None)
+    if isinstance(described, str) and described:
+        return described
+    if (tool.metadata or {}).get("builtin"):
+        return f"reinloop's built-in tool {tool.name!r}"
+    return f"the {type(tool).__name__} {tool.name!r} given in the tools"
+
+
+def json_schema_problems(name: str, args: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Problems with ``args`` against a tool's JSON schema (one line per bad field, then the schema), or ``None``."""
+    import jsonschema
+
+    try:
+        validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        errors = sorted(validator_class(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the arguments of {name} could not be checked: its schema is invalid ({exc.message})"
+    if not errors:
+        return None
+    problems = [f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message[:ECHO_CHARS]}" for e in errors]
+    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {json.dumps(schema, ensure_ascii=False)}"
 
 
 def args_json_schema(tool: BaseTool) -> dict[str, Any]:
@@ -169,6 +201,9 @@ def format_validation_error(name: str, exc: ValidationError, schema: dict[str, A
 
 def single_field(tool: BaseTool) -> str | None:
     """The name of the tool's only required argument, if it has exactly one."""
+    if isinstance(tool.args_schema, dict):  # a JSON schema (MCP tools)
+        names = [str(n) for n in tool.args_schema.get("required") or []]
+        return names[0] if len(names) == 1 else None
     schema: type[BaseModel] = tool.get_input_schema()
     required = [n for n, f in schema.model_fields.items() if f.is_required()]
     return required[0] if len(required) == 1 else None
