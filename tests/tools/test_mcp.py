@@ -125,14 +125,14 @@ def test_a_read_only_tool_called_in_parallel_runs_at_the_same_time_and_is_not_jo
     assert [a["observation"] for a in done[:3]] == ["1", "2", "3"]
     assert int(done[3]["observation"]) >= 2  # the server saw lookups overlap
     with open_db(tmp_path / "runs.db") as saver:
-        assert saver.journal_rows("t") == []
+        assert saver.journal.rows("t") == []
 
 
 def test_a_destructive_tool_is_journaled_and_a_replayed_step_does_not_run_it_again(tmp_path, stdio_tools):
     model = ScriptedChatModel(replies=[[tool_call("add_note", {"text": "buy milk"}, id="c1")], "noted"])
     run("note it", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
     with open_db(tmp_path / "runs.db") as saver:
-        rows = saver.journal_rows("t")
+        rows = saver.journal.rows("t")
     assert [(r["tool"], r["observation"]) for r in rows] == [("add_note", "saved note 'buy milk'")]
 
     add_note = next(t for t in stdio_tools if t.name == "add_note")
