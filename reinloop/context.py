@@ -19,6 +19,7 @@ from .limits import Limits
 from .protocols import JsonProtocol, ReactProtocol
 from .memory.config import Memory
 from .models import DEFAULT_MAX_OUTPUT_TOKENS
+from .pricing import Pricing
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
 from .tools.journal import ToolJournal
@@ -55,6 +56,8 @@ class AgentContext:
     """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""
     max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
+    pricing: Pricing = field(default_factory=Pricing)
+    """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
         """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct."""

@@ -47,6 +47,7 @@ from .nodes import (
 )
 from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
+from .pricing import Price, Pricing
 from .retry import RetryPolicy
 from .state import BREAK_KIND, AgentState, InputState
 from .tools.detail import ToolDetail
@@ -164,6 +165,8 @@ def build_graph(
     sinks: Sequence[EventSink] = (),
     tool_detail: ToolDetail | None = None,
     max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+    prices: Mapping[str, Price | Mapping[str, float]] | None = None,
+    local_is_free: bool = True,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
@@ -178,6 +181,8 @@ def build_graph(
     (see :mod:`reinloop.tools.detail`); calls are validated in full either way.
     ``max_output_tokens`` caps each reply (``None``: the provider's default);
     a reply the cap cut off is never used (see :mod:`reinloop.models`).
+    ``prices`` (model name -> :class:`~reinloop.pricing.Price`) and
+    ``local_is_free`` say how calls are priced (see :mod:`reinloop.pricing`).
     Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
@@ -207,6 +212,7 @@ def build_graph(
         sinks=tuple(sinks),
         workers=WorkerPool(limits.tool_workers),
         max_output_tokens=check_output_cap(max_output_tokens),
+        pricing=Pricing.of(prices, local_is_free),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

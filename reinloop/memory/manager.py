@@ -51,6 +51,7 @@ class Prepared:
     prompt_tokens: int = 0  # spent by the summarizer
     completion_tokens: int = 0
     calls: int = 0
+    replies: list[BaseMessage] = field(default_factory=list)  # the summarizer's, to be priced
     update: dict[str, Any] = field(default_factory=dict)
     counter: str = ""
 
@@ -105,6 +106,7 @@ class Folding:
         self.cursor: MemoryCursor = {**new_cursor(), **(state.get("memory_cursor") or {})}  # type: ignore[typeddict-item]
         self.events: list[dict[str, Any]] = []
         self.prompt_tokens = self.completion_tokens = self.calls = 0
+        self.replies: list[BaseMessage] = []
 
     def fold(self, steps: Sequence[Step]) -> bool:
         """Fold ``steps`` (oldest first); False when the summarizer failed and they stay raw."""
@@ -138,6 +140,7 @@ class Folding:
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
         self.calls += 1
+        self.replies.append(merged.reply)
         self.prompt_tokens += merged.prompt_tokens
         self.completion_tokens += merged.completion_tokens
         self.summary = "\n".join([merged.line, *keep])
@@ -159,6 +162,7 @@ class Folding:
                                 "failures": self.cursor["failures"]})
             return None
         self.calls += 1
+        self.replies.append(folded.reply)
         self.prompt_tokens += folded.prompt_tokens
         self.completion_tokens += folded.completion_tokens
         return self.checked(folded, steps)
@@ -211,4 +215,5 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     return Prepared(
         messages=result.messages, parts=result.parts, events=events, prompt_tokens=folding.prompt_tokens,
         completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name, update=update,
+        replies=folding.replies,
     )
