@@ -34,6 +34,7 @@ from decimal import Decimal
 from typing import Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
+from .bounds import token_count
 from .errors import ConfigurationError
 from .retry import model_url
 
@@ -144,7 +145,7 @@ class Pricing:
         if self.local_is_free and is_local(model):
             return {**base, "usd": 0.0, "source": "local"}
         if usage is None:
-            return {**base, "problem": f"the reply of {name} reported no token usage"}
+            return {**base, "problem": f"the reply of {name} reported no usable token usage"}
         for candidate in names:
             usd = library_price(candidate, *usage)
             if usd is not None:
@@ -161,20 +162,27 @@ def reported_usage(message: Any) -> tuple[int, int, int] | None:
         cached = details.get("cache_read")
         if cached is None:
             cached = _openai_cached(message)
-        return _int(usage.get("input_tokens")), _int(cached), _int(usage.get("output_tokens"))
+        counts = _count(usage.get("input_tokens")), _count(cached), _count(usage.get("output_tokens"))
+    else:
+        raw = (getattr(message, "response_metadata", None) or {}).get("token_usage") or {}
+        if not raw:
+            return None
+        counts = _count(raw.get("prompt_tokens")), _openai_cached(message), _count(raw.get("completion_tokens"))
+    if any(c is None for c in counts):
+        return None  # a count no provider could mean: the usage is unknown, not zero
+    return counts  # type: ignore[return-value]
+
+
+def _openai_cached(message: Any) -> int | None:
     raw = (getattr(message, "response_metadata", None) or {}).get("token_usage") or {}
-    if not raw:
-        return None
-    return _int(raw.get("prompt_tokens")), _openai_cached(message), _int(raw.get("completion_tokens"))
+    return _count((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
 
 
-def _openai_cached(message: Any) -> int:
-    raw = (getattr(message, "response_metadata", None) or {}).get("token_usage") or {}
-    return _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+def _count(value: Any) -> int | None:
+    """A reported token count: 0 when absent, ``None`` when absurd (negative, not a number, not storable)."""
+    if value is None or value == 0:
+        return 0
+    return token_count(value) or None
 
 
 def model_names(message: Any, model: Any) -> list[str]:
