@@ -38,7 +38,7 @@ from .summary import (
     summary_lines,
 )
 from .tokens import TokenCounter, active_counter, count_message_tokens
-from .window import hidden_duplicates, steps_to_fold, unfolded_steps
+from .window import hidden_duplicates, rolling_cap, steps_to_fold, unfolded_steps
 
 
 @dataclass
@@ -192,11 +192,11 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     hidden = hidden_duplicates(steps) if memory.dedup else {}
     visible = [s for s in steps if s["index"] not in hidden]
     folding = Folding(state, ctx, thread_id, counter)
-    first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=memory.window_steps,
-                     counter=counter)
-    batch = memory.summary_batch if memory.summarize else 1  # batches save summarizer calls, nothing else
-    window: int | None = memory.window_steps
-    to_fold = steps_to_fold(visible, len(first.shown), batch)
+    # the window rolls in batches: between folds each prompt extends the last (cacheable, see .window)
+    batch = memory.summary_batch
+    window = rolling_cap(memory.window_steps, batch)
+    first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=window, counter=counter)
+    to_fold = steps_to_fold(visible, len(first.shown), batch, memory.window_steps)
     if to_fold:
         if folding.fold(to_fold):
             visible = [s for s in visible if s["index"] > to_fold[-1]["index"]]

@@ -36,7 +36,7 @@ from .ledger import LEDGER_HEADER, ledger_lines, unseen_results
 from .store import Recalled
 from .summary import newest_lines, summary_lines
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, active_counter, clip_text, count_message_tokens, count_tokens, count_tool_schemas
-from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
+from .window import current_steps, fit_window, hidden_duplicates, rolling_cap, unfolded_steps
 
 __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
 
@@ -258,5 +258,6 @@ def build_prompt(state: Mapping[str, Any], ctx: Any) -> list[BaseMessage]:
     steps = unfolded_steps(state)
     hidden = hidden_duplicates(steps) if memory_of(ctx).dedup else {}
     visible = [s for s in steps if s["index"] not in hidden]
+    memory = memory_of(ctx)
     return assemble(state, ctx, steps=visible, summary=state.get("summary") or "",
-                    window_steps=memory_of(ctx).window_steps).messages
+                    window_steps=rolling_cap(memory.window_steps, memory.summary_batch)).messages
