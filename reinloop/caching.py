@@ -41,7 +41,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
-from .memory.tokens import MESSAGE_OVERHEAD, estimate_tokens, fill_tiktoken_cache, message_text
+from .memory.tokens import MESSAGE_OVERHEAD, fill_tiktoken_cache, message_text
 
 MIN_PREFIX = 1024
 """The shortest prompt prefix a provider caches (OpenAI)."""
@@ -112,21 +112,21 @@ class CachingChatModel(BaseChatModel):
 
     _entries: list[_Entry] = PrivateAttr(default_factory=list)
     _encode: Callable[[str], list[int]] | None = PrivateAttr(default=None)
-    _usage: list[tuple[int, int]] = PrivateAttr(default_factory=list)
+    _usage: list[tuple[int, int, int]] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
         return "reinloop-caching"
 
     @property
-    def calls(self) -> list[tuple[int, int]]:
-        """``(input tokens, cached tokens)`` of every call, in order."""
+    def calls(self) -> list[tuple[int, int, int]]:
+        """``(input tokens, cached input tokens, output tokens)`` of every call, in order."""
         return self._usage
 
     def hit_rate(self) -> float:
         """Share of all input tokens read from the cache."""
-        total = sum(i for i, _ in self._usage)
-        return sum(c for _, c in self._usage) / total if total else 0.0
+        total = sum(call[0] for call in self._usage)
+        return sum(call[1] for call in self._usage) / total if total else 0.0
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: str | None = None, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
         """Bind tools as the inner model would (it may refuse); their schemas open every prompt."""
@@ -169,16 +169,15 @@ class CachingChatModel(BaseChatModel):
         result = self.inner._generate(messages, stop, run_manager, **kwargs)
         tokens = self.tokens(messages, kwargs.get("tools") or ())
         cached = self.lookup(tokens)
-        self._usage.append((len(tokens), cached))
         generations = [ChatGeneration(message=self._metered(g.message, len(tokens), cached)) for g in result.generations]
         return ChatResult(generations=generations, llm_output=result.llm_output)
 
     def _metered(self, message: BaseMessage, prompt: int, cached: int) -> BaseMessage:
-        """``message`` with the usage an OpenAI endpoint would report for it."""
+        """``message`` with the usage an OpenAI endpoint would report for it (its output counted as written)."""
         if not isinstance(message, AIMessage):
             return message
-        inner = message.usage_metadata or {}
-        out = int(inner.get("output_tokens") or estimate_tokens(message_text(message)) or 1)
+        out = max(1, len(self.tokens([message])) - MESSAGE_OVERHEAD)
+        self._usage.append((prompt, cached, out))
         usage = {"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out,
                  "prompt_tokens_details": {"cached_tokens": cached}}
         meta = {**message.response_metadata, "model_name": self.price_as, "token_usage": usage}
