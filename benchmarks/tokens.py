@@ -1,4 +1,4 @@
-"""Prompt tokens per task: reinloop's memory vs the full history ``create_agent`` replays.
+"""Prompt tokens and dollars per task: reinloop's memory vs the full history ``create_agent`` replays.
 
 Both agents follow the same scripted trajectory — N tool calls that each
 return a 1 KB observation, then a final answer — with the same system prompt,
@@ -7,6 +7,13 @@ every prompt's messages, the tool schemas sent with every call, and (for
 reinloop) every summarizer call. Run it offline:
 
     python benchmarks/tokens.py
+
+The model sits behind :class:`reinloop.caching.CachingChatModel`, a provider's
+prompt cache with OpenAI's rules, priced as ``gpt-5-mini`` by genai-prices
+($0.25 / M fresh input, $0.025 / M cached input, $2 / M output): the cost
+columns say what the tokens cost once the cache has served what it can, and
+the hit rate is the share of input tokens read from the cache. reinloop's cost
+is the run's own ``counters["cost_usd"]``, checked against the wrapper's record.
 
 The scripted summarizer (``reinloop.testing.facts_summary``) keeps every
 sentence with a number, so it writes longer summaries than the one or two
@@ -27,6 +34,8 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reinloop import Limits, Memory, build_graph
+from reinloop.caching import CachingChatModel
+from reinloop.pricing import library_price
 from reinloop.memory import active_counter
 from reinloop.memory.prompt import system_message
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
@@ -63,28 +72,41 @@ def sent(prompts: Sequence[Sequence[BaseMessage]], schema_tokens: int) -> int:
     return sum(count_message_tokens(p, counter) + schema_tokens for p in prompts)
 
 
-def run_reinloop(steps: int, memory: Memory) -> dict[str, int]:
-    """Run the trajectory through reinloop; tokens sent and summarizer calls."""
-    model = ScriptedChatModel(replies=script(steps))
+PRICE_AS = "gpt-5-mini"
+
+
+def dollars(model: CachingChatModel) -> float:
+    """What every call through ``model`` cost, cached input at its price."""
+    return sum(library_price(PRICE_AS, i, c, o) or 0.0 for i, c, o in model.calls)
+
+
+def run_reinloop(steps: int, memory: Memory) -> dict[str, Any]:
+    """Run the trajectory through reinloop; tokens sent, summarizer calls, dollars and cache hit rate."""
+    inner = ScriptedChatModel(replies=script(steps))
+    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
     graph = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=steps + 1, max_seconds=None,
                                                                          max_observation_chars=2000))
     out = graph.invoke({"task": TASK})
     assert out["status"] == "done", out.get("break_message")
-    schemas = count_tool_schemas(model.bound_tools, active_counter())
-    agent = sent(model.prompts, schemas)
-    summaries = sent(model.summary_prompts, 0)
+    schemas = count_tool_schemas(inner.bound_tools, active_counter())
+    agent = sent(inner.prompts, schemas)
+    summaries = sent(inner.summary_prompts, 0)
     recorded = sum(s["prompt_parts"]["total"] for s in out["scratchpad"])
     assert recorded == agent, (recorded, agent)  # the per-step records count what was sent
-    return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(model.summary_prompts)}
+    usd = out["counters"]["cost_usd"]
+    assert abs(usd - dollars(model)) < 1e-9, (usd, dollars(model))  # the run priced every call it made
+    return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(inner.summary_prompts),
+            "usd": usd, "hit_rate": model.hit_rate()}
 
 
-def run_create_agent(steps: int, system: str) -> int:
-    """Run the trajectory through ``langchain.agents.create_agent``; tokens sent."""
-    model = ScriptedChatModel(replies=script(steps))
+def run_create_agent(steps: int, system: str) -> dict[str, Any]:
+    """Run the trajectory through ``langchain.agents.create_agent``; tokens sent, dollars, cache hit rate."""
+    inner = ScriptedChatModel(replies=script(steps))
+    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
     agent = create_agent(model, [read_page], system_prompt=system)
     agent.invoke({"messages": [HumanMessage(content=f"Task: {TASK}")]})
     schemas = count_tool_schemas([convert_to_openai_tool(read_page)], active_counter())
-    return sent(model.prompts, schemas)
+    return {"tokens": sent(inner.prompts, schemas), "usd": dollars(model), "hit_rate": model.hit_rate()}
 
 
 TASK = "Read the report page by page and tell me which region sold the most units."
@@ -103,20 +125,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     probe = build_graph(ScriptedChatModel(), [read_page]).reinloop_context
     system = str(system_message(probe).content)
     print(f"counter: {active_counter()}; observations: {len(page(1))} chars; memory default: {Memory().describe()}")
-    header = "| steps | create_agent | " + " | ".join(f"{name} | ratio" for name in CONFIGS) + " | summarizer calls (tokens) |"
-    if not args.json:
-        print(header)
-        print("|" + "---|" * (header.count("|") - 1))
+    rows = []
     for steps in map(int, args.steps.split(",")):
         full = run_create_agent(steps, system)
         results = {name: run_reinloop(steps, memory) for name, memory in CONFIGS.items()}
+        rows.append((steps, full, results))
         if args.json:
             print(json.dumps({"steps": steps, "create_agent": full, **results}))
-            continue
-        cells = " | ".join(f"{r['tokens']:,} | {r['tokens'] / full:.2f}x" for r in results.values())
-        d = results["default"]
-        print(f"| {steps} | {full:,} | {cells} | {d['summary_calls']} ({d['summary_tokens']:,}) |")
+    if not args.json:
+        print(token_table(rows) + "\n\n" + cost_table(rows))
     return 0
+
+
+def token_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]) -> str:
+    """Prompt tokens sent per task, and the ratio to create_agent."""
+    header = "| steps | create_agent | " + " | ".join(f"{name} | ratio" for name in CONFIGS) + " | summarizer calls (tokens) |"
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for steps, full, results in rows:
+        cells = " | ".join(f"{r['tokens']:,} | {r['tokens'] / full['tokens']:.2f}x" for r in results.values())
+        d = results["default"]
+        lines.append(f"| {steps} | {full['tokens']:,} | {cells} | {d['summary_calls']} ({d['summary_tokens']:,}) |")
+    return "\n".join(lines)
+
+
+def cost_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]) -> str:
+    """Dollars per task behind the prompt cache, the ratio to create_agent, and each one's cache hit rate."""
+    header = ("| steps | create_agent $ (hit rate) | "
+              + " | ".join(f"{name} $ (hit rate) | ratio" for name in CONFIGS) + " |")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for steps, full, results in rows:
+        cells = " | ".join(f"{r['usd']:.5f} ({r['hit_rate']:.0%}) | {r['usd'] / full['usd']:.2f}x"
+                           for r in results.values())
+        lines.append(f"| {steps} | {full['usd']:.5f} ({full['hit_rate']:.0%}) | {cells} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
