@@ -32,6 +32,7 @@ from .report import REPORT_FORMATS, run_report, visualize
 from .retry import RetryPolicy
 from .runlog import RunLog
 from .terminal import safe_json, safe_text
+from .pricing import cost_breakdown, spent
 from .runs import DB_VARIABLE, DEFAULT_DB, db_location, delete_run, list_runs, open_db, prune_runs, resume, run, run_limits, show_run
 from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings
 from .tools.detail import TOOL_DETAILS
@@ -61,6 +62,7 @@ LIMIT_FLAGS: tuple[tuple[str, Callable[[str], Any], str], ...] = (
     ("max_steps", _limit(int), "loop iterations per run"),
     ("max_seconds", _limit(float), "wall-clock seconds per run"),
     ("token_budget", _limit(int), "prompt+completion tokens per run"),
+    ("max_cost", _limit(float), "US dollars of model calls per run (warned at 80%%)"),
     ("max_consecutive_errors", _limit(int), "failed steps in a row"),
     ("max_same_errors", _limit(int), "failed steps in a row that failed the same way"),
     ("repeat_hint_after", _limit(int), "identical actions before a hint"),
@@ -230,7 +232,7 @@ def print_outcome(outcome: Outcome, as_json: bool) -> None:
                 f" -> {_short(result['observation'], 100)}")
     say(
         f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
-        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, "
+        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, {spent(c)}"
         f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
     if outcome.paused:
@@ -370,7 +372,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     for r in records:
         status = "paused" if r.paused else (r.status or "?")
         outcome = r.answer if r.status == "done" else r.break_reason or ""
-        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {(r.updated_at or '')[:19]}  "
+        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {spent(r.counters or {}, ''):>9}  {(r.updated_at or '')[:19]}  "
             f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
     return EXIT_DONE
 
@@ -399,6 +401,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if state.get("break_reason"):
         say(f"break: {state['break_reason']}: {state.get('break_message')}")
     say("counters: " + safe_json(state.get("counters") or {}))
+    say("cost: " + cost_breakdown(state.get("counters") or {}))
     summary = [line for line in (state.get("summary") or "").splitlines() if line.strip()]
     if summary:
         say("summary:\n" + "\n".join(f"  {line}" for line in summary))

@@ -233,6 +233,21 @@ def add_cost(totals: Mapping[str, ModelCost], call: CallCost) -> dict[str, Model
     return {**totals, call["model"]: new}
 
 
+def cost_breakdown(counters: Mapping[str, Any]) -> str:
+    """``$0.0123; gpt-4o-mini: 5 calls, $0.0123, 2,048 of 9,000 input tokens cached``: the cost per model."""
+    parts = []
+    for name, m in (counters.get("models") or {}).items():
+        unpriced = f", {m['unpriced_calls']} unpriced" if m["unpriced_calls"] else ""
+        parts.append(f"{name}: {m['calls']} calls, ${m['usd']:.4f}{unpriced}, "
+                     f"{m['cached_tokens']:,} of {m['input_tokens']:,} input tokens cached")
+    return "; ".join([cost_text(counters), *parts])
+
+
+def spent(counters: Mapping[str, Any], sep: str = ", ") -> str:
+    """:func:`cost_text` and ``sep`` for a run that cost something or has unpriced calls, else nothing."""
+    return cost_text(counters) + sep if counters.get("cost_usd") or counters.get("unpriced_calls") else ""
+
+
 def cost_text(counters: Mapping[str, Any]) -> str:
     """``$0.0123`` or ``$0.0123 + 2 unpriced calls``: what a run cost so far, for people."""
     usd = float(counters.get("cost_usd") or 0.0)

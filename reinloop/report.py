@@ -35,6 +35,7 @@ from .drawing import Overlay, default_graph, draw_graph, html_page, path_svg
 from .errors import ConfigurationError, ThreadNotFoundError
 from .events import StepEvent
 from .graph import ROUTES
+from .pricing import cost_breakdown
 from .runlog import read_steps
 from .terminal import safe_html, safe_json
 
@@ -51,7 +52,8 @@ def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
     pending = values.get("pending") or {}
     if node == "decide":
         reply = values.get("reply") or {}
-        return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens")}
+        return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens"),
+                "cost": reply.get("cost") or []}
     if node in ("parse", "validate", "execute"):
         actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem") if k in a}
                    for a in pending.get("actions") or []]
@@ -183,6 +185,7 @@ def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
             "parse_error": by_node.get("parse", {}).get("error"),
             "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
             "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
+            "cost": by_node.get("decide", {}).get("cost") or [],
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
             "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
             "memory": [m for e in evs for m in e.get("memory") or []],
@@ -314,8 +317,29 @@ def _step_row(s: dict[str, Any]) -> str:
         did += f'<div class="err">stopped: {_e(s["raised"])}</div>'
     memory = "".join(f'<div class="mem">{_e(m.get("kind"))}: {_e(m.get("summary"))}</div>' for m in s["memory"])
     tokens = "" if s["tokens_in"] is None else f"{s['tokens_in']} / {s['tokens_out']}"
+    tokens += _cost_html(s.get("cost") or [])
     return (f'<tr class="{cls}" data-step="{s["step"]}"><td class="num">{s["run"]}.{s["step"]}</td><td>{did}</td>'
             f'<td class="num">{tokens}</td><td class="num">{s["latency_ms"]:.1f} ms</td><td>{memory}</td><td>{guard}</td></tr>')
+
+
+def _cost_html(calls: list[dict[str, Any]]) -> str:
+    """A step's dollars under its tokens: ``$0.00012, 1,024 cached``; unpriced calls in red."""
+    if not calls:
+        return ""
+    usd = sum(c.get("usd") or 0.0 for c in calls)
+    cached = sum(c.get("cached_tokens") or 0 for c in calls)
+    unpriced = sum(c.get("usd") is None for c in calls)
+    text = f"${usd:.5f}" + (f", {cached:,} cached" if cached else "")
+    flag = f'<br><span class="err">{unpriced} unpriced</span>' if unpriced else ""
+    return f'<br><span class="meta">{text}</span>{flag}'
+
+
+def _total_cost_html(steps: list[dict[str, Any]]) -> str:
+    """The run's cost so far, from the latest counters the guard reported."""
+    counters = next((s["counters"] for s in reversed(steps) if s.get("counters")), None) or {}
+    if not counters.get("models"):
+        return ""
+    return f'<p class="meta" id="cost">cost: {_e(cost_breakdown(counters))}</p>\n'
 
 
 def _outcome_html(latest: dict[str, Any]) -> str:
@@ -344,13 +368,14 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
     body = (
         f"<h1>reinloop run <code>{_e(report['thread_id'])}</code></h1>\n"
         f'<p class="meta">from the {_e(report["source"])}</p>\n{_outcome_html(report["latest"])}\n'
+        + _total_cost_html(report["steps"])
         + (f"<h2>Earlier runs on this thread</h2><ul>{earlier}</ul>\n" if earlier else "")
         + '<h2>Path</h2>\n<p class="meta">Blue edges were taken (thicker: the latest run), with how often; '
         "grey ones were not. Red marks errors and the break.</p>\n"
         f'<div class="figure" id="graph">{svg}</div>\n'
         f'<p class="path">{" → ".join(html.escape(n) for n in report["path"])}</p>\n'
         '<h2>Timeline</h2>\n<table class="timeline" id="timeline"><thead><tr><th>step</th><th>thought, actions, '
-        "observations</th><th>tokens in/out</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
+        "observations</th><th>tokens in/out, cost</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
         f"<tbody>\n{rows}\n</tbody></table>"
     )
     return safe_html(html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE))
