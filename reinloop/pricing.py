@@ -135,7 +135,7 @@ class Pricing:
         """The cost of the call that produced ``message`` with ``model``."""
         usage = reported_usage(message)
         names = model_names(message, model)
-        name = names[0] if names else type(model).__name__
+        name = names[0] if names else "unknown"
         base = CallCost(model=name, input_tokens=0, cached_tokens=0, output_tokens=0, usd=None, source="unpriced")
         if usage is not None:
             base.update(input_tokens=usage[0], cached_tokens=usage[1], output_tokens=usage[2])
@@ -146,10 +146,9 @@ class Pricing:
             return {**base, "usd": 0.0, "source": "local"}
         if usage is None:
             return {**base, "problem": f"the reply of {name} reported no usable token usage"}
-        for candidate in names:
-            usd = library_price(candidate, *usage)
-            if usd is not None:
-                return {**base, "model": candidate, "usd": usd, "source": "genai-prices"}
+        usd = library_price(name, *usage)  # by the name the provider reported, if it did: it is what it billed
+        if usd is not None:
+            return {**base, "usd": usd, "source": "genai-prices"}
         return {**base, "problem": f"no price known for model {name!r}; give one with prices={{{name!r}: "
                                    "Price(input=..., output=..., cached_input=...)}} (USD per million tokens)"}
 
@@ -186,10 +185,11 @@ def _count(value: Any) -> int | None:
 
 
 def model_names(message: Any, model: Any) -> list[str]:
-    """The names a call's model goes by: the one the provider reported first, then the configured one."""
+    """The names a call's model goes by: the one the provider reported, the configured one, its class."""
     meta = getattr(message, "response_metadata", None) or {}
     names = [meta.get("model_name"), meta.get("model")]
     names += [getattr(model, f, None) for f in MODEL_NAME_FIELDS]
+    names.append(type(model).__name__ if model is not None else None)
     return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
 
 

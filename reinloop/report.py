@@ -53,7 +53,7 @@ def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
     if node == "decide":
         reply = values.get("reply") or {}
         return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens"),
-                "cost": reply.get("cost") or []}
+                "data": {"cost": reply.get("cost") or []}}
     if node in ("parse", "validate", "execute"):
         actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem") if k in a}
                    for a in pending.get("actions") or []]
@@ -185,7 +185,7 @@ def timeline(events: list[StepEvent]) -> list[dict[str, Any]]:
             "parse_error": by_node.get("parse", {}).get("error"),
             "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
             "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
-            "cost": by_node.get("decide", {}).get("cost") or [],
+            "cost": (by_node.get("decide", {}).get("data") or {}).get("cost") or [],
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
             "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
             "memory": [m for e in evs for m in e.get("memory") or []],

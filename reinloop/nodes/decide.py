@@ -189,7 +189,8 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         runtime,
         "decide",
         f"step {c['steps'] + 1}: model replied ({reply['prompt_tokens']} prompt tokens, "
-        f"{len(reply['tool_calls'])} tool calls)",
+        f"{len(reply['tool_calls'])} tool calls)" + "".join(f"; cost unknown: {call['problem']}"
+                                                         for call in reply["cost"] if call.get("problem")),
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
