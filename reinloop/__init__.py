@@ -28,6 +28,7 @@ from .drawing import draw_graph
 from .report import run_report, visualize
 from .runlog import RunLog
 from .memory import Memory, MemoryStore
+from .pricing import Price
 from .state import Action, AgentState, Counters, Step
 from .tools import ToolRegistry
 
@@ -47,6 +48,7 @@ __all__ = [
     "ModelSetupError",
     "NotResumableError",
     "PostgresCheckpointer",
+    "Price",
     "ReinloopError",
     "ReinloopGraph",
     "RunError",
