@@ -23,6 +23,7 @@ sentences a real model is asked for: the summary costs here are on the high side
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections.abc import Sequence
@@ -113,6 +114,7 @@ TASK = "Read the report page by page and tell me which region sold the most unit
 
 CONFIGS = {
     "default": Memory(),
+    "summary_batch=5": Memory(summary_batch=5),
     "window 3, no summary": Memory(summarize=False),
 }
 
@@ -121,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="5,15,30", help="comma-separated task lengths [5,15,30]")
     parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    parser.add_argument("--write", action="store_true", help="also write both tables to BENCHMARKS.md")
     args = parser.parse_args(argv)
     probe = build_graph(ScriptedChatModel(), [read_page]).reinloop_context
     system = str(system_message(probe).content)
@@ -133,7 +136,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"steps": steps, "create_agent": full, **results}))
     if not args.json:
-        print(token_table(rows) + "\n\n" + cost_table(rows))
+        text = token_table(rows) + "\n\n" + cost_table(rows)
+        print(text)
+        if args.write:
+            from benchmarks.eval.__main__ import write_markdown
+
+            command = "python benchmarks/tokens.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                                if a != "--write")
+            write_markdown("Long runs: tokens and dollars (`benchmarks/tokens.py`)",
+                           f"`{command.strip()}` — {datetime.date.today()}, model: ScriptedChatModel behind "
+                           f"CachingChatModel (OpenAI's cache rules), priced as {PRICE_AS}\n\n{text}\n")
     return 0
 
 

@@ -336,6 +336,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     shown = run_limits(args.thread, args.db).replace(**changes)
     if shown.max_steps is not None:
         shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
+    if shown.max_cost is not None:
+        shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
     console = make_console(args, shown)
     with console or contextlib.nullcontext():
         outcome = resume(
@@ -344,6 +346,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             extra_steps=args.extra_steps,
             extra_seconds=args.extra_seconds,
             extra_tokens=args.extra_tokens,
+            extra_cost=args.extra_cost,
             hint=args.hint,
             abort=args.abort,
             model=args.model,
@@ -495,6 +498,7 @@ def add_runs_parsers(sub: Any) -> None:
     p.add_argument("--extra-steps", type=int, default=0, metavar="N", help="raise the step limit by N")
     p.add_argument("--extra-seconds", type=float, default=0.0, metavar="S", help="raise the time limit by S seconds")
     p.add_argument("--extra-tokens", type=int, default=0, metavar="N", help="raise the token budget by N")
+    p.add_argument("--extra-cost", type=float, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     p.add_argument("--model", help="override the stored model string")
