@@ -32,7 +32,7 @@ class Limits:
     max_cost: float | None = None
     """US dollars over all model calls of the run, summarizer calls included (:mod:`reinloop.pricing`).
     The model is warned at :data:`COST_WARNING` of it; a call that cannot be priced stops the run too,
-    since the budget can no longer be kept."""
+    since the budget can no longer be kept (resuming lets unpriced calls pass from then on)."""
     max_consecutive_errors: int | None = 5
     """Steps in a row that failed, in any way (parse error, refused call, tool error, empty result)."""
     max_same_errors: int | None = 3
@@ -124,8 +124,8 @@ class Limits:
         if limit is None:
             return None
         spent = float(c.get("cost_usd", 0.0))
-        unpriced = int(c.get("unpriced_calls", 0)) - int(ext.get("unpriced", 0))
-        if unpriced > 0:
+        unpriced = int(c.get("unpriced_calls", 0))
+        if unpriced and not ext.get("unpriced"):  # once an operator let them pass, the priced calls count
             models = ", ".join(m for m, t in (c.get("models") or {}).items() if t["unpriced_calls"]) or "?"
             return (f"{unpriced} model call(s) could not be priced (model {models}), so max_cost=${limit:g} cannot "
                     f"be kept (${spent:.4f} priced so far); give the model's price with prices={{...}}")

@@ -80,14 +80,15 @@ def test_a_model_no_price_is_known_for_is_counted_and_flagged_never_priced_at_ze
     assert outcome.unpriced_calls == 2 and outcome.as_dict()["unpriced_calls"] == 2
 
 
-def test_an_unpriced_call_under_a_cost_budget_stops_the_run_and_a_resume_lets_it_pass(openai_server):
-    openai_server.responses += [priced(calls=add(1), model="my-finetune-7b"), priced("2", model="my-finetune-7b")]
+def test_an_unpriced_call_under_a_cost_budget_stops_the_run_and_a_resume_lets_unpriced_calls_pass(openai_server):
+    openai_server.responses += [priced(calls=add(i), model="my-finetune-7b") for i in range(3)]
+    openai_server.responses += [priced("3", model="my-finetune-7b")]
     graph = graph_on(openai_server, local_is_free=False, limits=Limits(max_cost=1.0), checkpointer=InMemorySaver())
     out = graph.invoke({"task": "1+1"}, CONFIG)
     assert out["status"] == "broken" and out["break_reason"] == "cost_budget"
-    assert "1 model call(s) could not be priced (model my-finetune-7b)" in out["break_message"]
+    assert "1 model call(s) could not be priced (model my-finetune-7b), so max_cost=$1 cannot be kept" in out["break_message"]
     out = graph.invoke(Command(resume={"action": "continue"}), CONFIG)
-    assert out["status"] == "done" and out["answer"] == "2"
+    assert out["status"] == "done" and out["answer"] == "3" and out["counters"]["unpriced_calls"] == 4
 
 
 def test_the_cost_budget_warns_the_model_at_80_percent_then_breaks_and_resumes_with_extra_cost(openai_server):

@@ -179,7 +179,8 @@ HOW_TO_RESUME: dict[str, str] = {
     "timeout": "raise the time limit: resume with extra_seconds (reinloop resume THREAD --extra-seconds S)",
     "token_budget": "raise the token budget: resume with extra_tokens (reinloop resume THREAD --extra-tokens N)",
     "cost_budget": "raise the cost budget: resume with extra_cost in USD (reinloop resume THREAD --extra-cost 0.50); "
-                   "calls that could not be priced are let pass by any resume, give their price with prices={...}",
+                   "after a resume, calls that cannot be priced pass and the budget counts the priced ones; "
+                   "better, give their price with prices={...}",
     "repeated_action": "continue (the repeat count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "consecutive_errors": "continue (the error count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "same_errors": "continue (the error count restarts), with a hint that says how to fix the mistake "
