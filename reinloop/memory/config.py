@@ -87,7 +87,9 @@ class Memory:
 
     def describe(self) -> str:
         """One line for the console: the window, the budget, summaries and recall."""
-        window = "all steps" if self.window_steps is None else f"last {self.window_steps} steps"
+        most = None if self.window_steps is None else self.window_steps + self.summary_batch - 1
+        window = ("all steps" if most is None else f"last {self.window_steps} steps" if most == self.window_steps
+                  else f"last {self.window_steps}–{most} steps")
         budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
         summary = f"summaries every {self.summary_batch} steps" if self.summarize else "no summaries"
         recall = f"recall top {self.recall_k}" if self.recall else "no recall"
