@@ -21,7 +21,8 @@ A call none of these can price (an unknown model name, or no usage reported)
 is counted as *unpriced* and flagged in the counters, the console and the
 outcome: its cost is unknown, never silently zero. With ``Limits.max_cost``
 set, an unpriced call stops the run (``cost_budget``), since the budget can
-no longer be enforced; resuming acknowledges it.
+no longer be enforced; once an operator resumes it, unpriced calls pass and
+the budget counts the priced ones.
 """
 
 from __future__ import annotations
