@@ -4,7 +4,7 @@
                                                      # else a throwaway server (initdb + pg_ctl, fsync on)
     python benchmarks/batch.py --tasks 96 --pg postgresql://user:pw@host/db
 
-One worker process runs ``reinloop.batch.batch`` on a fresh database per
+One worker process runs ``reinloop.batches.batch`` on a fresh database per
 cell. Every task takes two model calls (the calculator, then the answer) and
 is checkpointed, logged (``steps``) and queued as in production. The model is
 scripted (:func:`reinloop.server.plan`): replies computed from each prompt,
@@ -36,7 +36,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests/pg_server.py, which starts a throwaway server
 
-from reinloop.batch import batch  # noqa: E402
+from reinloop.batches import batch  # noqa: E402
 from reinloop.server import plan  # noqa: E402
 from reinloop.testing import ScriptedChatModel  # noqa: E402
 

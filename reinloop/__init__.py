@@ -3,68 +3,60 @@
 An explicit LangGraph (decide → parse → validate → execute → memorize →
 guard) whose guards stop runaway loops, whose state is typed and
 checkpointable, and whose runs can be inspected and resumed.
+
+By role: :func:`run`, :func:`resume`, :func:`list_runs` and :func:`batch` start
+and keep runs; :class:`RunSpec` says how a run is made (with :class:`Limits`,
+:class:`Memory`, :class:`RetryPolicy`); :class:`Outcome` is how it ended;
+:func:`build_graph` is the loop itself, for LangGraph users. Names load on first
+use (:mod:`reinloop.lazy`), so ``import reinloop`` stays cheap.
 """
 
-from .checkpoints import PostgresCheckpointer, SqliteCheckpointer, open_saver
-from .context import AgentContext
-from .errors import (
-    ConfigurationError,
-    DuplicateToolError,
-    ModelCallError,
-    ModelSetupError,
-    NotResumableError,
-    ReinloopError,
-    RunError,
-    ScriptExhaustedError,
-    StorageError,
-    ThreadNotFoundError,
-    ToolDatabaseError,
-    UnknownToolError,
-)
-from .graph import ReinloopGraph, build_graph
-from .events import StepEvent
-from .limits import Limits
-from .drawing import draw_graph
-from .report import run_report, visualize
-from .runlog import RunLog
-from .memory import Memory, MemoryStore
-from .pricing import Price
-from .state import Action, AgentState, Counters, Step
-from .tools import ToolRegistry
+from .lazy import exports
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "Action",
-    "AgentContext",
-    "AgentState",
-    "ConfigurationError",
-    "Counters",
-    "DuplicateToolError",
-    "Limits",
-    "Memory",
-    "MemoryStore",
-    "ModelCallError",
-    "ModelSetupError",
-    "NotResumableError",
-    "PostgresCheckpointer",
-    "Price",
-    "ReinloopError",
-    "ReinloopGraph",
-    "RunError",
-    "RunLog",
-    "ScriptExhaustedError",
-    "SqliteCheckpointer",
-    "Step",
-    "StepEvent",
-    "StorageError",
-    "ThreadNotFoundError",
-    "ToolDatabaseError",
-    "ToolRegistry",
-    "UnknownToolError",
-    "build_graph",
-    "draw_graph",
-    "open_saver",
-    "run_report",
-    "visualize",
-]
+EXPORTS = {
+    "Action": ".state",
+    "AgentContext": ".context",
+    "AgentState": ".state",
+    "ConfigurationError": ".errors",
+    "Counters": ".state",
+    "DuplicateToolError": ".errors",
+    "Limits": ".limits",
+    "Memory": ".memory.config",
+    "MemoryStore": ".memory.store",
+    "ModelCallError": ".errors",
+    "ModelSetupError": ".errors",
+    "NotResumableError": ".errors",
+    "Outcome": ".outcome",
+    "PostgresCheckpointer": ".checkpoints",
+    "Price": ".pricing",
+    "ReinloopError": ".errors",
+    "ReinloopGraph": ".graph",
+    "RetryPolicy": ".retry",
+    "RunError": ".errors",
+    "RunLog": ".runlog",
+    "RunSpec": ".spec",
+    "ScriptExhaustedError": ".errors",
+    "SqliteCheckpointer": ".checkpoints",
+    "Step": ".state",
+    "StepEvent": ".events",
+    "StorageError": ".errors",
+    "ThreadNotFoundError": ".errors",
+    "ToolDatabaseError": ".errors",
+    "ToolRegistry": ".tools.registry",
+    "UnknownToolError": ".errors",
+    "batch": ".batches",
+    "build_graph": ".graph",
+    "draw_graph": ".drawing",
+    "list_runs": ".rundb",
+    "open_saver": ".checkpoints",
+    "resume": ".runs",
+    "run": ".runs",
+    "run_report": ".report",
+    "visualize": ".report",
+}
+"""Each public name -> the module defining it; loaded on first use."""
+
+__getattr__, __dir__ = exports(__name__, EXPORTS)
+__all__ = sorted(EXPORTS)

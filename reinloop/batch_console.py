@@ -1,6 +1,6 @@
 """Showing a batch as it runs: a progress bar, one line per task, a summary table at the end.
 
-:class:`BatchConsole` receives :func:`reinloop.batch.batch`'s callbacks. On
+:class:`BatchConsole` receives :func:`reinloop.batches.batch`'s callbacks. On
 a terminal the bar (``rich.progress``) counts the whole batch's finished
 tasks, every worker's, with the per-task lines printed above it; when stdout
 is not a terminal, or with ``color=False``, there is no bar and the lines
@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .batch import BatchReport, TaskOutcome
+from .batches import BatchReport, TaskOutcome
 from .console import short
 from .pricing import cost_text, spent
 from .terminal import safe_json, safe_text

@@ -18,10 +18,10 @@ from .events import EventSink
 from .limits import Limits
 from .protocols import JsonProtocol, ReactProtocol
 from .memory.config import Memory
-from .models import DEFAULT_MAX_OUTPUT_TOKENS
 from .pricing import Pricing
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
+from .spec import RunSpec
 from .tools.journal import ToolJournal
 from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
@@ -54,10 +54,15 @@ class AgentContext:
     """Where side-effecting tool calls are journaled (at most once across crashes); ``None``: not journaled."""
     memory: Memory = field(default_factory=Memory)
     """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
-    """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
+    spec: RunSpec = field(default_factory=RunSpec)
+    """The run's description as given; the options without a field of their own are read from it."""
     pricing: Pricing = field(default_factory=Pricing)
     """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
+
+    @property
+    def max_output_tokens(self) -> int | None:
+        """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
+        return self.spec.max_output_tokens
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
         """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct."""

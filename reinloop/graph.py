@@ -29,11 +29,9 @@ from langgraph.types import Checkpointer, Command, Interrupt
 from .checkpoints import ReinloopSaver
 from .context import AgentContext
 from .events import EventSink, observed
-from .limits import Limits
-from .memory.config import Memory
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
-from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, prepare_model, resolve_model
+from .models import prepare_model, resolve_model
 from .nodes import (
     decide,
     execute,
@@ -47,10 +45,9 @@ from .nodes import (
 )
 from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
-from .pricing import Price, Pricing
-from .retry import RetryPolicy
+from .pricing import Pricing
+from .spec import GROUPS, RunSpec, object_label, protocol_change
 from .state import BREAK_KIND, AgentState, InputState
-from .tools.detail import ToolDetail
 from .tools.journal import ToolJournal
 from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
@@ -153,36 +150,26 @@ def build_graph(
     model: str | BaseChatModel,
     tools: Sequence[BaseTool] | ToolRegistry = (),
     *,
-    limits: Limits | None = None,
-    protocol: str | OutputProtocol = "tool_calling",
-    system_prompt: str | None = None,
+    spec: RunSpec | None = None,
     checkpointer: Checkpointer = None,
-    base_url: str | None = None,
-    retry: RetryPolicy | None = None,
-    name: str = "reinloop",
     journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
-    memory: Memory | None = None,
     sinks: Sequence[EventSink] = (),
-    tool_detail: ToolDetail | None = None,
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-    prices: Mapping[str, Price | Mapping[str, float]] | None = None,
-    local_is_free: bool = True,
+    name: str = "reinloop",
+    **changes: Any,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
 
     ``model`` is a LangChain chat model or an ``init_chat_model`` string
-    (``"openai:gpt-4o-mini"``, with ``base_url`` for OpenAI-compatible
-    servers); ``protocol`` is ``"tool_calling"``, ``"json"``, ``"react"`` or
-    ``"auto"``; ``retry`` says how model failures are retried;
-    ``memory`` bounds what each prompt holds (default: ``reinloop.Memory()``).
+    (``"openai:gpt-4o-mini"``, with ``base_url=`` for OpenAI-compatible
+    servers). How the run is made is a :class:`~reinloop.RunSpec`: ``spec``,
+    with ``changes`` to its fields (:meth:`RunSpec.replace`), e.g.
+    ``limits=Limits(max_steps=5)``, ``protocol="json"`` (or an
+    :class:`~reinloop.protocols.OutputProtocol`), ``retry=RetryPolicy(...)``,
+    ``memory=Memory(...)``, ``system_prompt=``, ``tool_detail="compact"``
+    (tool schemas shown as signatures, see :mod:`reinloop.tools.detail`),
+    ``max_output_tokens=`` (``None``: the provider's default; a reply the cap
+    cut off is never used, see :mod:`reinloop.models`).
     ``sinks`` receive every node's event (e.g. ``[RunLog("reinloop.db")]``).
-    ``tool_detail`` is how the tools are shown to the model: ``"full"``
-    schemas (the default) or ``"compact"`` ones, a fraction of the tokens
-    (see :mod:`reinloop.tools.detail`); calls are validated in full either way.
-    ``max_output_tokens`` caps each reply (``None``: the provider's default);
-    a reply the cap cut off is never used (see :mod:`reinloop.models`).
-    ``prices`` (model name -> :class:`~reinloop.pricing.Price`) and
-    ``local_is_free`` say how calls are priced (see :mod:`reinloop.pricing`).
     Invoke the result like any LangGraph graph::
 
         graph.invoke({"task": "..."}, {"configurable": {"thread_id": "t1"}})
@@ -193,26 +180,50 @@ def build_graph(
     in memory, which guards resumes within this process only.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
-    if tool_detail is not None:
-        registry = registry.with_detail(tool_detail)
-    retry = retry if retry is not None else RetryPolicy()
-    limits = limits if limits is not None else Limits()
-    chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
-    proto, llm = prepare_model(chat_model, get_protocol(protocol), registry)
+    if changes.get("tool_detail") is None and spec is None:
+        changes["tool_detail"] = registry.detail  # a registry's own detail is kept when none is asked
+    protocol = changes.pop("protocol", None)
+    if protocol is not None:
+        changes.update({"protocol": protocol} if isinstance(protocol, str) else protocol_change(protocol))
+    changes = {k: v for k, v in changes.items() if not (v is None and k in GROUPS)}
+    given_model = None if isinstance(model, str) else model
+    changes["model"] = model if isinstance(model, str) else object_label(model)
+    changes["tools"] = tuple(registry.names())
+    spec = (spec or RunSpec()).replace(**changes)
+    chat_model = given_model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
+    return graph_for(spec, chat_model, registry, protocol=protocol if not isinstance(protocol, str) else None,
+                     checkpointer=checkpointer, journal=journal, sinks=sinks, name=name)
+
+
+def graph_for(
+    spec: RunSpec,
+    chat_model: BaseChatModel,
+    tools: Sequence[BaseTool] | ToolRegistry,
+    *,
+    protocol: OutputProtocol | None = None,
+    checkpointer: Checkpointer = None,
+    journal: ToolJournal | ReinloopSaver | str | os.PathLike[str] | None = None,
+    sinks: Sequence[EventSink] = (),
+    name: str = "reinloop",
+) -> ReinloopGraph:
+    """The loop as ``spec`` says, on a built chat model and tool objects (``protocol``: an object instead of the spec's name)."""
+    registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
+    registry = registry.with_detail(spec.tool_detail)  # type: ignore[arg-type]
+    proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry)
     context = AgentContext(
         model=chat_model,
         llm=llm,
         tools=registry,
         protocol=proto,
-        limits=limits,
-        system_prompt=system_prompt,
-        retry=retry,
+        limits=spec.limits,
+        system_prompt=spec.system_prompt,
+        retry=spec.retry,
         journal=open_journal(journal, checkpointer),
-        memory=resolve_memory(memory, resolve_model),
+        memory=resolve_memory(spec.memory, resolve_model),
         sinks=tuple(sinks),
-        workers=WorkerPool(limits.tool_workers),
-        max_output_tokens=check_output_cap(max_output_tokens),
-        pricing=Pricing.of(prices, local_is_free),
+        workers=WorkerPool(spec.limits.tool_workers),
+        spec=spec,
+        pricing=Pricing.of(spec.prices, spec.local_is_free),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -26,13 +26,10 @@ from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .protocols.json_protocol import JsonProtocol
 from .redact import scrub
+from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
 from .retry import call_with_retries, endpoint_of, model_url
 from .tools.registry import ToolRegistry
 
-DEFAULT_MAX_OUTPUT_TOKENS = 1024
-"""Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
-final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
-or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
 
 OUTPUT_CAP_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
 """Names chat model classes give their reply cap, in the order they are looked for."""
@@ -122,15 +119,6 @@ def prepare_model(
             f"{type(model).__name__} does not support native tool calling; "
             f"use protocol='json', 'react' or 'auto'"
         ) from None
-
-
-def check_output_cap(value: int | None) -> int | None:
-    """``value`` if it is a usable reply cap (a positive int, or ``None`` for the provider's default)."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise ConfigurationError(
-            f"max_output_tokens must be a positive integer or None (the provider's default), got {value!r}"
-        )
-    return value
 
 
 def output_cap(model: Any, max_output_tokens: int | None) -> dict[str, int]:

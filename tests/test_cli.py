@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-import dataclasses
 import json
 import os
 import re
@@ -14,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from reinloop import Limits
-from reinloop.cli import add_limit_flags, limits_from, main
+from reinloop import Limits, RunSpec
+from reinloop.cli import build_parser, main
+from reinloop.cli_options import spec_changes
 
 from .openai_server import completion
 
@@ -117,16 +116,11 @@ def test_every_command_help_has_an_example(capsys):
 
 
 def test_every_limit_has_a_command_line_flag_that_can_switch_it_off():
-    parser = argparse.ArgumentParser()
-    add_limit_flags(parser)
-    args = parser.parse_args(["--max-same-errors", "none", "--max-consecutive-errors", "7"])
-    assert limits_from(args) == Limits(max_same_errors=None, max_consecutive_errors=7)
-    flags = {a.dest for a in parser._actions}
-    assert {f.name for f in dataclasses.fields(Limits)} <= flags
-    args = parser.parse_args(["--max-calls-per-step", "2", "--tool-workers", "3"])
-    assert limits_from(args) == Limits(max_calls_per_step=2, tool_workers=3)
-
-
+    parser = build_parser()
+    args = parser.parse_args(["run", "x", "--max-same-errors", "none", "--max-consecutive-errors", "7"])
+    assert RunSpec().replace(**spec_changes(args)).limits == Limits(max_same_errors=None, max_consecutive_errors=7)
+    args = parser.parse_args(["run", "x", "--max-calls-per-step", "2", "--tool-workers", "3"])
+    assert RunSpec().replace(**spec_changes(args)).limits == Limits(max_calls_per_step=2, tool_workers=3)
 
 
 def test_max_output_tokens_is_sent_and_none_switches_it_off(openai_server, capsys):
@@ -138,4 +132,4 @@ def test_max_output_tokens_is_sent_and_none_switches_it_off(openai_server, capsy
     with pytest.raises(SystemExit) as exc:
         main(["run", "x", "--max-output-tokens", "0"])
     assert exc.value.code == 2
-    assert "--max-output-tokens: must be a positive number of tokens or 'none', got 0" in capsys.readouterr().err
+    assert '--max-output-tokens: must be a positive integer or "none", got \'0\'' in capsys.readouterr().err

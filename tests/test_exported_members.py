@@ -15,3 +15,23 @@ def test_all_is_sorted_and_complete():
 def test_every_public_name_has_a_docstring():
     for name in reinloop.__all__:
         assert getattr(reinloop, name).__doc__, name
+
+
+def test_every_public_name_comes_from_this_package_and_the_roles_are_exported():
+    import sys
+    from pathlib import Path
+
+    home = Path(reinloop.__file__).parent
+    for name in reinloop.__all__:
+        module = sys.modules[getattr(reinloop, name).__module__]
+        assert Path(module.__file__).is_relative_to(home), (name, module.__file__)
+    assert {"run", "resume", "list_runs", "batch", "RunSpec", "Outcome", "Limits", "Memory", "RetryPolicy"} <= set(reinloop.__all__)
+
+
+def test_the_tools_package_exports_a_sorted_list_without_the_demo_tools():
+    import reinloop.tools
+
+    assert reinloop.tools.__all__ == sorted(reinloop.tools.__all__)
+    assert not {"db_query", "get_weather", "translate", "GLOSSARY"} & set(reinloop.tools.__all__)
+    for name in reinloop.tools.__all__:
+        assert getattr(reinloop.tools, name) is not None, name

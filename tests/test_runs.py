@@ -219,3 +219,27 @@ def test_runs_show_text_prints_the_summary_and_the_results_in_hand(run_db, capsy
     summary = text.split("summary:\n", 1)[1]
     assert summary.startswith("  Steps 1–3: ") and "7" in summary.splitlines()[0]
     assert 'in hand at the break: step 7: calculator {"expression": "7*7"} -> 49' in text
+
+
+def test_resume_overrides_retry_memory_and_tool_detail_from_the_command_line(openai_server, capsys):
+    openai_server.responses += [calc("1+1")]
+    main(["run", "t", "--base-url", openai_server.base_url, "--max-steps", "1", "--tools", "calculator",
+          "--thread", "r1"])
+    capsys.readouterr()
+    openai_server.responses += [completion("2")]
+    code, out = cli_json(capsys, "resume", "r1", "--extra-steps", "1", "--tool-detail", "compact",
+                         "--model-retries", "0", "--window-steps", "1", "--max-output-tokens", "99", "--json", "--quiet")
+    assert code == 0 and out["answer"] == "2"
+    first, last = openai_server.requests[0], openai_server.requests[-1]
+    assert "description" in first["tools"][0]["function"]["parameters"]["properties"]["expression"]
+    assert "description" not in last["tools"][0]["function"]["parameters"]["properties"]["expression"]
+    assert last["max_completion_tokens"] == 99
+    stored = show_run("r1").spec  # kept for a later resume
+    assert (stored["tool_detail"], stored["retry"]["attempts"], stored["memory"]["window_steps"]) == ("compact", 1, 1)
+
+
+def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["resume", "r1", "--window-steps", "zero"])
+    assert exc.value.code == 2
+    assert '--window-steps: must be a positive integer or "none", got \'zero\'' in capsys.readouterr().err

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reinloop import Limits
-from reinloop.batch import TaskOutcome
+from reinloop.batches import TaskOutcome
 from reinloop.batch_console import BatchConsole
 from reinloop.console import RunConsole
 from reinloop.runs import run

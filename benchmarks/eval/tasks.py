@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool
 
 from reinloop.simulation import Plan, PlanStep
 from reinloop.tools import builtin, builtins
-from reinloop.tools.demo import GLOSSARY
+from reinloop.demo.tools import GLOSSARY
 
 DOCS = Path(__file__).parent / "docs"
 TOOL_NAMES = "search_docs,read_file,write_file,calculator,translate,wait,db_insert,sql_query"

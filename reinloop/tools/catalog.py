@@ -14,18 +14,17 @@ from __future__ import annotations
 import inspect
 import os
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool
 
 from ..errors import ConfigurationError, UnknownToolError
-from .calculator import calculator
-from .demo import db_query, make_wait_tool, make_weather_tool, translate
+from .arithmetic import calculator
+from ..demo.tools import db_query, make_wait_tool, make_weather_tool, translate
 from .docs import Progress, search_docs_tool
-from .files import MAX_FILE_BYTES, WRITE_QUOTA_BYTES, read_file_tool, write_file_tool
-from .sql import MAX_INSERT_VALUE_BYTES, db_insert_tool, refuse_run_database, sql_query_tool
+from .files import read_file_tool, write_file_tool
+from .settings import DEFAULT_TOOLS, MAX_FILE_BYTES, MAX_INSERT_VALUE_BYTES, WRITE_QUOTA_BYTES, ToolSettings
+from .sql import db_insert_tool, sql_query_tool
 
 
 def _fixed(tool: BaseTool) -> Callable[..., BaseTool]:
@@ -53,8 +52,7 @@ BUILTINS: dict[str, Callable[..., BaseTool]] = {
 }
 """Factories of the built-in tools, by tool name."""
 
-DEFAULT_TOOLS: tuple[str, ...] = ("calculator", "db_query", "get_weather")
-"""The tools ``reinloop run`` offers when ``--tools`` is not given (the seeds' demo tools)."""
+__all__ = ["BUILTINS", "DEFAULT_TOOLS", "SETTINGS", "ToolSettings", "builtin", "builtins"]
 
 SETTINGS: dict[str, tuple[str, str]] = {
     "read_file": ("sandbox", "root"),
@@ -79,37 +77,6 @@ def builtin(name: str, **options: Any) -> BaseTool:
     except TypeError as exc:
         raise ConfigurationError(f"bad option for built-in tool {name!r}: {exc}") from None
     return factory(**options)
-
-
-@dataclass(frozen=True)
-class ToolSettings:
-    """Where the built-in tools that need a location find it, and their disk bounds (the CLI's tool flags).
-
-    ``sandbox``, ``db``, ``docs``, ``db_tables``: ``--sandbox``, ``--db-tool``, ``--docs``, ``--db-tables``;
-    ``write_quota``, ``max_file_bytes``, ``max_value_bytes``: ``--write-quota``, ``--max-file-bytes``,
-    ``--max-value-bytes`` (``None`` switches a bound off).
-    """
-
-    sandbox: str | None = None
-    db: str | None = None
-    docs: str | None = None
-    db_tables: str | None = None
-    write_quota: int | None = WRITE_QUOTA_BYTES
-    max_file_bytes: int | None = MAX_FILE_BYTES
-    max_value_bytes: int | None = MAX_INSERT_VALUE_BYTES
-
-    def resolved(self) -> ToolSettings:
-        """The same settings with absolute paths, so a run resumed from another directory finds them."""
-        absolute = {k: str(Path(v).resolve()) if v else v for k, v in (("sandbox", self.sandbox), ("db", self.db), ("docs", self.docs))}
-        return replace(self, **absolute)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The settings as a JSON-able dict."""
-        return asdict(self)
-
-    def check_run_database(self, run_db: str | os.PathLike[str] | None) -> None:
-        """Refuse a tool database that is the run database ``run_db`` (:class:`~reinloop.ToolDatabaseError`)."""
-        refuse_run_database(self.db, run_db)
 
 
 def builtins(

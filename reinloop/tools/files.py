@@ -46,10 +46,7 @@ from ..errors import ConfigurationError
 from .options import configure
 
 MAX_READ_BYTES = 200_000
-MAX_FILE_BYTES = 1_000_000
-"""Default cap of one ``write_file`` call, in bytes of UTF-8."""
-WRITE_QUOTA_BYTES = 10_000_000
-"""Default bytes ``write_file`` may write in one run."""
+from .settings import MAX_FILE_BYTES, WRITE_QUOTA_BYTES  # noqa: E402 (the defaults live with ToolSettings)
 MAX_LINKS = 40
 """Symbolic links followed while walking one path (as the kernel's own limit)."""
 QUOTA_KEY = "reinloop_write_quota"

@@ -64,8 +64,7 @@ MAX_QUERY_SECONDS = 5.0
 KILL_GRACE_SECONDS = 0.5
 """How long after its time limit a query process that did not stop by itself is killed."""
 ENGINE = Path(sqlengine.__file__)
-MAX_INSERT_VALUE_BYTES = 100_000
-"""Default cap of one value ``db_insert`` writes (bytes of UTF-8 text)."""
+from .settings import MAX_INSERT_VALUE_BYTES  # noqa: E402 (the default lives with ToolSettings)
 
 
 class QueryError(ValueError):

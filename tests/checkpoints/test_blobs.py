@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from reinloop import Limits, Memory, runs
+from reinloop import Limits, Memory, runs, RunSpec
 from reinloop.checkpoints import SqliteCheckpointer, open_saver
 from reinloop.checkpoints.blobs import BLOB_MIN_CHARS, PREVIEW_CHARS, REF
 from reinloop.checkpoints.schema import latest_version
@@ -173,7 +173,8 @@ def test_a_custom_serde_gets_every_state_value_whole(tmp_path):
 
     with SqliteCheckpointer.open(tmp_path / "runs.db", serde=Sealed()) as saver:
         graph_model = ScriptedChatModel(replies=[[tool_call("archive", {"text": LONG}, id="call_1")], "archived"])
-        out = runs.run_with(saver, "archive it", model="scripted", chat_model=graph_model, tools=[archive], thread_id="t")
+        out = runs.run_with(saver, "archive it", RunSpec(model="scripted", tools=["archive"]), runs.Given(graph_model, (archive,)),
+                            thread_id="t")
         assert out.status == "done"
         for name in ("channel_values", "checkpoint_writes"):
             assert saver.query(f"SELECT count(*) AS n FROM {name} WHERE type = 'json-refs'")[0]["n"] == 0

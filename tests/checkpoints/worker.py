@@ -24,7 +24,7 @@ from pathlib import Path
 from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
-from reinloop.api import stream_run
+from reinloop.runs import stream_run
 from reinloop.checkpoints import open_saver
 from reinloop.runs import resume, run
 from reinloop.testing import ScriptedChatModel, tool_call

@@ -110,8 +110,10 @@ def test_memory_settings_are_checked():
         Memory(encoding="gpt2")
     with pytest.raises(ConfigurationError, match="unknown memory setting"):
         Memory().replace(window=3)
-    with pytest.raises(ConfigurationError, match="memory must be a reinloop.Memory, got dict"):
-        build_graph(ScriptedChatModel(), memory={"window_steps": 3})
+    with pytest.raises(ConfigurationError, match=r"RunSpec.memory must be a Memory \(or a mapping of its fields\), got str"):
+        build_graph(ScriptedChatModel(), memory="window_steps=3")
+    with pytest.raises(ConfigurationError, match="unknown memory setting"):
+        build_graph(ScriptedChatModel(), memory={"window": 3})  # a mapping changes the named settings only
 
 
 def test_memory_settings_are_plain_data_for_storage():

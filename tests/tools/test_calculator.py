@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from reinloop.tools.calculator import CalculatorError, calculator, evaluate
+from reinloop.tools.arithmetic import CalculatorError, calculator, evaluate
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from reinloop import Limits
-from reinloop.tools import ToolExecutor, builtin, options_of, run_tool, translate
+from reinloop.demo.tools import translate
+from reinloop.tools import ToolExecutor, builtin, options_of, run_tool
 
 
 def test_weather_failures_are_transient_and_retried():

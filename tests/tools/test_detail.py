@@ -182,7 +182,7 @@ def test_a_stored_run_resumes_with_the_tool_detail_it_started_with(run_db):
                  thread_id="d1")
     assert paused.paused
     (record,) = list_runs()
-    assert record.options["tool_detail"] == "compact"
+    assert record.spec["tool_detail"] == "compact"
     again = ScriptedChatModel(replies=["2"])
     assert resume("d1", model=again, extra_steps=1).answer == "2"
     assert again.bound_tools == model.bound_tools

@@ -9,7 +9,7 @@ import sqlite_utils
 
 from langchain_core.messages import ToolMessage
 
-from reinloop.batch import batch
+from reinloop.batches import batch
 from reinloop.cli import main
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import ToolSettings, builtin, builtins, run_tool
@@ -130,13 +130,18 @@ def test_resume_can_raise_the_write_quota(box, tmp_path, openai_server, capsys):
 
 
 def test_size_flags_take_units_and_none(capsys):
-    from reinloop.cli import byte_size
+    from reinloop.cli import build_parser
+    from reinloop.cli_options import spec_changes
 
-    assert byte_size("10MB") == 10_000_000 and byte_size("512k") == 512_000 and byte_size("none") is None
+    args = build_parser().parse_args(["run", "x", "--write-quota", "10MB", "--max-file-bytes", "512k",
+                                      "--max-value-bytes", "none"])
+    assert spec_changes(args)["tool_settings"] == {"write_quota": 10_000_000, "max_file_bytes": 512_000,
+                                                   "max_value_bytes": None}
     with pytest.raises(SystemExit) as exc:
         main(["run", "x", "--write-quota", "lots"])
     assert exc.value.code == 2
-    assert "'lots' is not a size in bytes; give e.g. 10000000, 10MB, 512KB or none" in capsys.readouterr().err
+    assert ('--write-quota: must be a size in bytes such as 10000000, 10MB or 512KB or "none", got \'lots\''
+            in capsys.readouterr().err)
 
 
 def writer(messages):

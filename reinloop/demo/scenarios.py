@@ -13,12 +13,13 @@ from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage
 
-from .api import EventHandler, run
-from .events import EventSink
-from .limits import Limits
-from .outcome import Outcome
-from .testing import ScriptedChatModel, tool_call
-from .tools.catalog import builtins
+from ..events import EventSink
+from ..graph import build_graph
+from ..limits import Limits
+from ..outcome import Outcome
+from ..runs import EventHandler, stream_run
+from ..testing import ScriptedChatModel, tool_call
+from ..tools.catalog import builtins
 
 
 @dataclass(frozen=True)
@@ -107,16 +108,9 @@ def demo(
     for scenario in SCENARIOS:
         if on_scenario is not None:
             on_scenario(scenario)
-        outcome = run(
-            scenario.task,
-            model=scenario.model(),
-            tools=builtins("calculator,db_query,get_weather"),
-            protocol=scenario.protocol,
-            limits=scenario.limits,
-            thread_id=f"demo-{SCENARIOS.index(scenario)}",
-            on_event=on_event,
-            sinks=sinks,
-        )
+        graph = build_graph(scenario.model(), builtins("calculator,db_query,get_weather"), protocol=scenario.protocol,
+                            limits=scenario.limits, sinks=sinks)
+        outcome = stream_run(graph, {"task": scenario.task}, f"demo-{SCENARIOS.index(scenario)}", on_event)
         results.append((scenario, outcome))
         if on_outcome is not None:
             on_outcome(scenario, outcome)

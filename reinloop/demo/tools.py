@@ -20,8 +20,8 @@ from typing import Literal
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field, create_model
 
-from .options import configure
-from .pool import seconds_left
+from ..tools.options import configure
+from ..tools.pool import seconds_left
 
 GLOSSARY: dict[str, str] = {
     "你好": "hello", "世界": "world", "谢谢": "thank you", "再见": "goodbye", "早上好": "good morning",

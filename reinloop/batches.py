@@ -5,9 +5,12 @@ A tasks file has one JSON object per line::
     {"task": "What is 6*7?"}
     {"task": "北京天气？", "thread_id": "weather-1", "tools": "get_weather", "limits": {"max_steps": 4}}
 
-(keys: ``task``; optional ``thread_id``, ``tools`` (names, a list or a
-comma-separated string), ``limits`` (a mapping of :class:`~reinloop.Limits`
-fields), ``protocol``, ``tool_detail``, ``system_prompt``). :func:`batch` puts its tasks into
+(keys: ``task``; optional ``thread_id``, and any key of a
+:class:`~reinloop.RunSpec`'s JSON form, which overrides the batch's spec for
+that task: ``tools`` (names, a list or a comma-separated string), ``limits``,
+``memory``, ``retry``, ``tool_settings`` (mappings of the fields to change),
+``model``, ``protocol``, ``tool_detail``, ``max_output_tokens``, ``system_prompt`` ...).
+:func:`batch` puts its tasks into
 the run database's ``tasks`` table once (the batch is named after the file
 and a hash of its content, so starting the same file again, or on another
 machine, adds nothing), then runs ``concurrency`` tasks at a time, each in
@@ -31,6 +34,7 @@ the other worker's now, and two runs writing one thread would mix their states.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -50,20 +54,22 @@ from langchain_core.tools import BaseTool
 
 from .checkpoints import ReinloopSaver, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
-from .limits import Limits
-from .models import DEFAULT_MAX_OUTPUT_TOKENS, check_output_cap, resolve_model
+from .models import resolve_model
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
-from .protocols import PROTOCOLS
-from .retry import RetryPolicy
-from .runs import db_location, open_db, resume_with, run_with, thread_config
-from .tools.catalog import BUILTINS, DEFAULT_TOOLS, ToolSettings, builtins
+from .runs import Given, db_location, open_db, resume_with, run_with, thread_config, with_objects
+from .spec import RunSpec, is_object_label, tool_names
+from .tools.catalog import BUILTINS, builtins
 from .tools.files import QUOTA_KEY
-from .tools.detail import ToolDetail, check_detail
 
 logger = logging.getLogger(__name__)
 
-TASK_KEYS = ("task", "thread_id", "tools", "limits", "protocol", "tool_detail", "system_prompt")
-"""The keys a line of a tasks file may have."""
+LINE_KEYS = ("task", "thread_id")
+"""The keys of a tasks file's line besides a :class:`~reinloop.RunSpec`'s JSON keys."""
+
+
+def task_keys() -> tuple[str, ...]:
+    """Every key a line of a tasks file may have: ``task``, ``thread_id`` and the run spec's fields."""
+    return (*LINE_KEYS, *(f.name for f in dataclasses.fields(RunSpec)))
 STATUSES = ("done", "broken", "error")
 DEFAULT_LEASE = 60.0
 """Seconds a claimed task stays with its worker without a heartbeat."""
@@ -211,94 +217,70 @@ def parse_line(file: Path, number: int, text: str, custom_tools: set[str]) -> di
                                  "e.g. {\"task\": \"What is 6*7?\"}") from None
     if not isinstance(spec, dict) or not isinstance(spec.get("task"), str) or not spec["task"].strip():
         raise ConfigurationError(f"{where}: each line needs a \"task\" string, e.g. {{\"task\": \"What is 6*7?\"}}")
-    unknown = sorted(set(spec) - set(TASK_KEYS))
+    valid = task_keys()
+    unknown = sorted(set(spec) - set(valid))
     if unknown:
-        raise ConfigurationError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(TASK_KEYS)}")
-    names = tool_names(spec.get("tools"))
+        raise ConfigurationError(f"{where}: unknown key(s) {', '.join(unknown)}; valid keys: {', '.join(valid)}")
+    try:
+        names = tool_names(spec["tools"]) if spec.get("tools") is not None else None
+        RunSpec().replace(**overrides(spec))  # every value checked before any task runs
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{where}: {exc}") from None
     if names is not None:
         missing = sorted(set(names) - set(BUILTINS) - custom_tools)
         if missing:
             raise ConfigurationError(f"{where}: unknown tool(s) {', '.join(missing)}; available: "
                                      f"{', '.join(sorted(set(BUILTINS) | custom_tools))}")
-    if spec.get("limits") is not None:
-        if not isinstance(spec["limits"], dict):
-            raise ConfigurationError(f"{where}: \"limits\" must be an object such as {{\"max_steps\": 5}}")
-        try:
-            Limits().replace(**spec["limits"])
-        except (ConfigurationError, TypeError) as exc:
-            raise ConfigurationError(f"{where}: {exc}") from None
-    if spec.get("protocol") is not None and spec["protocol"] not in PROTOCOLS:
-        raise ConfigurationError(f"{where}: unknown protocol {spec['protocol']!r}; "
-                                 f"choose one of: {', '.join(PROTOCOLS)}")
-    if spec.get("tool_detail") is not None:
-        try:
-            check_detail(spec["tool_detail"])
-        except ConfigurationError as exc:
-            raise ConfigurationError(f"{where}: {exc}") from None
     return spec
 
 
-def tool_names(value: Any) -> list[str] | None:
-    """Tool names from a spec's ``tools``: a list, or a comma-separated string; None when not given."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return [n.strip() for n in value.split(",") if n.strip()]
-    if isinstance(value, list) and all(isinstance(n, str) for n in value):
-        return list(value)
-    raise ConfigurationError(f"\"tools\" must be a list of names or a comma-separated string, got {value!r}")
+def overrides(line: Mapping[str, Any]) -> dict[str, Any]:
+    """A line's changes to the batch's spec: its run spec keys (``None`` values left out)."""
+    return {k: v for k, v in line.items() if k not in LINE_KEYS and v is not None}
 
 
 # --- running ---------------------------------------------------------------------------------------
 
 
-def custom_tools(tools: Sequence[BaseTool] | str | None) -> list[BaseTool]:
-    """The tool objects among ``tools`` (a string names built-ins only)."""
-    if tools is None or isinstance(tools, str):
-        return []
-    return [t for t in tools if isinstance(t, BaseTool)]
-
-
 @dataclass
 class Settings:
-    """How this worker runs every task: the model, default tools and limits, the lease."""
+    """How this worker runs every task: the batch's spec and objects (a task's line changes the spec), the lease."""
 
-    model: str | BaseChatModel
-    chat_model: BaseChatModel
-    base_url: str | None
-    tools: Sequence[BaseTool] | str | None
-    tool_settings: ToolSettings
-    protocol: str
-    limits: Limits
-    retry: RetryPolicy
+    spec: RunSpec
+    given: Given
+    """The chat model (built once) and any tool objects a task may name."""
     lease: float
     poll: float
-    tool_detail: ToolDetail = "full"
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
-    _toolsets: dict[tuple[str, ...] | None, list[BaseTool]] = field(default_factory=dict)
+    _toolsets: dict[tuple[str, ...], list[BaseTool]] = field(default_factory=dict)
+    _models: dict[tuple[Any, ...], BaseChatModel] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def tools_for(self, spec: Mapping[str, Any]) -> list[BaseTool]:
-        """The tools of one task: its names (custom tools first, then built-ins), else the worker's default."""
-        names = tool_names(spec.get("tools"))
-        key = tuple(names) if names is not None else None
-        with self._lock:
-            if key not in self._toolsets:
-                self._toolsets[key] = self._build(names)
-            shared = self._toolsets[key]
-        # write_file's quota is per run: every task gets its own write_file (cheap to build), not the worker's
-        return [builtins(["write_file"], **self.tool_settings.as_dict())[0] if QUOTA_KEY in (t.metadata or {}) else t
-                for t in shared]
+    def spec_for(self, line: Mapping[str, Any]) -> RunSpec:
+        """The spec of one task: the batch's, with its line's changes."""
+        return self.spec.replace(**overrides(line))
 
-    def _build(self, names: list[str] | None) -> list[BaseTool]:
-        custom = custom_tools(self.tools)
-        if names is None:
-            if custom:
-                return custom
-            default = self.tools if isinstance(self.tools, str) else ",".join(DEFAULT_TOOLS)
-            return builtins(default, **self.tool_settings.as_dict())
-        by_name = {t.name: t for t in custom}
-        return [by_name[n] if n in by_name else builtins([n], **self.tool_settings.as_dict())[0] for n in names]
+    def given_for(self, spec: RunSpec) -> Given:
+        """The objects of one task: its tools (custom ones by name, built-ins), and its model."""
+        with self._lock:
+            if spec.tools not in self._toolsets:
+                by_name = {t.name: t for t in self.given.tools}
+                self._toolsets[spec.tools] = [by_name[n] if n in by_name else builtins([n], **spec.tool_settings.as_dict())[0]
+                                              for n in spec.tools]
+            shared = self._toolsets[spec.tools]
+            model = self._model(spec)
+        # write_file's quota is per run: every task gets its own write_file (cheap to build), not the worker's
+        tools = [builtins(["write_file"], **spec.tool_settings.as_dict())[0] if QUOTA_KEY in (t.metadata or {}) else t
+                 for t in shared]
+        return Given(model, tuple(tools), self.given.protocol)
+
+    def _model(self, spec: RunSpec) -> BaseChatModel:
+        """The batch's chat model, or one built for a task whose line names another model or endpoint."""
+        key = (spec.model, spec.base_url, spec.retry.timeout)
+        if key == (self.spec.model, self.spec.base_url, self.spec.retry.timeout) and self.given.model is not None:
+            return self.given.model
+        if key not in self._models:
+            self._models[key] = resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
+        return self._models[key]
 
 
 def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, Any]:
@@ -313,21 +295,15 @@ def left_behind(saver: ReinloopSaver, claimed: Mapping[str, Any]) -> dict[str, A
 def advance(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings, state: Mapping[str, Any],
             on_event: Callable[[Any], None] | None = None) -> Outcome:
     """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
-    thread_id, spec = claimed["thread_id"], claimed["spec"]
-    limits = settings.limits.replace(**(spec.get("limits") or {}))
-    protocol = spec.get("protocol") or settings.protocol
+    thread_id = claimed["thread_id"]
     if state.get("status") in ("done", "broken") or state.get("decision") == "pause":
         return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
-    if state:
-        return resume_with(saver, thread_id, model=settings.model, base_url=settings.base_url, protocol=protocol,
-                           tools=settings.tools_for(spec), limits=limits, on_event=on_event)
-    return run_with(
-        saver, claimed["task"], model=settings.model, chat_model=settings.chat_model, tools=settings.tools_for(spec),
-        protocol=protocol, limits=limits, thread_id=thread_id, base_url=settings.base_url,
-        system_prompt=spec.get("system_prompt"), tool_settings=settings.tool_settings, retry=settings.retry,
-        tool_detail=spec.get("tool_detail") or settings.tool_detail, max_output_tokens=settings.max_output_tokens,
-        on_event=on_event,
-    )
+    spec = settings.spec_for(claimed["spec"])
+    given = settings.given_for(spec)
+    if state:  # a model string stays the stored one (built again); a model object is given again
+        model = {"model": given.model} if is_object_label(spec.model) else {}
+        return resume_with(saver, thread_id, tools=list(given.tools), on_event=on_event, **model)
+    return run_with(saver, claimed["task"], spec, given, thread_id=thread_id, on_event=on_event)
 
 
 def run_task(saver: ReinloopSaver, claimed: Mapping[str, Any], settings: Settings,
@@ -527,46 +503,37 @@ class Worker:
 
 def batch(
     tasks: str | os.PathLike[str],
+    spec: RunSpec | None = None,
     *,
     concurrency: int = 4,
     db: str | Path | None = None,
-    model: str | BaseChatModel = "openai:gpt-4o-mini",
-    base_url: str | None = None,
-    tools: Sequence[BaseTool] | str | None = None,
-    tool_settings: ToolSettings | None = None,
-    protocol: str = "tool_calling",
-    limits: Limits | None = None,
-    retry: RetryPolicy | None = None,
     lease: float = DEFAULT_LEASE,
-    tool_detail: ToolDetail = "full",
-    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS,
     poll: float | None = None,
     on_outcome: Callable[[TaskOutcome, dict[str, int]], None] | None = None,
     on_start: Callable[[str, int, int, str, int], None] | None = None,
+    **changes: Any,
 ) -> BatchReport:
     """Run the tasks of a JSONL file, ``concurrency`` at a time, with any number of workers on one database.
 
-    ``tools`` and ``limits`` are the defaults a task's own ``tools`` and
-    ``limits`` override (``tools`` may be tool objects; a task names them).
+    Every task runs as ``spec`` says (with ``changes``, see :meth:`RunSpec.replace`;
+    ``model=`` and ``tools=`` may be objects), changed by its own line's spec keys.
     ``lease`` is how long a dead worker's task waits before another worker
     takes it over; ``on_start(batch, tasks, added, worker, concurrency)`` is
     called once the tasks are queued, ``on_outcome(outcome, counts)`` for each
-    task this worker finishes, with the whole batch's counts; ``tool_detail``
-    is how every task's tools are shown to the model, ``max_output_tokens`` caps
-    every reply (``None``: the provider's default). Returns when no
+    task this worker finishes, with the whole batch's counts. Returns when no
     task of the batch is left queued or running.
     """
     if concurrency < 1:
         raise ConfigurationError(f"concurrency must be at least 1, got {concurrency}")
     if lease <= 0:
         raise ConfigurationError(f"lease must be a positive number of seconds, got {lease}")
-    (tool_settings or ToolSettings()).check_run_database(db_location(db))
-    name, specs = read_tasks(tasks, tools=custom_tools(tools))
-    retry = retry or RetryPolicy()
-    settings = Settings(model, resolve_model(model, base_url=base_url, timeout=retry.timeout), base_url, tools,
-                        (tool_settings or ToolSettings()).resolved(), protocol, limits or Limits(), retry, lease,
-                        poll if poll is not None else min(1.0, lease / 10), check_detail(tool_detail),
-                        check_output_cap(max_output_tokens))
+    spec, given = with_objects(spec, changes)
+    spec.tool_settings.check_run_database(db_location(db))
+    spec = spec.replace(tool_settings=spec.tool_settings.resolved())
+    name, specs = read_tasks(tasks, tools=given.tools)
+    chat_model = given.model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
+    settings = Settings(spec, Given(chat_model, given.tools, given.protocol), lease,
+                        poll if poll is not None else min(1.0, lease / 10))
     began = time.monotonic()
     with open_db(db, write=True, create=True) as saver:
         added = saver.enqueue(name, specs)

@@ -1,0 +1,62 @@
+"""The run database: where it is, how to open it, and the list of its runs.
+
+Apart from :mod:`reinloop.runs` so that ``reinloop runs list`` loads no model
+or graph code (:mod:`reinloop.runs` re-exports every name here).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .checkpoints import ReinloopSaver, RunRecord
+
+DEFAULT_DB = "reinloop.db"
+"""The run database when neither ``db`` nor ``$REINLOOP_DB`` is given (in the current directory)."""
+DB_VARIABLE = "REINLOOP_DB"
+TIMEOUT_VARIABLE = "REINLOOP_DB_TIMEOUT"
+BASE_URL_VARIABLE = "OPENAI_BASE_URL"
+
+
+def db_location(db: str | Path | None = None) -> str:
+    """The run database to use: ``db``, else ``$REINLOOP_DB``, else ``./reinloop.db`` (a path or a URL)."""
+    return str(db or os.environ.get(DB_VARIABLE) or DEFAULT_DB)
+
+
+def db_timeout() -> float:
+    """Seconds to wait for another process's write lock: ``$REINLOOP_DB_TIMEOUT``, else 30."""
+    from .checkpoints import DEFAULT_TIMEOUT
+
+    text = os.environ.get(TIMEOUT_VARIABLE)
+    try:
+        return float(text) if text else DEFAULT_TIMEOUT
+    except ValueError:
+        raise ConfigurationError(f"{TIMEOUT_VARIABLE} must be a number of seconds, got {text!r}") from None
+
+
+def open_db(db: str | Path | None = None, *, write: bool = False, create: bool = False) -> ReinloopSaver:
+    """Open the run database (a SQLite file or a ``postgresql://`` URL); for reading only, a read-only file is fine."""
+    from .checkpoints import SqliteCheckpointer, is_postgres_url, open_saver  # loaded when a database is opened
+    from .checkpoints.sqlitedb import is_read_only
+
+    location = db_location(db)
+    if is_postgres_url(location):
+        return open_saver(location, create=create, timeout=db_timeout())
+    path = Path(location)
+    read_only = not write and path.exists() and is_read_only(path)
+    return SqliteCheckpointer.open(path, create=create, read_only=read_only, timeout=db_timeout())
+
+
+def thread_config(thread_id: str) -> dict[str, Any]:
+    """The LangGraph config of a thread's root namespace."""
+    return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+
+
+def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
+    """The stored runs, most recently updated first; ``status`` keeps only running, done or broken ones."""
+    with open_db(db) as saver:
+        return saver.list_runs(status=status)

