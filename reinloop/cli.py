@@ -335,7 +335,6 @@ def runs_show_options(p: argparse.ArgumentParser) -> None:
 @command("runs show", help="a run's spec, steps, counters and breaks; its path drawn on the graph",
          options=runs_show_options, example="reinloop runs show 3f2a9c1b7d04 --format html -o run.html")
 def cmd_runs_show(args: argparse.Namespace) -> int:
-    from .pricing import cost_breakdown
     from .report import run_report, visualize
     from .runs import db_location, open_db, show_run
 
@@ -356,6 +355,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 def print_detail(detail: Any) -> None:
     """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
+    from .pricing import cost_breakdown
+
     state, record = detail.state, detail.run
     say(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
         + (" (paused at a break)" if state.get("decision") == "pause" else ""))

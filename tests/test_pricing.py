@@ -152,3 +152,36 @@ def test_the_html_report_shows_each_steps_cost_and_the_runs_cost_per_model():
     assert total["calls"] == 4 and total["cached_tokens"] > 0
     assert f"gpt-5-mini: 4 calls, ${total['usd']:.4f}" in page
     assert page.count(" cached</span>") == 3  # the first call found nothing in the cache; the others did
+
+
+def test_the_cli_breaks_at_max_cost_shows_the_cost_and_resumes_with_extra_cost(openai_server, tmp_path, capsys):
+    import json
+    import re
+
+    from reinloop.cli import main
+
+    openai_server.responses += [priced(calls=add(i), model="my-model", prompt=1_000_000, out=0) for i in range(3)]
+    openai_server.responses += [priced("done", model="my-model", prompt=1_000_000, out=0)]
+    db = str(tmp_path / "runs.db")
+    prices = json.dumps({"my-model": {"input": 0.10, "output": 0.40}})  # $0.10 a call here
+    code = main(["run", "count", "--base-url", openai_server.base_url, "--tools", "calculator", "--db", db,
+                 "--thread", "c1", "--prices", prices, "--max-cost", "0.25", "--no-color"])
+    out = capsys.readouterr().out
+    assert code == 3 and "run broken: cost_budget: spent the cost budget: $0.3000 of $0.25" in out
+    assert re.search(r"thread c1: 3 steps, \d+ tokens, \$0\.3000, 0 errors", out)
+    assert "[step 2/10 · " in out and " · $0.2000/$0.25 · " in out  # the live line shows the budget
+    assert "reinloop resume c1 --extra-cost 0.50" in out
+    assert main(["runs", "list", "--db", db]) == 0 and "   $0.3000  " in capsys.readouterr().out
+    code = main(["resume", "c1", "--db", db, "--extra-cost", "0.5", "--base-url", openai_server.base_url, "--json"])
+    outcome = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert code == 0 and outcome["answer"] == "done" and outcome["cost_usd"] == pytest.approx(0.40)
+    assert main(["runs", "show", "c1", "--db", db]) == 0
+    assert "cost: $0.4000; my-model: 4 calls, $0.4000, 0 of 4,000,000 input tokens cached" in capsys.readouterr().out
+
+
+def test_the_cli_refuses_prices_that_are_not_json(capsys):
+    from reinloop.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "t", "--prices", "cheap"])
+    assert exit_.value.code == 2 and "argument --prices: must be a JSON object, got 'cheap'" in capsys.readouterr().err
