@@ -1,4 +1,4 @@
-"""Prompt tokens per task: reinloop's memory vs the full history ``create_agent`` replays.
+"""Prompt tokens and dollars per task: reinloop's memory vs the full history ``create_agent`` replays.
 
 Both agents follow the same scripted trajectory — N tool calls that each
 return a 1 KB observation, then a final answer — with the same system prompt,
@@ -8,6 +8,13 @@ reinloop) every summarizer call. Run it offline:
 
     python benchmarks/tokens.py
 
+The model sits behind :class:`reinloop.caching.CachingChatModel`, a provider's
+prompt cache with OpenAI's rules, priced as ``gpt-5-mini`` by genai-prices
+($0.25 / M fresh input, $0.025 / M cached input, $2 / M output): the cost
+columns say what the tokens cost once the cache has served what it can, and
+the hit rate is the share of input tokens read from the cache. reinloop's cost
+is the run's own ``counters["cost_usd"]``, checked against the wrapper's record.
+
 The scripted summarizer (``reinloop.testing.facts_summary``) keeps every
 sentence with a number, so it writes longer summaries than the one or two
 sentences a real model is asked for: the summary costs here are on the high side.
@@ -16,6 +23,7 @@ sentences a real model is asked for: the summary costs here are on the high side
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections.abc import Sequence
@@ -27,6 +35,8 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reinloop import Limits, Memory, build_graph
+from reinloop.caching import CachingChatModel
+from reinloop.pricing import library_price
 from reinloop.memory import active_counter
 from reinloop.memory.prompt import system_message
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
@@ -63,34 +73,48 @@ def sent(prompts: Sequence[Sequence[BaseMessage]], schema_tokens: int) -> int:
     return sum(count_message_tokens(p, counter) + schema_tokens for p in prompts)
 
 
-def run_reinloop(steps: int, memory: Memory) -> dict[str, int]:
-    """Run the trajectory through reinloop; tokens sent and summarizer calls."""
-    model = ScriptedChatModel(replies=script(steps))
+PRICE_AS = "gpt-5-mini"
+
+
+def dollars(model: CachingChatModel) -> float:
+    """What every call through ``model`` cost, cached input at its price."""
+    return sum(library_price(PRICE_AS, i, c, o) or 0.0 for i, c, o in model.calls)
+
+
+def run_reinloop(steps: int, memory: Memory) -> dict[str, Any]:
+    """Run the trajectory through reinloop; tokens sent, summarizer calls, dollars and cache hit rate."""
+    inner = ScriptedChatModel(replies=script(steps))
+    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
     graph = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=steps + 1, max_seconds=None,
                                                                          max_observation_chars=2000))
     out = graph.invoke({"task": TASK})
     assert out["status"] == "done", out.get("break_message")
-    schemas = count_tool_schemas(model.bound_tools, active_counter())
-    agent = sent(model.prompts, schemas)
-    summaries = sent(model.summary_prompts, 0)
+    schemas = count_tool_schemas(inner.bound_tools, active_counter())
+    agent = sent(inner.prompts, schemas)
+    summaries = sent(inner.summary_prompts, 0)
     recorded = sum(s["prompt_parts"]["total"] for s in out["scratchpad"])
     assert recorded == agent, (recorded, agent)  # the per-step records count what was sent
-    return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(model.summary_prompts)}
+    usd = out["counters"]["cost_usd"]
+    assert abs(usd - dollars(model)) < 1e-9, (usd, dollars(model))  # the run priced every call it made
+    return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(inner.summary_prompts),
+            "usd": usd, "hit_rate": model.hit_rate()}
 
 
-def run_create_agent(steps: int, system: str) -> int:
-    """Run the trajectory through ``langchain.agents.create_agent``; tokens sent."""
-    model = ScriptedChatModel(replies=script(steps))
+def run_create_agent(steps: int, system: str) -> dict[str, Any]:
+    """Run the trajectory through ``langchain.agents.create_agent``; tokens sent, dollars, cache hit rate."""
+    inner = ScriptedChatModel(replies=script(steps))
+    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
     agent = create_agent(model, [read_page], system_prompt=system)
     agent.invoke({"messages": [HumanMessage(content=f"Task: {TASK}")]})
     schemas = count_tool_schemas([convert_to_openai_tool(read_page)], active_counter())
-    return sent(model.prompts, schemas)
+    return {"tokens": sent(inner.prompts, schemas), "usd": dollars(model), "hit_rate": model.hit_rate()}
 
 
 TASK = "Read the report page by page and tell me which region sold the most units."
 
 CONFIGS = {
     "default": Memory(),
+    "summary_batch=5": Memory(summary_batch=5),
     "window 3, no summary": Memory(summarize=False),
 }
 
@@ -99,24 +123,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", default="5,15,30", help="comma-separated task lengths [5,15,30]")
     parser.add_argument("--json", action="store_true", help="one JSON object per row")
+    parser.add_argument("--write", action="store_true", help="also write both tables to BENCHMARKS.md")
     args = parser.parse_args(argv)
     probe = build_graph(ScriptedChatModel(), [read_page]).reinloop_context
     system = str(system_message(probe).content)
     print(f"counter: {active_counter()}; observations: {len(page(1))} chars; memory default: {Memory().describe()}")
-    header = "| steps | create_agent | " + " | ".join(f"{name} | ratio" for name in CONFIGS) + " | summarizer calls (tokens) |"
-    if not args.json:
-        print(header)
-        print("|" + "---|" * (header.count("|") - 1))
+    rows = []
     for steps in map(int, args.steps.split(",")):
         full = run_create_agent(steps, system)
         results = {name: run_reinloop(steps, memory) for name, memory in CONFIGS.items()}
+        rows.append((steps, full, results))
         if args.json:
             print(json.dumps({"steps": steps, "create_agent": full, **results}))
-            continue
-        cells = " | ".join(f"{r['tokens']:,} | {r['tokens'] / full:.2f}x" for r in results.values())
-        d = results["default"]
-        print(f"| {steps} | {full:,} | {cells} | {d['summary_calls']} ({d['summary_tokens']:,}) |")
+    if not args.json:
+        text = token_table(rows) + "\n\n" + cost_table(rows)
+        print(text)
+        if args.write:
+            from benchmarks.eval.__main__ import write_markdown
+
+            command = "python benchmarks/tokens.py " + " ".join(a for a in (argv if argv is not None else sys.argv[1:])
+                                                                if a != "--write")
+            write_markdown("Long runs: tokens and dollars (`benchmarks/tokens.py`)",
+                           f"`{command.strip()}` — {datetime.date.today()}, model: ScriptedChatModel behind "
+                           f"CachingChatModel (OpenAI's cache rules), priced as {PRICE_AS}\n\n{text}\n")
     return 0
+
+
+def token_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]) -> str:
+    """Prompt tokens sent per task, and the ratio to create_agent."""
+    header = "| steps | create_agent | " + " | ".join(f"{name} | ratio" for name in CONFIGS) + " | summarizer calls (tokens) |"
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for steps, full, results in rows:
+        cells = " | ".join(f"{r['tokens']:,} | {r['tokens'] / full['tokens']:.2f}x" for r in results.values())
+        d = results["default"]
+        lines.append(f"| {steps} | {full['tokens']:,} | {cells} | {d['summary_calls']} ({d['summary_tokens']:,}) |")
+    return "\n".join(lines)
+
+
+def cost_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]) -> str:
+    """Dollars per task behind the prompt cache, the ratio to create_agent, and each one's cache hit rate."""
+    header = ("| steps | create_agent $ (hit rate) | "
+              + " | ".join(f"{name} $ (hit rate) | ratio" for name in CONFIGS) + " |")
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for steps, full, results in rows:
+        cells = " | ".join(f"{r['usd']:.5f} ({r['hit_rate']:.0%}) | {r['usd'] / full['usd']:.2f}x"
+                           for r in results.values())
+        lines.append(f"| {steps} | {full['usd']:.5f} ({full['hit_rate']:.0%}) | {cells} |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

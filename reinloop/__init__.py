@@ -32,6 +32,7 @@ EXPORTS = {
     "NotResumableError": ".errors",
     "Outcome": ".outcome",
     "PostgresCheckpointer": ".checkpoints",
+    "Price": ".pricing",
     "ReinloopError": ".errors",
     "ReinloopGraph": ".graph",
     "RetryPolicy": ".retry",

@@ -20,6 +20,7 @@ from rich.table import Table
 
 from .batches import BatchReport, TaskOutcome
 from .console import short
+from .pricing import cost_text, spent
 from .terminal import safe_json, safe_text
 
 MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "error": ("!", "red")}
@@ -75,13 +76,16 @@ class BatchConsole:
             print(safe_json({"type": "summary", **report.as_dict()}), file=self.out, flush=True)
             return
         table = Table(title=safe_text(f"batch {report.batch}"), title_justify="left")
-        for name in ("status", "tasks", "tokens", "task time"):
-            table.add_column(name, justify="left" if name == "status" else "right")
         rows = report.summary()
+        priced = any(r["cost_usd"] or r["unpriced_calls"] for r in rows)  # a free local model: no cost column
+        for name in ("status", "tasks", "tokens", "task time", *(["cost"] if priced else [])):
+            table.add_column(name, justify="left" if name == "status" else "right")
         for row in rows:
-            table.add_row(row["status"], str(row["tasks"]), f"{row['tokens']:,}", f"{row['seconds']:.1f} s")
+            table.add_row(row["status"], str(row["tasks"]), f"{row['tokens']:,}", f"{row['seconds']:.1f} s",
+                          *([cost_text(row)] if priced else []))
+        total = {"cost_usd": sum(r["cost_usd"] for r in rows), "unpriced_calls": sum(r["unpriced_calls"] for r in rows)}
         table.add_row("total", str(sum(r["tasks"] for r in rows)), f"{sum(r['tokens'] for r in rows):,}",
-                      f"{sum(r['seconds'] for r in rows):.1f} s", style="bold")
+                      f"{sum(r['seconds'] for r in rows):.1f} s", *([cost_text(total)] if priced else []), style="bold")
         self.console.print(table)
         mine = len(report.outcomes)
         rate = mine / report.seconds if report.seconds else 0.0
@@ -99,6 +103,7 @@ def task_line(outcome: TaskOutcome) -> str:
         head += f" (resumed, attempt {outcome.attempt})"
     if outcome.status == "error":
         return f"{head}  {outcome.seconds:.1f} s  {short(outcome.error, 200)}"
-    stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {outcome.seconds:.1f} s"
+    cost = spent({"cost_usd": outcome.cost_usd, "unpriced_calls": outcome.unpriced_calls}, "  ")
+    stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {cost}{outcome.seconds:.1f} s"
     what = f"answer: {short(outcome.answer, 100)}" if outcome.status == "done" else f"break: {outcome.break_reason}"
     return f"{head}  {stats}  {what}"

@@ -108,6 +108,10 @@ class TaskOutcome:
     steps: int = 0
     tokens: int = 0
     seconds: float = 0.0
+    cost_usd: float = 0.0
+    """Dollars of the task's priced model calls (:mod:`reinloop.pricing`)."""
+    unpriced_calls: int = 0
+    """Model calls of the task whose cost is unknown."""
     attempt: int = 1
     """1 for the first claim; more when this worker took the task over from one that died."""
     resumed: bool = False
@@ -148,12 +152,14 @@ class BatchReport:
         return EXIT_BROKEN if counts.get("broken") else EXIT_DONE
 
     def summary(self) -> list[dict[str, Any]]:
-        """One row per status of the whole batch: tasks, tokens, seconds (summed over tasks)."""
+        """One row per status of the whole batch: tasks, tokens, seconds, dollars (summed over tasks)."""
         rows = []
         for status, n in self.counts.items():
             mine = [r for r in self.tasks if r["status"] == status]
             rows.append({"status": status, "tasks": n, "tokens": sum(r["tokens"] or 0 for r in mine),
-                         "seconds": round(sum(r["seconds"] or 0.0 for r in mine), 3)})
+                         "seconds": round(sum(r["seconds"] or 0.0 for r in mine), 3),
+                         "cost_usd": sum(r.get("cost_usd") or 0.0 for r in mine),
+                         "unpriced_calls": sum(r.get("unpriced_calls") or 0 for r in mine)})
         return rows
 
     def as_dict(self) -> dict[str, Any]:
@@ -325,7 +331,14 @@ def run_task(saver: Database, claimed: Mapping[str, Any], settings: Settings,
         break_reason=outcome.break_reason, steps=int(c.get("steps", 0)),
         tokens=int(c.get("prompt_tokens", 0)) + int(c.get("completion_tokens", 0)),
         seconds=time.monotonic() - began, resumed=bool(state),
+        cost_usd=outcome.cost_usd, unpriced_calls=outcome.unpriced_calls,
     )
+
+
+def with_costs(rows: list[dict[str, Any]], counters: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Task rows with the cost of their runs, from the runs' counters (whichever worker ran them)."""
+    return [{**r, "cost_usd": float((counters.get(r["thread_id"]) or {}).get("cost_usd") or 0.0),
+             "unpriced_calls": int((counters.get(r["thread_id"]) or {}).get("unpriced_calls") or 0)} for r in rows]
 
 
 class Worker:
@@ -537,5 +550,5 @@ def batch(
         beat.join(timeout=5)
         worker.close()
     with open_db(db) as saver:
-        rows = saver.queue.tasks(name)
+        rows = with_costs(saver.queue.tasks(name), {r.thread_id: r.counters or {} for r in saver.runs.list()})
     return BatchReport(name, worker.id, worker.outcomes, rows, time.monotonic() - began, added)

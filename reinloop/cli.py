@@ -118,6 +118,7 @@ def _short(text: Any, width: int) -> str:
 def print_outcome(outcome: Any, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
     from .nodes.guard import HOW_TO_RESUME
+    from .pricing import spent
 
     if as_json:
         say(safe_json({"type": "outcome", **outcome.as_dict()}))
@@ -132,7 +133,7 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
                 f" -> {_short(result['observation'], 100)}")
     say(
         f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
-        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, "
+        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, {spent(c)}"
         f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
     if outcome.paused:
@@ -265,6 +266,7 @@ def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--extra-steps", type=int, default=0, metavar="N", help="raise the step limit by N")
     p.add_argument("--extra-seconds", type=float, default=0.0, metavar="S", help="raise the time limit by S seconds")
     p.add_argument("--extra-tokens", type=int, default=0, metavar="N", help="raise the token budget by N")
+    p.add_argument("--extra-cost", type=float, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     add_output_flags(p)
@@ -281,10 +283,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     shown = run_limits(args.thread, args.db).replace(**changes.get("limits", {}))
     if shown.max_steps is not None:
         shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
+    if shown.max_cost is not None:
+        shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
     console = make_console(args, shown)
     with console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, extra_steps=args.extra_steps, extra_seconds=args.extra_seconds,
-                         extra_tokens=args.extra_tokens, hint=args.hint, abort=args.abort,
+                         extra_tokens=args.extra_tokens, extra_cost=args.extra_cost, hint=args.hint, abort=args.abort,
                          on_event=console.handle if console else None, **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
@@ -299,6 +303,7 @@ def runs_list_options(p: argparse.ArgumentParser) -> None:
 @command("runs list", help="the stored runs, newest first", options=runs_list_options,
          example="reinloop runs list --status broken --json")
 def cmd_runs_list(args: argparse.Namespace) -> int:
+    from .pricing import spent
     from .rundb import list_runs
 
     records = list_runs(args.db, status=args.status)
@@ -310,7 +315,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     for r in records:
         status = "paused" if r.paused else (r.status or "?")
         outcome = r.answer if r.status == "done" else r.break_reason or ""
-        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {(r.updated_at or '')[:19]}  "
+        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {spent(r.counters or {}, ''):>9}  "
+            f"{(r.updated_at or '')[:19]}  "
             f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
     return EXIT_DONE
 
@@ -349,6 +355,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 def print_detail(detail: Any) -> None:
     """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
+    from .pricing import cost_breakdown
+
     state, record = detail.state, detail.run
     say(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
         + (" (paused at a break)" if state.get("decision") == "pause" else ""))
@@ -362,6 +370,7 @@ def print_detail(detail: Any) -> None:
     if state.get("break_reason"):
         say(f"break: {state['break_reason']}: {state.get('break_message')}")
     say("counters: " + safe_json(state.get("counters") or {}))
+    say("cost: " + cost_breakdown(state.get("counters") or {}))
     summary = [line for line in (state.get("summary") or "").splitlines() if line.strip()]
     if summary:
         say("summary:\n" + "\n".join(f"  {line}" for line in summary))

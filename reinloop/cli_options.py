@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -75,6 +76,7 @@ HELP: dict[tuple[str, ...], str] = {
     ("limits", "max_steps"): "loop iterations per run",
     ("limits", "max_seconds"): "wall-clock seconds per run",
     ("limits", "token_budget"): "prompt+completion tokens per run",
+    ("limits", "max_cost"): "US dollars of model calls per run; the model is warned at 80%%",
     ("limits", "max_consecutive_errors"): "failed steps in a row",
     ("limits", "max_same_errors"): "failed steps in a row that failed the same way",
     ("limits", "repeat_hint_after"): "identical actions before a hint",
@@ -105,6 +107,7 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
     ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
+    ("prices",): "JSON", ("limits", "max_cost"): "USD",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
 SIZES = {("tool_settings", "write_quota"), ("tool_settings", "max_file_bytes"), ("tool_settings", "max_value_bytes")}
@@ -179,8 +182,14 @@ class SpecFlag:
             except ValueError:
                 number = -1.0
             if not number >= 0:
-                raise argparse.ArgumentTypeError(f"must be a number of seconds{off}, got {text!r}")
+                unit = "dollars" if self.path == ("limits", "max_cost") else "seconds"
+                raise argparse.ArgumentTypeError(f"must be a number of {unit}{off}, got {text!r}")
             return number
+        if self.kind.startswith("dict"):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError:
+                raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}") from None
         if self.kind.startswith("tuple"):
             return tuple(n.strip() for n in text.split(",") if n.strip())
         return text

@@ -60,9 +60,19 @@ def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = N
         "step " + _of(str(c.get("steps", 0)), limits.max_steps),
         _of(f"{seconds:.1f}", limits.max_seconds, "s"),
         "tokens " + _of(str(tokens), limits.token_budget),
+        *_cost(limits, c),
         "errors " + _of(str(c.get("consecutive_errors", 0)), limits.max_consecutive_errors) + _same(limits, c),
         "repeats " + _of(str(c.get("repeats", 0)), limits.max_repeats),
     ])
+
+
+def _cost(limits: Limits, c: dict[str, Any]) -> list[str]:
+    """``$0.0123/$0.5``, flagged ``+2 unpriced``; nothing for a run that costs nothing and has no budget."""
+    usd, unpriced = float(c.get("cost_usd") or 0.0), int(c.get("unpriced_calls") or 0)
+    if not usd and not unpriced and limits.max_cost is None:
+        return []
+    text = f"${usd:.4f}" + ("" if limits.max_cost is None else f"/${limits.max_cost:g}")
+    return [text + (f" +{unpriced} unpriced" if unpriced else "")]
 
 
 class _Status:

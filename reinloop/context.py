@@ -17,6 +17,7 @@ from langchain_core.runnables import Runnable
 from .events import EventSink
 from .limits import Limits
 from .memory.config import Memory
+from .pricing import Pricing
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
 from .spec import RunSpec
@@ -49,6 +50,8 @@ class AgentContext:
     """What each prompt may hold: window, token budget, summaries, recall (dependencies resolved)."""
     spec: RunSpec = field(default_factory=RunSpec)
     """The run's description as given; the options without a field of their own are read from it."""
+    pricing: Pricing = field(default_factory=Pricing)
+    """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
 
     @property
     def max_output_tokens(self) -> int | None:

@@ -47,6 +47,7 @@ from .nodes import (
 )
 from .nodes.guard import read_resume
 from .protocols import OutputProtocol, get_protocol
+from .pricing import Pricing
 from .spec import GROUPS, RunSpec, object_label, protocol_change
 from .state import BREAK_KIND, AgentState, InputState
 from .tools.journal import ToolJournal
@@ -228,6 +229,7 @@ def graph_for(
         sinks=tuple(sinks),
         workers=WorkerPool(spec.limits.tool_workers),
         spec=spec,
+        pricing=Pricing.of(spec.prices, spec.local_is_free),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -15,6 +15,9 @@ from .errors import ConfigurationError
 from .settings import replace_known
 from .state import Counters, Extensions
 
+COST_WARNING = 0.8
+"""Share of ``max_cost`` at which the model is told to finish soon."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
@@ -26,6 +29,10 @@ class Limits:
     """Wall-clock seconds the run may be active (time paused at a break is not counted)."""
     token_budget: int | None = None
     """Prompt plus completion tokens over all model calls of the run."""
+    max_cost: float | None = None
+    """US dollars over all model calls of the run, summarizer calls included (:mod:`reinloop.pricing`).
+    The model is warned at :data:`COST_WARNING` of it; a call that cannot be priced stops the run too,
+    since the budget can no longer be kept (resuming lets unpriced calls pass from then on)."""
     max_consecutive_errors: int | None = 5
     """Steps in a row that failed, in any way (parse error, refused call, tool error, empty result)."""
     max_same_errors: int | None = 3
@@ -106,6 +113,33 @@ class Limits:
                 f"(prompt={c['prompt_tokens']}, completion={c['completion_tokens']})"
             )
         return None
+
+    def effective_cost(self, ext: Extensions) -> float | None:
+        """``max_cost`` raised by operator extensions."""
+        return None if self.max_cost is None else self.max_cost + float(ext.get("cost", 0.0))
+
+    def check_cost(self, c: Counters, ext: Extensions) -> str | None:
+        """Reason to stop if the money budget is spent, or a call could not be priced under one."""
+        limit = self.effective_cost(ext)
+        if limit is None:
+            return None
+        spent = float(c.get("cost_usd", 0.0))
+        unpriced = int(c.get("unpriced_calls", 0))
+        if unpriced and not ext.get("unpriced"):  # once an operator let them pass, the priced calls count
+            models = ", ".join(m for m, t in (c.get("models") or {}).items() if t["unpriced_calls"]) or "?"
+            return (f"{unpriced} model call(s) could not be priced (model {models}), so max_cost=${limit:g} cannot "
+                    f"be kept (${spent:.4f} priced so far); give the model's price with prices={{...}}")
+        if spent >= limit:
+            return f"spent the cost budget: ${spent:.4f} of ${limit:g}"
+        return None
+
+    def crossed_cost_warning(self, c: Counters, ext: Extensions, step_cost: float) -> bool:
+        """True when the step that cost ``step_cost`` took the run past :data:`COST_WARNING` of ``max_cost``."""
+        limit = self.effective_cost(ext)
+        if limit is None:
+            return False
+        spent = float(c.get("cost_usd", 0.0))
+        return spent - step_cost < COST_WARNING * limit <= spent < limit
 
     def check_errors(self, c: Counters) -> str | None:
         """Reason to stop after too many failed steps in a row."""

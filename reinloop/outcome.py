@@ -28,6 +28,10 @@ class Outcome:
     observations: list[dict[str, Any]] = field(default_factory=list)
     """The run's latest successful tool results (step, tool, args, observation), newest last:
     a run that broke without an answer often holds it here."""
+    cost_usd: float = 0.0
+    """Dollars the run's priced model calls cost (:mod:`reinloop.pricing`); per model in ``counters["models"]``."""
+    unpriced_calls: int = 0
+    """Model calls whose cost is unknown: when not 0, ``cost_usd`` is a lower bound."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
@@ -41,6 +45,8 @@ class Outcome:
             counters=dict(state.get("counters") or {}),
             paused=state.get("decision") == "pause",
             observations=[dict(r) for r in in_hand(state)],
+            cost_usd=float((state.get("counters") or {}).get("cost_usd") or 0.0),
+            unpriced_calls=int((state.get("counters") or {}).get("unpriced_calls") or 0),
         )
 
     @property

@@ -39,6 +39,7 @@ from .events import NodeEvent
 from .graph import ROUTES
 from .models import endpoint_host, model_label
 from .runlog import read_events
+from .pricing import cost_breakdown
 from .terminal import safe_html, safe_json
 
 REPORT_FORMATS = ("html", "json")
@@ -54,7 +55,8 @@ def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
     pending = values.get("pending") or {}
     if node == "decide":
         reply = values.get("reply") or {}
-        return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens")}
+        return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens"),
+                "data": {"cost": reply.get("cost") or []}}
     if node in ("parse", "validate", "execute"):
         actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem") if k in a}
                    for a in pending.get("actions") or []]
@@ -195,6 +197,7 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "feedback": (by_node.get("memorize", {}).get("data") or {}).get("feedback"),
             "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
             "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
+            "cost": (by_node.get("decide", {}).get("data") or {}).get("cost") or [],
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
             "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
             "memory": [m for e in evs for m in e.get("memory") or []],
@@ -353,6 +356,7 @@ def _step_row(s: dict[str, Any]) -> str:
         did += f'<div class="err">stopped: {_e(s["raised"])}</div>'
     memory = "".join(f'<div class="mem">{_e(m.get("kind"))}: {_e(m.get("summary"))}</div>' for m in s["memory"])
     tokens = "" if s["tokens_in"] is None else f"{s['tokens_in']} / {s['tokens_out']}"
+    tokens += _cost_html(s.get("cost") or [])
     return (f'<tr class="{cls}" data-step="{s["step"]}"><td class="num">{s["run"]}.{s["step"]}</td><td>{did}</td>'
             f'<td class="num">{tokens}</td><td class="num">{s["latency_ms"]:.1f} ms</td><td>{memory}</td><td>{guard}</td></tr>')
 
@@ -372,6 +376,26 @@ def _facts_html(latest: dict[str, Any]) -> str:
              ("tokens", f"{latest.get('tokens_in') or 0:,} in / {latest.get('tokens_out') or 0:,} out"),
              ("duration", _e(_seconds_text(latest.get("seconds"))))]
     return '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+
+
+def _cost_html(calls: list[dict[str, Any]]) -> str:
+    """A step's dollars under its tokens: ``$0.00012, 1,024 cached``; unpriced calls in red."""
+    if not calls:
+        return ""
+    usd = sum(c.get("usd") or 0.0 for c in calls)
+    cached = sum(c.get("cached_tokens") or 0 for c in calls)
+    unpriced = sum(c.get("usd") is None for c in calls)
+    text = f"${usd:.5f}" + (f", {cached:,} cached" if cached else "")
+    flag = f'<br><span class="err">{unpriced} unpriced</span>' if unpriced else ""
+    return f'<br><span class="meta">{text}</span>{flag}'
+
+
+def _total_cost_html(steps: list[dict[str, Any]]) -> str:
+    """The run's cost so far, from the latest counters the guard reported."""
+    counters = next((s["counters"] for s in reversed(steps) if s.get("counters")), None) or {}
+    if not counters.get("models"):
+        return ""
+    return f'<p class="meta" id="cost">cost: {_e(cost_breakdown(counters))}</p>\n'
 
 
 def _outcome_html(latest: dict[str, Any]) -> str:
@@ -401,6 +425,7 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
     body = (
         f"<h1>reinloop run <code>{_e(report['thread_id'])}</code></h1>\n"
         f'<p class="meta">from the {_e(report["source"])}</p>\n{_outcome_html(report["latest"])}\n'
+        + _total_cost_html(report["steps"])
         + (f"<h2>Earlier runs on this thread</h2><ul>{earlier}</ul>\n" if earlier else "")
         + '<h2>Path</h2>\n<p class="meta">Blue edges were taken (thicker: the latest run), with how often; '
         "grey ones were not. Red marks errors and the break.</p>\n"
@@ -409,7 +434,7 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
         '<h2>Timeline</h2>\n<table class="timeline" id="timeline"><colgroup><col class="step"><col class="did">'
         '<col class="tokens"><col class="latency"><col class="memory"><col class="guard"></colgroup>'
         "<thead><tr><th>step</th><th>thought, actions, "
-        "observations</th><th>tokens in/out</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
+        "observations</th><th>tokens in/out, cost</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
         f"<tbody>\n{rows}\n</tbody></table>"
     )
     return safe_html(html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE))

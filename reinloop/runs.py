@@ -223,6 +223,7 @@ def resume(
     extra_steps: int = 0,
     extra_seconds: float = 0.0,
     extra_tokens: int = 0,
+    extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
     on_event: EventHandler | None = None,
@@ -240,7 +241,8 @@ def resume(
     """
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
-                           extra_tokens=extra_tokens, hint=hint, abort=abort, on_event=on_event, **changes)
+                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort, on_event=on_event,
+                           **changes)
 
 
 def resume_with(
@@ -250,6 +252,7 @@ def resume_with(
     extra_steps: int = 0,
     extra_seconds: float = 0.0,
     extra_tokens: int = 0,
+    extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
     on_event: EventHandler | None = None,
@@ -257,7 +260,7 @@ def resume_with(
 ) -> Outcome:
     """:func:`resume` on an open run database."""
     values = _latest_state(saver, thread_id)
-    answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort)
+    answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort, extra_cost)
     graph = _rebuild(saver, thread_id, changes, state=values)
     try:
         # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
@@ -281,7 +284,7 @@ def _latest_state(saver: Database, thread_id: str) -> dict[str, Any]:
 
 def _resume_payload(
     thread_id: str, values: Mapping[str, Any], extra_steps: int, extra_seconds: float, extra_tokens: int,
-    hint: str | None, abort: bool,
+    hint: str | None, abort: bool, extra_cost: float = 0.0,
 ) -> Command | None:
     """What to invoke the graph with: the operator's answer to a break, or None after a crash."""
     status = values.get("status")
@@ -291,14 +294,15 @@ def _resume_payload(
     if values.get("decision") == "pause":
         if abort:
             return Command(resume={"action": "abort"})
-        answer = {"action": "continue", "extra_steps": extra_steps, "extra_seconds": extra_seconds, "extra_tokens": extra_tokens}
+        answer = {"action": "continue", "extra_steps": extra_steps, "extra_seconds": extra_seconds,
+                  "extra_tokens": extra_tokens, "extra_cost": extra_cost}
         return Command(resume={**answer, **({"hint": hint} if hint else {})})
     if status == "broken":
         raise NotResumableError(
             f"run {thread_id!r} ended broken ({values.get('break_reason')}: {values.get('break_message')}) and is "
             f"not waiting at a break; {new_task}"
         )
-    if abort or hint or extra_steps or extra_seconds or extra_tokens:
+    if abort or hint or extra_steps or extra_seconds or extra_tokens or extra_cost:
         raise ConfigurationError(
             f"run {thread_id!r} is not paused at a break (it was cut off while running), so --abort, --hint and "
             "--extra-* do not apply; resume it without them"
@@ -411,6 +415,7 @@ def run_limits(thread_id: str, db: str | Path | None = None) -> Limits:
         "max_steps": limits.max_steps and limits.max_steps + int(ext.get("steps", 0)),
         "max_seconds": limits.max_seconds and limits.max_seconds + float(ext.get("seconds", 0.0)),
         "token_budget": limits.token_budget and limits.token_budget + int(ext.get("tokens", 0)),
+        "max_cost": limits.max_cost and limits.max_cost + float(ext.get("cost", 0.0)),
     }
     return limits.replace(**raised)
 

@@ -33,7 +33,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
@@ -92,6 +92,9 @@ class _Seen:
 
 class SimulatedModel(BaseChatModel):
     """A plan-following chat model that injects seeded faults (see the module docstring)."""
+
+    reinloop_local: ClassVar[bool] = True
+    """Runs on this machine: its calls cost nothing (:mod:`reinloop.pricing`)."""
 
     plans: dict[str, Plan]
     """Plans keyed by the exact task text."""

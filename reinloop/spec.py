@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
+from .pricing import Pricing
 from .retry import RetryPolicy
 from .settings import replace_known
 from .tools.mcpconfig import config_field, secret_free
@@ -110,9 +111,21 @@ class RunSpec:
     """What each prompt may hold (:class:`~reinloop.Memory`)."""
     system_prompt: str | None = field(default=None, metadata={"group": "run", "help": "replace the default system prompt"})
     """Replaces the default system prompt."""
+    prices: dict[str, dict[str, float]] = field(default_factory=dict, metadata={
+        "group": "model", "help": "prices in USD per million tokens, by model name, before any other source: "
+                                  "'{\"my-model\": {\"input\": 0.15, \"output\": 0.6, \"cached_input\": 0.075}}'"})
+    """Prices by model name in USD per million tokens (:class:`~reinloop.Price` values or mappings with
+    ``input``, ``output`` and optionally ``cached_input``); see :mod:`reinloop.pricing`."""
+    local_is_free: bool = field(default=True, metadata={
+        "group": "model", "help": "a model on 127.0.0.1/localhost costs nothing (--no-local-is-free prices a "
+                                  "local proxy to a paid provider)"})
+    """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", tool_names(self.tools))
+        object.__setattr__(self, "prices", plain_prices(self.prices))
+        if not isinstance(self.local_is_free, bool):
+            raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
         for name, kind in GROUPS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):
@@ -220,6 +233,11 @@ def protocol_change(protocol: Any) -> dict[str, str]:
     """The spec change for a protocol object: its name when the spec knows it (a custom protocol is not data)."""
     name = getattr(protocol, "name", None)
     return {"protocol": name} if name in PROTOCOL_NAMES else {}
+
+
+def plain_prices(value: Any) -> dict[str, dict[str, float]]:
+    """Prices as JSON-able data, each checked: ``{"model": {"input": .., "output": .., "cached_input": ..}}``."""
+    return {name: dataclasses.asdict(price) for name, price in Pricing.of(value).prices.items()}
 
 
 def tool_names(value: Any) -> tuple[str, ...]:

@@ -17,11 +17,14 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from .pricing import CallCost, ModelCost
+
 Status = Literal["running", "done", "broken"]
 """Where a run stands: still looping, finished with an answer, or stopped by a guard."""
 
 BreakReason = Literal[
-    "max_steps", "timeout", "token_budget", "repeated_action", "consecutive_errors", "same_errors", "aborted"
+    "max_steps", "timeout", "token_budget", "cost_budget", "repeated_action", "consecutive_errors", "same_errors",
+    "aborted",
 ]
 """Machine-readable reason a guard stopped the run."""
 
@@ -53,6 +56,7 @@ class Reply(TypedDict, total=False):
     prompt_tokens: int
     completion_tokens: int
     hints: list[str]  # the hints shown in this prompt
+    cost: list[CallCost]  # this step's model calls priced: the agent's, then any summarizer's
     prompt_parts: dict[str, int]  # tokens of each part of the prompt, by the active counter
     memory: list[dict[str, Any]]  # memory events of this step (evicted, summarized, recalled ...)
 
@@ -81,6 +85,9 @@ class Step(TypedDict, total=False):
     error: bool
     prompt_tokens: int
     completion_tokens: int
+    cost_usd: float  # dollars this step's model calls cost (summarizer included), the priced ones
+    cached_tokens: int  # prompt tokens the provider read from its cache
+    unpriced_calls: int  # calls of this step whose cost is unknown
     hints: list[str]  # hints the model saw before this step
     prompt_parts: dict[str, int]  # tokens of each part of this step's prompt (system, task, steps ...)
     memory: list[dict[str, Any]]  # memory events before this step (evicted, summarized, recalled ...)
@@ -101,6 +108,10 @@ class Counters(TypedDict):
     same_errors: NotRequired[int]  # failed steps in a row that failed the same way (absent in older checkpoints)
     repeats: int
     elapsed_seconds: float
+    cost_usd: NotRequired[float]  # dollars spent on priced model calls (absent in older checkpoints)
+    cached_tokens: NotRequired[int]  # prompt tokens read from the provider's cache
+    unpriced_calls: NotRequired[int]  # model calls whose cost is unknown: cost_usd is a lower bound then
+    models: NotRequired[dict[str, ModelCost]]  # the same, per model
 
 
 class Extensions(TypedDict):
@@ -109,6 +120,8 @@ class Extensions(TypedDict):
     steps: int
     seconds: float
     tokens: int
+    cost: NotRequired[float]  # dollars added to max_cost
+    unpriced: NotRequired[int]  # unpriced calls the operator let pass
 
 
 class Turn(TypedDict):
@@ -139,12 +152,16 @@ def new_counters() -> Counters:
         same_errors=0,
         repeats=0,
         elapsed_seconds=0.0,
+        cost_usd=0.0,
+        cached_tokens=0,
+        unpriced_calls=0,
+        models={},
     )
 
 
 def new_extensions() -> Extensions:
     """No limits raised."""
-    return Extensions(steps=0, seconds=0.0, tokens=0)
+    return Extensions(steps=0, seconds=0.0, tokens=0, cost=0.0, unpriced=0)
 
 
 class AgentState(TypedDict, total=False):
@@ -196,6 +213,7 @@ class ResumeValue(TypedDict, total=False):
     extra_steps: int
     extra_seconds: float
     extra_tokens: int
+    extra_cost: float
     hint: str
 
 

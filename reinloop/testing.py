@@ -40,7 +40,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -118,6 +118,9 @@ def answer_from_prompt(pattern: str, template: str = "{0}", default: str = "I do
 
 class ScriptedChatModel(BaseChatModel):
     """A chat model that replays a script, for deterministic tests and offline demos."""
+
+    reinloop_local: ClassVar[bool] = True
+    """Runs on this machine: its calls cost nothing (:mod:`reinloop.pricing`)."""
 
     replies: list[Any] = Field(default_factory=list)
     """The script, consumed one reply per call."""

@@ -81,7 +81,8 @@ def test_a_batch_runs_every_task_once_and_reports_the_whole_batch(tmp_path, db_u
     assert by_line[11].thread_id == "tight" and by_line[11].break_reason == "max_steps"
     assert seen[-1][1] == {"done": 10, "broken": 1}  # the whole batch's counts, as the bar shows them
     assert report.summary()[0] == {"status": "done", "tasks": 10, "tokens": 300, "seconds": pytest.approx(
-        sum(o.seconds for o in report.outcomes if o.status == "done"), abs=0.01)}
+        sum(o.seconds for o in report.outcomes if o.status == "done"), abs=0.01), "cost_usd": 0.0,
+        "unpriced_calls": 0}  # a scripted model is free
     with open_saver(db_url) as saver:
         assert {r.thread_id: r.status for r in saver.db.runs.list()} == {r["thread_id"]: r["status"] for r in report.tasks}
         assert [e["node"] for e in saver.db.events.events("tight")][:2] == ["decide", "parse"]  # steps in the same database
@@ -178,7 +179,8 @@ def test_cli_batch_json_prints_one_object_per_task_then_the_summary(tmp_path, op
     assert code == 0 and [o["type"] for o in objects] == ["task", "task", "summary"]
     assert sorted(o["answer"] for o in objects[:2]) == ["3", "6"]
     assert objects[2]["counts"] == {"done": 2, "broken": 0, "error": 0}
-    assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 76, "seconds": objects[2]["summary"][0]["seconds"]}
+    assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 76, "seconds": objects[2]["summary"][0]["seconds"],
+                                        "cost_usd": 0.0, "unpriced_calls": 0}  # a model on 127.0.0.1 is free
 
 
 def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_path, openai_server, capsys):

@@ -55,6 +55,8 @@ def sample(path: tuple[str, ...]) -> tuple[str, object]:
         return "7", 7
     if field_type.startswith("float"):
         return "7.5", 7.5
+    if field_type.startswith("dict"):
+        return '{"m": {"input": 1, "output": 2}}', {"m": {"input": 1, "output": 2}}
     return "x-value", "x-value"
 
 

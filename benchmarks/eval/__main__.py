@@ -29,7 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.realserver import MODELS, RealModelUnavailable, serving
+from reinloop.caching import CachingChatModel
 from reinloop.models import resolve_model
+from reinloop.pricing import library_price
 from reinloop.simulation import FAULTS, SimulatedModel
 
 from . import real
@@ -37,6 +39,8 @@ from .contestants import CONTESTANTS, REAL_DEFAULT, SIMULATED_DEFAULT, RunResult
 from .tasks import Task, World, all_tasks, is_correct, select, solve
 
 ROOT = Path(__file__).resolve().parents[2]
+PRICE_AS = "gpt-5-mini"
+"""The simulated model's replies are priced as this model (genai-prices: cached input at 0.1x fresh input)."""
 
 
 def model_for(args: argparse.Namespace, task_text: str, plan: Any, task_id: str) -> Any:
@@ -46,7 +50,8 @@ def model_for(args: argparse.Namespace, task_text: str, plan: Any, task_id: str)
     if args.model:
         return resolve_model(args.model, base_url=args.base_url)
     seed = zlib.crc32(f"{args.seed}:{task_id}".encode())
-    return SimulatedModel(plans={task_text: plan}, fault_rate=args.fault_rate, seed=seed)
+    simulated = SimulatedModel(plans={task_text: plan}, fault_rate=args.fault_rate, seed=seed)
+    return simulated if args.no_cache else CachingChatModel(inner=simulated, price_as=PRICE_AS)
 
 
 def chosen_tasks(args: argparse.Namespace) -> list[Task]:
@@ -64,6 +69,7 @@ def run_all(args: argparse.Namespace, tasks: list[Task],
     """
     results = results if results is not None else {}
     results.update({name: [] for name in args.contestants})
+    library_price(PRICE_AS, 1, 0, 1)  # load genai-prices' table (~1-2 s, once) before any run is timed
     for task in tasks:
         plan = solve(task)
         for name in args.contestants:
@@ -98,6 +104,9 @@ def summarize(runs: list[tuple[RunResult, bool]]) -> dict[str, Any]:
         # what a correct answer costs: a loop that gives up early spends little per task, nothing per answer
         "prompt_tokens_per_correct_answer": sum(r.prompt_tokens for r, _ in runs) / solved if solved else None,
         "completion_tokens_per_task": statistics.mean(r.completion_tokens for r, _ in runs),
+        "usd_per_correct_answer": sum(r.usd for r, _ in runs) / solved if solved else None,
+        "cache_hit_rate": sum(r.cached_tokens for r, _ in runs) / max(1, sum(r.prompt_tokens for r, _ in runs)),
+        "unpriced_calls": sum(r.unpriced_calls for r, _ in runs),
         "seconds_per_task": statistics.mean(r.wall_seconds for r, _ in runs),
         "framework_ms_per_step": 1000 * framework / max(calls, 1),
         "endings": {k: endings.get(k, 0) for k in ("answer", "limit", "crash")},
@@ -113,16 +122,27 @@ def table(report: dict[str, dict[str, Any]], *, timed: bool = False) -> str:
     base = report.get("create_agent", {})
     middle = "completion tokens / task | seconds / task" if timed else "framework ms / step"
     lines = ["| contestant | success | mean iterations | prompt tokens / task | vs create_agent | "
-             f"prompt tokens / correct answer | {middle} | endings (answer / limit / crash) |",
-             "| --- | --- | --- | --- | --- | --- | " + ("--- | --- | " if timed else "--- | ") + "--- |"]
+             f"prompt tokens / correct answer | $ / correct answer | cache hit rate | {middle} | "
+             "endings (answer / limit / crash) |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | " + ("--- | --- | " if timed else "--- | ") + "--- |"]
     for name, r in report.items():
         e = r["endings"]
         more = (f"{r['completion_tokens_per_task']:,.0f} | {r['seconds_per_task']:,.1f}" if timed
                 else f"{r['framework_ms_per_step']:.1f}")
         lines.append(f"| {name} | {100 * r['success_rate']:.0f}% | {r['mean_iterations']:.1f} | "
                      f"{r['prompt_tokens_per_task']:,.0f} | {_ratio(r, base, 'prompt_tokens_per_task')} | "
-                     f"{_per_answer(r, base)} | {more} | {e['answer']} / {e['limit']} / {e['crash']} |")
+                     f"{_per_answer(r, base)} | {_dollars(r, base)} | {r.get('cache_hit_rate', 0):.0%} | "
+                     f"{more} | {e['answer']} / {e['limit']} / {e['crash']} |")
     return "\n".join(lines)
+
+
+def _dollars(numbers: dict[str, Any], base: dict[str, Any]) -> str:
+    """``$0.00123 (0.95x)``; a dash when nothing was answered, ``+N unpriced`` when calls had no price."""
+    value = numbers.get("usd_per_correct_answer")
+    if value is None:
+        return "—"
+    unpriced = f" +{numbers['unpriced_calls']} unpriced" if numbers.get("unpriced_calls") else ""
+    return f"${value:.5f} ({_ratio(numbers, base, 'usd_per_correct_answer')}){unpriced}"
 
 
 def _per_answer(numbers: dict[str, Any], base: dict[str, Any]) -> str:
@@ -140,6 +160,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.eval", description=__doc__.splitlines()[0])
     parser.add_argument("--fault-rate", type=float, default=0.2, help="share of model calls with a mistake [0.2]")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--no-cache", action="store_true", help="the simulated model without its prompt cache "
+                        f"(by default it caches prefixes as OpenAI does and is priced as {PRICE_AS})")
     parser.add_argument("--limit", type=int, help="run only the first N of the chosen tasks")
     parser.add_argument("--tasks", help="comma-separated task ids or family letters (A,B,C,D,E,F,H); "
                         "'first-of-each' is one task per family [all 50; first-of-each with --real]")
@@ -194,7 +216,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report))
         return 0
-    model = args.model or f"SimulatedModel (a scripted stand-in for a flaky LLM), fault rate {args.fault_rate}, seed {args.seed}"
+    cache = "" if args.no_cache else f", behind OpenAI's prompt-cache rules, priced as {PRICE_AS}"
+    model = args.model or (f"SimulatedModel (a scripted stand-in for a flaky LLM), fault rate {args.fault_rate}, "
+                           f"seed {args.seed}{cache}")
     text = table(report)
     print(f"model: {model}; faults: {', '.join(FAULTS) if not args.model else 'none injected'}\n\n{text}")
     if args.write:

@@ -14,8 +14,8 @@
   ``deque(maxlen=6)`` message window, three parse attempts, ten iterations.
 
 Every model call is metered by one callback handler (calls, prompt tokens from
-the model's usage, time inside the model), so "framework time" is wall time
-minus model time, measured identically for all three.
+the model's usage, cached prompt tokens and dollars, time inside the model), so
+"framework time" is wall time minus model time, measured identically for all three.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ from langchain_core.tools import BaseTool
 
 from reinloop import build_graph
 from reinloop.memory.summary import SUMMARIZER_TAG
+from reinloop.pricing import Pricing
+
+PRICING = Pricing(local_is_free=False)
+"""Every call priced by the model name its reply reports (the simulated model behind the cache: gpt-5-mini)."""
 
 SYSTEM = "You are a careful assistant. Use the tools; use the calculator for every calculation."
 
@@ -53,6 +57,9 @@ class RunResult:
     model_seconds: float
     detail: str = ""
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    usd: float = 0.0
+    unpriced_calls: int = 0
 
 
 class Meter(BaseCallbackHandler):
@@ -66,6 +73,9 @@ class Meter(BaseCallbackHandler):
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        self.cached_tokens = 0
+        self.usd = 0.0
+        self.unpriced_calls = 0
         self.model_seconds = 0.0
         self._started: dict[Any, float] = {}
 
@@ -76,9 +86,14 @@ class Meter(BaseCallbackHandler):
     def on_llm_end(self, response: Any, *, run_id: Any, **kwargs: Any) -> None:
         self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
         for generation in response.generations[0]:
-            usage = getattr(getattr(generation, "message", None), "usage_metadata", None) or {}
+            message = getattr(generation, "message", None)
+            usage = getattr(message, "usage_metadata", None) or {}
             self.prompt_tokens += int(usage.get("input_tokens") or 0)
             self.completion_tokens += int(usage.get("output_tokens") or 0)
+            cost = PRICING.price(message, None)  # by the model name the reply reports, as for any endpoint
+            self.cached_tokens += cost["cached_tokens"]
+            self.usd += cost["usd"] or 0.0
+            self.unpriced_calls += cost["usd"] is None
 
     def on_llm_error(self, error: BaseException, *, run_id: Any, **kwargs: Any) -> None:
         self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
@@ -93,7 +108,7 @@ def _measure(loop: Callable[[dict[str, Any]], tuple[str | None, str, str]]) -> R
         answer, ending, detail = None, "crash", f"{type(exc).__name__}: {exc}"[:300]
     wall = time.perf_counter() - start
     return RunResult(answer, ending, meter.calls, meter.prompt_tokens, wall, meter.model_seconds, detail,
-                     meter.completion_tokens)
+                     meter.completion_tokens, meter.cached_tokens, meter.usd, meter.unpriced_calls)
 
 
 def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:

@@ -5,8 +5,9 @@ Like :class:`~reinloop.limits.Limits`, a frozen keyword-only dataclass whose
 checkpointed state. Objects it refers to (a summarizer model, embeddings, a
 store) are dependencies, resolved once by :func:`reinloop.build_graph`.
 
-The defaults already send far less than full-history replay: at most 3 recent
-steps verbatim, older steps folded three at a time into a running summary,
+The defaults already send far less than full-history replay: 3 to 5 recent
+steps verbatim (the window rolls in batches, see :mod:`.window`), older steps
+folded three at a time into a running summary,
 their tool results kept verbatim in a ledger of at most 400 tokens, all under
 8000 prompt tokens.
 """
@@ -32,11 +33,11 @@ class Memory:
     max_prompt_tokens: int | None = 8000
     """Everything sent per model call — system rules, tool schemas, task, summary, memories, steps."""
     window_steps: int | None = 3
-    """Most recent steps shown verbatim; older ones are folded into the summary."""
+    """Recent steps shown verbatim after a fold; the window grows by ``summary_batch - 1`` more before the next."""
     summarize: bool = True
     """Fold steps that leave the window into a running summary with an LLM call (else drop them)."""
     summary_batch: int = 3
-    """Steps folded per summarizer call, at least (one call per batch, never one per step)."""
+    """Steps folded at once (one summarizer call per batch); between folds each prompt extends the last one."""
     summary_max_tokens: int = 600
     """The running summary's bound: past it, its older lines are merged into one (so all of it is shown)."""
     ledger_max_tokens: int | None = 400
@@ -87,7 +88,9 @@ class Memory:
 
     def describe(self) -> str:
         """One line for the console: the window, the budget, summaries and recall."""
-        window = "all steps" if self.window_steps is None else f"last {self.window_steps} steps"
+        most = None if self.window_steps is None else self.window_steps + self.summary_batch - 1
+        window = ("all steps" if most is None else f"last {self.window_steps} steps" if most == self.window_steps
+                  else f"last {self.window_steps}–{most} steps")
         budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
         summary = f"summaries every {self.summary_batch} steps" if self.summarize else "no summaries"
         recall = f"recall top {self.recall_k}" if self.recall else "no recall"

@@ -38,7 +38,7 @@ from .summary import (
     summary_lines,
 )
 from .tokens import TokenCounter, active_counter, count_message_tokens
-from .window import hidden_duplicates, steps_to_fold, unfolded_steps
+from .window import hidden_duplicates, rolling_cap, steps_to_fold, unfolded_steps
 
 
 @dataclass
@@ -51,6 +51,7 @@ class Prepared:
     prompt_tokens: int = 0  # spent by the summarizer
     completion_tokens: int = 0
     calls: int = 0
+    replies: list[BaseMessage] = field(default_factory=list)  # the summarizer's, to be priced
     update: dict[str, Any] = field(default_factory=dict)
     counter: str = ""
     digest: str = ""  # the prompt's hash (:func:`~reinloop.memory.feedback.prompt_digest`), once known
@@ -106,6 +107,7 @@ class Folding:
         self.cursor: MemoryCursor = {**new_cursor(), **(state.get("memory_cursor") or {})}  # type: ignore[typeddict-item]
         self.events: list[dict[str, Any]] = []
         self.prompt_tokens = self.completion_tokens = self.calls = 0
+        self.replies: list[BaseMessage] = []
 
     def fold(self, steps: Sequence[Step]) -> bool:
         """Fold ``steps`` (oldest first); False when the summarizer failed and they stay raw."""
@@ -139,6 +141,7 @@ class Folding:
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
         self.calls += 1
+        self.replies.append(merged.reply)
         self.prompt_tokens += merged.prompt_tokens
         self.completion_tokens += merged.completion_tokens
         self.summary = "\n".join([merged.line, *keep])
@@ -160,6 +163,7 @@ class Folding:
                                 "failures": self.cursor["failures"]})
             return None
         self.calls += 1
+        self.replies.append(folded.reply)
         self.prompt_tokens += folded.prompt_tokens
         self.completion_tokens += folded.completion_tokens
         return self.checked(folded, steps)
@@ -189,11 +193,11 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     hidden = hidden_duplicates(steps) if memory.dedup else {}
     visible = [s for s in steps if s["index"] not in hidden]
     folding = Folding(state, ctx, thread_id, counter)
-    first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=memory.window_steps,
-                     counter=counter)
-    batch = memory.summary_batch if memory.summarize else 1  # batches save summarizer calls, nothing else
-    window: int | None = memory.window_steps
-    to_fold = steps_to_fold(visible, len(first.shown), batch)
+    # the window rolls in batches: between folds each prompt extends the last (cacheable, see .window)
+    batch = memory.summary_batch
+    window = rolling_cap(memory.window_steps, batch)
+    first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=window, counter=counter)
+    to_fold = steps_to_fold(visible, len(first.shown), batch, memory.window_steps)
     if to_fold:
         if folding.fold(to_fold):
             visible = [s for s in visible if s["index"] > to_fold[-1]["index"]]
@@ -214,4 +218,5 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     return Prepared(
         messages=result.messages, parts=result.parts, events=events, prompt_tokens=folding.prompt_tokens,
         completion_tokens=folding.completion_tokens, calls=folding.calls, counter=counter.name, update=update,
+        replies=folding.replies,
     )

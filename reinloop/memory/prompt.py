@@ -43,7 +43,7 @@ from .tokens import (
     count_tokens,
     message_text,
 )
-from .window import current_steps, fit_window, hidden_duplicates, unfolded_steps
+from .window import current_steps, fit_window, hidden_duplicates, rolling_cap, unfolded_steps
 
 __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
 
@@ -297,5 +297,6 @@ def build_prompt(state: Mapping[str, Any], ctx: Any) -> list[BaseMessage]:
     steps = unfolded_steps(state)
     hidden = hidden_duplicates(steps) if memory_of(ctx).dedup else {}
     visible = [s for s in steps if s["index"] not in hidden]
+    memory = memory_of(ctx)
     return assemble(state, ctx, steps=visible, summary=state.get("summary") or "",
-                    window_steps=memory_of(ctx).window_steps).messages
+                    window_steps=rolling_cap(memory.window_steps, memory.summary_batch)).messages

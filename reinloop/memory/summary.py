@@ -67,6 +67,7 @@ class Folded:
     line: str
     prompt_tokens: int
     completion_tokens: int
+    reply: Any = None  # the summarizer's message, which the run prices
 
 
 class SummaryError(Exception):
@@ -112,8 +113,9 @@ def summarize_steps(
 ) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
     prompt = summarizer_prompt(task, steps, max_tokens, counter)
-    text, prompt_tokens, completion_tokens = ask(model, prompt, counter)
-    return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter)
+    return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                  reply=reply)
 
 
 def merged_label(lines: Sequence[str]) -> str:
@@ -128,14 +130,14 @@ def merged_label(lines: Sequence[str]) -> str:
 def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int) -> Folded:
     """Merge summary ``lines`` into one line of at most ``max_tokens``; raises :class:`SummaryError`."""
     prompt = [SystemMessage(content=REFOLD_RULES), HumanMessage(content=f"Task: {task}\n\n" + "\n".join(lines))]
-    text, prompt_tokens, completion_tokens = ask(model, prompt, counter)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter)
     label = f"{merged_label(lines)}: "
     line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
-    return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=reply)
 
 
-def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[str, int, int]:
-    """The summarizer's reply to ``prompt`` as one line of text, and its prompt and completion tokens."""
+def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[str, int, int, BaseMessage]:
+    """The summarizer's reply to ``prompt`` as one line of text, its prompt and completion tokens, the message."""
     try:
         reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
@@ -151,7 +153,7 @@ def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[s
         raise SummaryError("the summarizer replied with no text")
     usage = getattr(reply, "usage_metadata", None) or {}
     return (text, token_count(usage.get("input_tokens")) or count_message_tokens(prompt, counter),
-            token_count(usage.get("output_tokens")) or count_tokens(text, counter))
+            token_count(usage.get("output_tokens")) or count_tokens(text, counter), reply)
 
 
 def summary_lines(summary: str) -> list[str]:

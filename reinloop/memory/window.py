@@ -9,13 +9,18 @@ Three rules decide what is shown, newest first:
 - **dedup** (seed 003's LRU): a step whose every (action, observation) pair
   reappears in a newer step is hidden; the newer one stands for both, so a
   repeated lookup refreshes its position instead of being shown twice;
-- **window**: at most ``window_steps`` steps, and only as many as fit the
-  token budget left after the fixed parts;
-- **folding**: steps that no longer fit wait outside the window (their tool
-  results stay in the prompt, verbatim, through the ledger) until
+- **window**: it rolls in batches (:func:`rolling_cap`): after a fold it
+  holds ``window_steps`` steps and grows by one step a step, up to
+  ``window_steps + summary_batch - 1``; the next step folds the oldest
+  ``summary_batch`` steps at once. Between folds each prompt is the previous
+  one plus the new step, so a provider's prompt cache serves all of it but the
+  new step (a window sliding one step a step changed the prompt right after
+  the summary at every call, and missed the cache from there). It only ever
+  holds as many steps as fit the token budget left after the fixed parts;
+- **folding**: steps that do not fit the budget wait outside the window
+  (their tool results stay in the prompt, verbatim, through the ledger) until
   ``summary_batch`` of them have gathered, then are folded into the summary
-  together: the summarizer is called once per batch, never once per step, and
-  the window keeps its ``window_steps`` steps across a fold.
+  together: the summarizer is called once per batch, never once per step.
 """
 
 from __future__ import annotations
@@ -95,13 +100,23 @@ def fit_window(
     return shown[::-1]
 
 
-def steps_to_fold(visible: Sequence[Step], shown: int, batch: int) -> list[Step]:
-    """The oldest visible steps to fold: those that do not fit, once there are ``batch`` of them.
+def rolling_cap(window_steps: int | None, batch: int) -> int | None:
+    """Most steps the rolling window holds: ``window_steps`` after a fold, ``batch - 1`` more before the next."""
+    return None if window_steps is None else window_steps + batch - 1
 
-    Fewer wait (outside the window, in the ledger); the shown steps are never
-    folded, unless none fits at all.
+
+def steps_to_fold(visible: Sequence[Step], shown: int, batch: int, keep: int | None = None) -> list[Step]:
+    """The oldest visible steps to fold, once there are ``batch`` of them.
+
+    When steps did not fit (``shown`` < all), the window rolls back to its
+    newest ``keep`` steps (``window_steps``), or to those that fit the budget.
+    Fewer than ``batch`` wait (outside the window, in the ledger); the shown
+    steps are never folded, unless none fits at all.
     """
     overflow = len(visible) - shown
-    if overflow <= 0 or (shown and overflow < batch):
+    if overflow <= 0:
         return []
-    return list(visible[:overflow])
+    count = overflow if keep is None else max(overflow, len(visible) - keep)
+    if shown and count < batch:
+        return []
+    return list(visible[:count])

@@ -28,6 +28,7 @@ from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label
+from ..pricing import CallCost, add_cost
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
 
@@ -119,13 +120,28 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
 
 
 def add_usage(c: Counters, reply: Reply, prepared: Prepared) -> Counters:
-    """Counters after the model call and any summarizer calls before it."""
+    """Counters after the model call and any summarizer calls before it, their cost included."""
+    calls = reply.get("cost") or []
+    models = dict(c.get("models") or {})
+    for call in calls:
+        models = add_cost(models, call)
     return {
         **c,
         "llm_calls": c["llm_calls"] + 1 + prepared.calls,
         "prompt_tokens": c["prompt_tokens"] + reply["prompt_tokens"] + prepared.prompt_tokens,
         "completion_tokens": c["completion_tokens"] + reply["completion_tokens"] + prepared.completion_tokens,
+        "cost_usd": float(c.get("cost_usd", 0.0)) + sum(call["usd"] or 0.0 for call in calls),
+        "cached_tokens": int(c.get("cached_tokens", 0)) + sum(call["cached_tokens"] for call in calls),
+        "unpriced_calls": int(c.get("unpriced_calls", 0)) + sum(call["usd"] is None for call in calls),
+        "models": models,
     }
+
+
+def price_step(ctx: AgentContext, message: BaseMessage, prepared: Prepared) -> list[CallCost]:
+    """The step's model calls priced: the agent's, then the summarizer's."""
+    memory = getattr(ctx, "memory", None)
+    summarizer = memory.summarizer if memory is not None and memory.summarizer is not None else ctx.model
+    return [ctx.pricing.price(message, ctx.model), *(ctx.pricing.price(r, summarizer) for r in prepared.replies)]
 
 
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
@@ -154,16 +170,19 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     for event in prepared.events:
         emit(runtime, "memory", event_line(event), **event)
     reply = to_reply(message, prepared, hints)
+    reply["cost"] = price_step(ctx, message, prepared)
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
     emit(
         runtime,
         "decide",
         f"step {c['steps'] + 1}: model replied ({reply['prompt_tokens']} prompt tokens, "
-        f"{len(reply['tool_calls'])} tool calls)",
+        f"{len(reply['tool_calls'])} tool calls)" + "".join(f"; cost unknown: {call['problem']}"
+                                                         for call in reply["cost"] if call.get("problem")),
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
+        cost=reply["cost"],
         prompt_parts=prepared.parts,
         counter=prepared.counter,
         task=view["task"] if "run" in update else None,  # a new task starts: say which

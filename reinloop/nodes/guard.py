@@ -76,6 +76,13 @@ def last_step_hint(state: AgentState) -> str:
     return f"{ONE_STEP_LEFT} The latest tool results: {results_text(latest)}. Answer from them."
 
 
+def cost_hint(c: Counters, limit: float) -> str:
+    """The warning when most of the money budget is spent."""
+    spent = float(c.get("cost_usd", 0.0))
+    return (f"{spent / limit:.0%} of this task's cost budget is spent (${spent:.4f} of ${limit:g}). "
+            "Finish soon: give your final answer as soon as you can.")
+
+
 def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = None) -> tuple[BreakReason, str] | None:
     """The first breaker that trips, most specific first (``last``: the step just recorded)."""
     checks: list[tuple[BreakReason, str | None]] = [
@@ -83,6 +90,7 @@ def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = No
         ("consecutive_errors", limits.check_errors(c)),
         ("repeated_action", limits.check_repeats(c)),
         ("token_budget", limits.check_tokens(c, ext)),
+        ("cost_budget", limits.check_cost(c, ext)),
         ("timeout", limits.check_time(c, ext)),
         ("max_steps", limits.check_steps(c, ext)),
     ]
@@ -92,6 +100,9 @@ def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = No
 def hints_for(state: AgentState, limits: Limits, c: Counters, ext: Extensions) -> list[str]:
     """Hints for the model's next step, if any."""
     hints = []
+    last = (state.get("scratchpad") or [{}])[-1]
+    if limits.crossed_cost_warning(c, ext, float(last.get("cost_usd", 0.0))):
+        hints.append(cost_hint(c, limits.effective_cost(ext) or 0.0))
     if limits.wants_repeat_hint(c):
         hints.append(repeat_hint(state))
     limit = limits.effective_steps(ext)
@@ -162,6 +173,9 @@ HOW_TO_RESUME: dict[str, str] = {
     "max_steps": "raise the step limit: resume with extra_steps (reinloop resume THREAD --extra-steps N)",
     "timeout": "raise the time limit: resume with extra_seconds (reinloop resume THREAD --extra-seconds S)",
     "token_budget": "raise the token budget: resume with extra_tokens (reinloop resume THREAD --extra-tokens N)",
+    "cost_budget": "raise the cost budget: resume with extra_cost in USD (reinloop resume THREAD --extra-cost 0.50); "
+                   "after a resume, calls that cannot be priced pass and the budget counts the priced ones; "
+                   "better, give their price with prices={...}",
     "repeated_action": "continue (the repeat count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "consecutive_errors": "continue (the error count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "same_errors": "continue (the error count restarts), with a hint that says how to fix the mistake "
@@ -187,10 +201,10 @@ def break_payload(state: AgentState, limits: Limits) -> BreakPayload:
 
 def read_resume(answer: Any) -> ResumeValue:
     """The operator's answer, checked: ``{"action": "continue" | "abort", "extra_steps": N, ...}``."""
-    numbers = {"extra_steps": int, "extra_seconds": float, "extra_tokens": int}
+    numbers = {"extra_steps": int, "extra_seconds": float, "extra_tokens": int, "extra_cost": float}
     expected = (
         'Command(resume={"action": "continue", "extra_steps": 5, "extra_seconds": 60, '
-        '"extra_tokens": 0, "hint": "..."}) or Command(resume={"action": "abort"})'
+        '"extra_tokens": 0, "extra_cost": 0.5, "hint": "..."}) or Command(resume={"action": "abort"})'
     )
     if not isinstance(answer, dict) or answer.get("action") not in ("continue", "abort"):
         raise ConfigurationError(f"cannot resume a broken run with {answer!r}; expected {expected}")
@@ -234,6 +248,8 @@ def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict
         steps=ext["steps"] + answer["extra_steps"],
         seconds=ext["seconds"] + answer["extra_seconds"],
         tokens=ext["tokens"] + answer["extra_tokens"],
+        cost=float(ext.get("cost", 0.0)) + answer["extra_cost"],
+        unpriced=int(state["counters"].get("unpriced_calls", 0)),  # the operator has seen them
     )
     counters: Counters = {**state["counters"], **dict.fromkeys(RESET_ON_RESUME, 0)}  # type: ignore[typeddict-item]
     view: AgentState = {**state, "counters": counters, "extensions": ext}  # type: ignore[typeddict-item]

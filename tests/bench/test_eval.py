@@ -35,7 +35,10 @@ def test_json_report_has_every_contestant_and_field(capsys):
     for numbers in report.values():
         assert set(numbers) == {"success_rate", "mean_iterations", "prompt_tokens_per_task",
                                 "prompt_tokens_per_correct_answer", "completion_tokens_per_task",
-                                "seconds_per_task", "framework_ms_per_step", "endings"}
+                                "seconds_per_task", "framework_ms_per_step", "endings", "usd_per_correct_answer",
+                                "cache_hit_rate", "unpriced_calls"}
+        assert numbers["unpriced_calls"] == 0  # the simulated model behind the cache is priced as gpt-5-mini
+    assert report["reinloop"]["usd_per_correct_answer"] > 0 and report["create_agent"]["cache_hit_rate"] > 0
     assert report["reinloop"]["success_rate"] == 1.0  # without faults, every plan is followed to its answer
     assert report["reinloop"]["endings"] == {"answer": 3, "limit": 0, "crash": 0}
     # every task solved: a correct answer costs what a task costs

@@ -136,7 +136,7 @@ def test_cli_run_takes_memory_flags_and_prints_the_counter(openai_server, capsys
                                 for i in range(1, 5)]
     openai_server.responses += [completion("done")]
     code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator",
-                 "--window-steps", "2", "--max-prompt-tokens", "3000", "--no-summarize"])
+                 "--window-steps", "2", "--max-prompt-tokens", "3000", "--no-summarize", "--summary-batch", "1"])
     out = capsys.readouterr().out
     assert code == 0
     assert "memory: last 2 steps, <= 3000 prompt tokens, no summaries, ledger <= 400 tokens, no recall; tokens counted by " \
@@ -152,7 +152,7 @@ def test_cli_memory_db_stores_memories_in_a_sqlite_file(openai_server, tmp_path,
     openai_server.responses += [completion("done")]
     db = tmp_path / "memories.db"
     code = main(["run", "squares", "--base-url", openai_server.base_url, "--tools", "calculator", "--json", "--quiet",
-                 "--window-steps", "2", "--no-summarize", "--memory-db", str(db), "--embeddings", "hash",
+                 "--window-steps", "2", "--summary-batch", "1", "--no-summarize", "--memory-db", str(db), "--embeddings", "hash",
                  "--memory-user", "ann"])
     assert code == 0 and json.loads(capsys.readouterr().out)["status"] == "done"
     records = MemoryStore(db).records("user:ann")

@@ -90,7 +90,7 @@ def recall_graph(store: MemoryStore, replies: list, **memory) -> tuple:
 def test_a_fact_from_step_2_is_answerable_at_step_12_through_recall():
     store = MemoryStore()
     answer = answer_from_prompt(r"vault code is (\d+)", "The code is {0}", default="unknown")
-    graph, model = recall_graph(store, [*reads(range(1, 12)), answer], summarize=False)
+    graph, model = recall_graph(store, [*reads(range(1, 12)), answer], summarize=False, summary_batch=1)
     out = graph.invoke({"task": "Find the vault code in the report."}, {"configurable": {"thread_id": "t1"}})
     assert out["answer"] == "The code is 4711" and out["summary"] == ""
     last = prompt_text(model.prompts[-1])

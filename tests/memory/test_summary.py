@@ -46,7 +46,7 @@ def test_a_fact_from_step_2_is_answerable_at_step_12_through_the_summary(protoco
 
 
 def test_without_summaries_the_fact_is_forgotten():
-    out, model = run_pages(Memory(window_steps=3, summarize=False))
+    out, model = run_pages(Memory(window_steps=3, summarize=False, summary_batch=1))  # a window sliding by one step
     assert out["answer"] == "The code is unknown"
     assert model.summary_prompts == [] and out["summary"] == ""
     evicted = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "evicted"]

@@ -10,12 +10,12 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from reinloop import build_graph
+from reinloop import Limits, build_graph
 from reinloop.memory import Memory, active_counter, prepare_prompt
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
 from reinloop.memory.window import fit_window, hidden_duplicates, steps_to_fold
 from reinloop.state import Action, Step
-from reinloop.testing import ScriptedChatModel
+from reinloop.testing import ScriptedChatModel, tool_call
 
 from .conftest import read_page
 
@@ -161,3 +161,23 @@ def test_a_final_answer_is_never_hidden_as_a_duplicate():
     first = {**make_step(1, "json", []), "answer": "42", "actions": []}
     second = {**make_step(2, "json", []), "answer": "42", "actions": []}
     assert hidden_duplicates([first, second]) == {}
+
+
+def test_a_full_rolling_window_folds_a_batch_back_down_to_window_steps():
+    visible = [make_step(i, "json", ["x"]) for i in range(1, 7)]
+    assert [s["index"] for s in steps_to_fold(visible[:5], shown=5, batch=3, keep=3)] == []  # still growing
+    assert [s["index"] for s in steps_to_fold(visible, shown=5, batch=3, keep=3)] == [1, 2, 3]  # 4-6 stay
+    assert [s["index"] for s in steps_to_fold(visible, shown=2, batch=3, keep=3)] == [1, 2, 3, 4]  # budget: 5-6 fit
+    assert [s["index"] for s in steps_to_fold(visible[:4], shown=3, batch=1, keep=3)] == [1]  # batch 1 slides
+
+
+def test_between_folds_each_prompt_extends_the_previous_one():
+    model = ScriptedChatModel(replies=[*[[tool_call("read_page", {"page": p})] for p in range(1, 15)], "done"])
+    out = build_graph(model, [read_page], memory=Memory(window_steps=3, summary_batch=3),
+                      limits=Limits(max_steps=20)).invoke({"task": "read"})
+    folds = {s["index"] for s in out["scratchpad"] for e in s["memory"] if e["event"] == "evicted"}
+    assert folds == {7, 10, 13}  # window 3, grows to 5, then the oldest 3 are folded at once
+    text = [[(m.type, str(m.content), getattr(m, "tool_calls", None)) for m in p] for p in model.prompts]
+    for step in range(2, len(text) + 1):
+        before, now = text[step - 2], text[step - 1]
+        assert (now[: len(before)] == before) == (step not in folds), step  # a fold alone rewrites the prompt

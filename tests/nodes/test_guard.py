@@ -64,6 +64,17 @@ def test_guard_breaks_when_the_token_budget_is_spent(make_graph):
     assert model.calls == 3
 
 
+def test_guard_warns_once_at_80_percent_of_the_cost_budget_then_breaks_at_it(make_graph):
+    # the scripted model reports 10 prompt + 5 completion tokens per call: $0.015 a call at $1,000 / M
+    price = {"ScriptedChatModel": {"input": 1000.0, "output": 1000.0}}
+    graph, model = make_graph([calc(f"2*{i}") for i in range(10)], limits=Limits(max_cost=0.05), prices=price)
+    out = graph.invoke({"task": "t"})
+    assert out["break_reason"] == "cost_budget" and out["break_message"] == "spent the cost budget: $0.0600 of $0.05"
+    warned = ["of this task's cost budget is spent" in prompt_text(p) for p in model.prompts]
+    assert warned == [False, False, False, True]  # $0.045 after call 3 crossed $0.04; call 4 reached $0.06
+    assert "90% of this task's cost budget is spent ($0.0450 of $0.05)" in prompt_text(model.prompts[3])
+
+
 def test_guard_breaks_after_three_consecutive_errors_on_unparseable_replies(make_graph):
     graph, model = make_graph(["no json here", "still none", "nope", "{}"], protocol="json")
     out = graph.invoke({"task": "t"})
