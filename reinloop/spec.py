@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .approval import approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
@@ -98,6 +99,12 @@ class RunSpec:
     """The tools by name: built-in ones, or the names of tool objects given beside the spec."""
     tool_settings: ToolSettings = field(default_factory=ToolSettings, metadata={"group": "tools"})
     """Where the built-in tools work (sandbox, tool database, tables, docs) and their disk quotas."""
+    approve: dict[str, str] | None = field(default=None, metadata={
+        "group": "tools", "parse": approve_from_text,
+        "help": "tools whose calls wait for your approval before they run: T1,T2 (NAME=always asks for every call), "
+                "all, or none; the command line's default: write_file,db_insert when the run has them"})
+    """Which tools' calls wait for an operator's approval, by name (``"*"``: every tool):
+    ``True``/``"ask"``, ``"always"`` or ``False``/``"never"`` (:mod:`reinloop.approval`); ``None``: as each tool is configured."""
     limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
     """The circuit breakers (:class:`~reinloop.Limits`)."""
     memory: Memory = field(default_factory=Memory, metadata={"group": "memory"})
@@ -107,6 +114,7 @@ class RunSpec:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tools", tool_names(self.tools))
+        object.__setattr__(self, "approve", approve_rules(self.approve))
         for name, kind in GROUPS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):
