@@ -98,9 +98,9 @@ def approve_from_text(text: str) -> dict[str, Rule]:
     return rules
 
 
-def cli_default(tools: tuple[str, ...]) -> dict[str, Rule]:
-    """What the command line asks approval for without ``--approve``: the built-ins with side effects it runs."""
-    return {name: "ask" for name in SIDE_EFFECT_BUILTINS if name in tools}
+def cli_default() -> dict[str, Rule]:
+    """What the command line asks approval for without ``--approve``: the built-ins with side effects."""
+    return dict.fromkeys(SIDE_EFFECT_BUILTINS, "ask")
 
 
 def approval_reason(name: str, own: Any, args: dict[str, Any], rules: Mapping[str, str] | None) -> str | None:

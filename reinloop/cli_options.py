@@ -193,6 +193,8 @@ class SpecFlag:
 
     def shown_default(self) -> str:
         """The default as ``--help`` shows it, in the flag's own terms (``--model-retries``: retries, not calls)."""
+        if len(self.path) == 1 and "shown" in RunSpec.__dataclass_fields__[self.path[0]].metadata:
+            return str(RunSpec.__dataclass_fields__[self.path[0]].metadata["shown"])  # the command line's own default
         value = self.alias.from_field(self.default) if self.alias and self.default is not None else self.default
         if isinstance(value, tuple):
             return ",".join(value)

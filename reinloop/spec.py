@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .approval import approve_from_text, approve_rules
+from .approval import SIDE_EFFECT_BUILTINS, approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
@@ -100,9 +100,9 @@ class RunSpec:
     tool_settings: ToolSettings = field(default_factory=ToolSettings, metadata={"group": "tools"})
     """Where the built-in tools work (sandbox, tool database, tables, docs) and their disk quotas."""
     approve: dict[str, str] | None = field(default=None, metadata={
-        "group": "tools", "parse": approve_from_text,
-        "help": "tools whose calls wait for your approval before they run: T1,T2 (NAME=always asks for every call), "
-                "all, or none; the command line's default: write_file,db_insert when the run has them"})
+        "group": "tools", "parse": approve_from_text, "shown": ",".join(SIDE_EFFECT_BUILTINS),
+        "help": "tools whose calls wait for your approval before they run: T1,T2 (NAME=always: every call, "
+                "NAME=never: none), all, or none"})
     """Which tools' calls wait for an operator's approval, by name (``"*"``: every tool):
     ``True``/``"ask"``, ``"always"`` or ``False``/``"never"`` (:mod:`reinloop.approval`); ``None``: as each tool is configured."""
     limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
