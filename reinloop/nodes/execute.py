@@ -159,6 +159,8 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         "execute",
         summary,
         actions=records,
+        **({"waiting": [{k: a.get(k) for k in ("id", "tool", "args", "awaiting")} for a in actions if a.get("awaiting")]}
+           if waiting else {}),
         **({"workers": workers} if workers["overdue"] else {}),
         error="; ".join(f"{r['tool']}: {r['observation']}" for r in failed) or None,
     )
