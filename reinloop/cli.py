@@ -398,6 +398,11 @@ def print_detail(detail: Any) -> None:
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
+    from .approval import waiting_calls
+
+    for call in waiting_calls(state):
+        say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
+            f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
     for b in detail.breaks:
         resolved = safe_json(b.resolution) if b.resolution else "pending"
         say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")

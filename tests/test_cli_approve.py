@@ -80,6 +80,8 @@ def test_runs_pending_lists_the_waiting_call_with_its_arguments_pretty_printed(o
     assert lines[2:6] == ["    {", '      "path": "note.txt",', '      "content": "hello"', "    }"]
     listed = json.loads(reinloop(env, "runs", "pending", "--db", str(tmp_path / "runs.db"), "--json").stdout)
     assert [(r["thread_id"], [c["id"] for c in r["calls"]]) for r in listed] == [("t1", ["w1"])]
+    shown = reinloop(env, "runs", "show", "t1", "--db", str(tmp_path / "runs.db")).stdout
+    assert "waiting for approval: w1: write_file {" in shown and "answer with `reinloop approve t1 w1`" in shown
 
 
 def test_approve_with_edit_writes_what_the_operator_gave(openai_server, env, tmp_path):
