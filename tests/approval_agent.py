@@ -11,7 +11,7 @@ process, killed with SIGKILL at ``KILL_AT``:
 - ``after``: the call returned and is journaled, before execute's checkpoint.
 
 ``python approval_agent.py resume DIR`` continues the run in a new process.
-Each of them prints the outcome as JSON; ``send_mail`` appends to ``DIR/sent.txt``.
+Each of them prints the outcome as JSON, with the first step's actions; ``send_mail`` appends to ``DIR/sent.txt``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pathlib import Path
 from langchain_core.tools import tool
 
 from reinloop.pending import approve
-from reinloop.runs import resume, run
+from reinloop.runs import resume, run, show_run
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import configure
 from reinloop.tools.executor import ToolExecutor
@@ -75,4 +75,5 @@ elif MODE == "approve":
     outcome = approve("mail-1", "m1", db=DB, model=ScriptedChatModel(replies=["mailed"]), **objects)
 else:
     outcome = resume("mail-1", db=DB, model=ScriptedChatModel(replies=["mailed"]), **objects)
-print(json.dumps(outcome.as_dict(), default=str))
+steps = show_run("mail-1", DB).steps
+print(json.dumps({**outcome.as_dict(), "first_step": steps[0]["actions"] if steps else []}, default=str))

@@ -70,6 +70,8 @@ def test_killed_during_the_call_the_resume_never_repeats_it_and_says_its_outcome
     assert sent(tmp_path) == ["ann@example.com"]
     done = outcome(agent("resume", tmp_path))
     assert done["status"] == "done" and sent(tmp_path) == ["ann@example.com"]
+    (mail,) = done["first_step"]
+    assert mail["error"] is True and "the outcome of this send_mail call is unknown" in mail["observation"]
 
 
 def test_killed_after_the_call_the_resume_replays_its_journaled_result(tmp_path):

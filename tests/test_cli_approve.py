@@ -104,24 +104,19 @@ def test_an_edit_refused_by_the_schema_quotes_the_expected_arguments_and_the_cal
     assert pending[0]["calls"][0]["id"] == "w1"
 
 
-def test_reject_shows_the_model_the_operators_message(openai_server, env, tmp_path):
-    start(openai_server, env, tmp_path)
-    openai_server.responses += [completion("ok, I will not")]
-    proc = reinloop(env, "approve", "t1", "--reject", "no files today", "--db", str(tmp_path / "runs.db"), "-q")
-    assert proc.returncode == 0, proc.stderr
-    assert note(tmp_path) is None
-    tool_messages = [m for m in openai_server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert tool_messages[-1]["content"] == "REJECTED: the operator did not allow this write_file call: no files today"
-
-
-def test_respond_gives_the_operators_text_as_the_tools_result(openai_server, env, tmp_path):
+@pytest.mark.parametrize("decision, seen", [
+    (["--reject", "no files today"], "REJECTED: the operator did not allow this write_file call: no files today"),
+    (["w1", "--respond", "the note exists already"], "the note exists already"),
+], ids=["reject", "respond"])
+def test_reject_and_respond_never_run_the_call_and_the_model_reads_the_operators_text(openai_server, env, tmp_path,
+                                                                                       decision, seen):
     start(openai_server, env, tmp_path)
     openai_server.responses += [completion("fine")]
-    proc = reinloop(env, "approve", "t1", "w1", "--respond", "the note exists already", "--db", str(tmp_path / "runs.db"), "-q")
+    proc = reinloop(env, "approve", "t1", *decision, "--db", str(tmp_path / "runs.db"), "-q")
     assert proc.returncode == 0, proc.stderr
     assert note(tmp_path) is None
     tool_messages = [m for m in openai_server.requests[-1]["messages"] if m["role"] == "tool"]
-    assert tool_messages[-1]["content"] == "the note exists already"
+    assert tool_messages[-1]["content"] == seen
 
 
 def test_always_is_remembered_across_resumes_in_new_processes(openai_server, env, tmp_path):
