@@ -13,6 +13,12 @@ the executor the run's deadline (what is left of ``max_seconds``: no call
 starts or is waited for past it) and reports each call as an event. Whatever
 a tool does, the loop goes on, and the guard breaks the run as ``timeout``
 once its time is spent.
+
+A call that needs an operator's approval (:mod:`reinloop.approval`) is not
+run: it is marked ``awaiting`` and the route goes to :mod:`.approve`, which
+pauses the run; the other calls of the step run now and keep their results.
+After the decisions this node runs again for the approved calls only, and
+journals them whatever their tool, so an approved call runs at most once.
 """
 
 from __future__ import annotations
@@ -21,7 +27,6 @@ import time
 from typing import Any, Literal
 
 from langgraph.config import get_config
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 
 from ..approval import approval_reason, rejected_observation
@@ -32,6 +37,7 @@ from ..memory.window import current_steps
 from ..state import Action, AgentState
 from ..tools.executor import Place, ToolCall, ToolExecutor
 from ..tools.options import options_of
+from .guard import can_pause
 
 
 def place_of(state: AgentState) -> Place:
@@ -64,15 +70,6 @@ def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Acti
     return records
 
 
-def can_wait() -> bool:
-    """True inside a graph run with a checkpointer: a call can wait there for an operator's approval."""
-    try:
-        configurable = get_config().get("configurable") or {}
-    except RuntimeError:
-        return False
-    return configurable.get(CONFIG_KEY_CHECKPOINTER) not in (None, False)
-
-
 def undone(action: Action) -> bool:
     """A valid call with no result yet (not reused, not rejected or answered by the operator)."""
     return not action.get("problem") and "reused" not in action and action.get("observation") is None
@@ -101,7 +98,7 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
             message = f"{tool.name} is always rejected in this thread"
             actions[i] = {**action, "observation": rejected_observation(tool.name, message), "error": False,
                           "approval": {"action": "reject", "by": "always", "reason": reason, "message": message}}
-        elif can_wait():
+        elif can_pause():  # a checkpointer: the run can wait for the operator
             actions[i] = {**action, "awaiting": reason}
             continue
         else:
