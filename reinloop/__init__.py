@@ -5,7 +5,7 @@ guard) whose guards stop runaway loops, whose state is typed and
 checkpointable, and whose runs can be inspected and resumed.
 
 By role: :func:`run`, :func:`resume`, :func:`list_runs` and :func:`batch` start
-and keep runs; :class:`RunSpec` says how a run is made (with :class:`Limits`,
+and keep runs, :func:`pending_runs` and :func:`approve` answer the calls that wait for approval; :class:`RunSpec` says how a run is made (with :class:`Limits`,
 :class:`Memory`, :class:`RetryPolicy`); :class:`Outcome` is how it ended;
 :func:`build_graph` is the loop itself, for LangGraph users. Names load on first
 use (:mod:`reinloop.lazy`), so ``import reinloop`` stays cheap.
@@ -48,12 +48,14 @@ EXPORTS = {
     "ToolDatabaseError": ".errors",
     "ToolRegistry": ".tools.registry",
     "UnknownToolError": ".errors",
+    "approve": ".pending",
     "batch": ".batches",
     "build_graph": ".graph",
     "draw_graph": ".drawing",
     "list_runs": ".rundb",
     "open_database": ".checkpoints",
     "open_saver": ".checkpoints",
+    "pending_runs": ".pending",
     "resume": ".runs",
     "run": ".runs",
     "run_report": ".report",

@@ -23,7 +23,7 @@ from .console import short
 from .pricing import cost_text, spent
 from .terminal import safe_json, safe_text
 
-MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "error": ("!", "red")}
+MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "waiting": ("…", "yellow"), "error": ("!", "red")}
 
 
 class BatchConsole:
@@ -93,6 +93,11 @@ class BatchConsole:
                            f"({rate:.1f} tasks/s)", markup=False)
         if report.counts.get("broken") or report.counts.get("error"):
             self.console.print("resume a broken or failed task with: reinloop resume THREAD", markup=False)
+        for row in report.waiting:
+            self.console.print(safe_text(f"waiting for approval: line {row['line']}  {row['thread_id']}  "
+                                         f"{short(row['task'], 60)}: reinloop approve {row['thread_id']}"), markup=False)
+        if report.waiting:
+            self.console.print("see what they would do with: reinloop runs pending", markup=False)
 
 
 def task_line(outcome: TaskOutcome) -> str:
@@ -105,5 +110,6 @@ def task_line(outcome: TaskOutcome) -> str:
         return f"{head}  {outcome.seconds:.1f} s  {short(outcome.error, 200)}"
     cost = spent({"cost_usd": outcome.cost_usd, "unpriced_calls": outcome.unpriced_calls}, "  ")
     stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {cost}{outcome.seconds:.1f} s"
-    what = f"answer: {short(outcome.answer, 100)}" if outcome.status == "done" else f"break: {outcome.break_reason}"
+    what = {"done": f"answer: {short(outcome.answer, 100)}", "waiting": "waiting for approval"}.get(
+        outcome.status, f"break: {outcome.break_reason}")
     return f"{head}  {stats}  {what}"

@@ -55,7 +55,8 @@ from langchain_core.tools import BaseTool
 from .checkpoints import Database, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
 from .models import resolve_model
-from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, Outcome
+from .approval import waiting_calls
+from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, EXIT_WAITING, Outcome
 from .runs import Given, db_location, open_db, resume_with, run_with, thread_config, with_objects
 from .spec import RunSpec, is_object_label, tool_names
 from .tools.catalog import BUILTINS, builtins
@@ -101,7 +102,8 @@ class TaskOutcome:
     line: int
     task: str
     status: str
-    """``done``, ``broken`` (a guard stopped it; it waits at its break) or ``error`` (it stopped on an error)."""
+    """``done``, ``broken`` (a guard stopped it; it waits at its break), ``waiting`` (calls wait for approval:
+    ``reinloop approve THREAD``) or ``error`` (it stopped on an error)."""
     answer: str | None = None
     break_reason: str | None = None
     error: str | None = None
@@ -137,7 +139,7 @@ class BatchReport:
 
     @property
     def counts(self) -> dict[str, int]:
-        """Tasks of the whole batch per status (done, broken, error; queued and running if any are left)."""
+        """Tasks of the whole batch per status (done, broken, error; waiting, queued and running if any are)."""
         counts = dict.fromkeys(STATUSES, 0)
         for row in self.tasks:
             counts[row["status"]] = counts.get(row["status"], 0) + 1
@@ -145,11 +147,17 @@ class BatchReport:
 
     @property
     def exit_code(self) -> int:
-        """0 when every task is done, 3 when some broke (and none failed), 1 when some stopped on an error."""
+        """0 when every task is done, 3 when some broke, 4 when some wait for approval (and none broke), 1 when
+        some stopped on an error."""
         counts = self.counts
         if counts.get("error") or counts.get("queued") or counts.get("running"):
             return EXIT_ERROR
-        return EXIT_BROKEN if counts.get("broken") else EXIT_DONE
+        return EXIT_BROKEN if counts.get("broken") else EXIT_WAITING if counts.get("waiting") else EXIT_DONE
+
+    @property
+    def waiting(self) -> list[dict[str, Any]]:
+        """The batch's task rows waiting for approval (answer each with ``reinloop approve THREAD``)."""
+        return [r for r in self.tasks if r["status"] == "waiting"]
 
     def summary(self) -> list[dict[str, Any]]:
         """One row per status of the whole batch: tasks, tokens, seconds, dollars (summed over tasks)."""
@@ -296,7 +304,7 @@ def advance(saver: Database, claimed: Mapping[str, Any], settings: Settings, sta
             on_event: Callable[[Any], None] | None = None) -> Outcome:
     """Start the task, resume the run a dead worker left (``state``), or read how that run ended."""
     thread_id = claimed["thread_id"]
-    if state.get("status") in ("done", "broken") or state.get("decision") == "pause":
+    if state.get("status") in ("done", "broken") or state.get("decision") == "pause" or waiting_calls(state):
         return Outcome.from_state(thread_id, dict(state))  # it ended before its worker could record that
     spec = settings.spec_for(claimed["spec"])
     given = settings.given_for(spec)
@@ -321,7 +329,7 @@ def run_task(saver: Database, claimed: Mapping[str, Any], settings: Settings,
         outcome = advance(saver, claimed, settings, state, on_event)
     except ReinloopError as exc:
         return TaskOutcome(**base, status="error", error=str(exc), seconds=time.monotonic() - began, resumed=bool(state))
-    if outcome.status not in ("done", "broken"):  # only a thread written by two workers at once ends mid-run
+    if outcome.status not in ("done", "broken", "waiting"):  # only a thread written by two workers at once ends mid-run
         return TaskOutcome(**base, status="error", seconds=time.monotonic() - began, resumed=bool(state),
                            error=f"the run ended without an outcome (status {outcome.status!r}); resume it with "
                                  f"`reinloop resume {claimed['thread_id']}`")

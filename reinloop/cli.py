@@ -10,8 +10,8 @@ so ``reinloop --help`` and ``reinloop runs list`` start fast.
 argparse, not click or typer: it is in the standard library (no import cost,
 no dependency), and every existing flag and message kept working.
 
-Exit codes: 0 the run finished with an answer, 3 a guard broke it, 1 an
-error (one line on stderr), 2 a usage error.
+Exit codes: 0 the run finished with an answer, 3 a guard broke it, 4 calls
+wait for approval, 1 an error (one line on stderr), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -90,8 +90,13 @@ def base_spec() -> RunSpec:
 
 
 def spec_from(args: argparse.Namespace) -> RunSpec:
-    """The run spec the command line gives (bad combinations are one line naming the setting)."""
-    return base_spec().replace(**spec_changes(args))
+    """The run spec the command line gives (bad combinations are one line naming the setting).
+
+    Without ``--approve``, the built-in tools with side effects wait for approval (``--approve none``: nothing waits).
+    """
+    from .approval import cli_default
+
+    return base_spec().replace(**{"approve": cli_default(), **spec_changes(args)})
 
 
 def make_console(args: argparse.Namespace, limits: Any) -> Any:
@@ -126,7 +131,7 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
     c = outcome.counters
     if outcome.status == "done":
         say(f"answer: {outcome.answer}")
-    else:
+    elif outcome.status != "waiting":
         say(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
         for result in outcome.observations:  # the answer may be in hand
             say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
@@ -136,6 +141,10 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
         f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, {spent(c)}"
         f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
+    if outcome.waiting:
+        from .cli_approve import print_waiting
+
+        print_waiting(outcome)
     if outcome.paused:
         how = HOW_TO_RESUME.get(outcome.break_reason or "", "continue or abort").replace("THREAD", outcome.thread_id)
         say(f"paused at the break: {how}; or end it: reinloop resume {outcome.thread_id} --abort")
@@ -179,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .memory.tokens import active_counter
     from .models import resolve_model
+    from .cli_approve import answer_inline, interactive
     from .runs import db_location, new_thread_id, open_db, run
 
     spec = spec_from(args)
@@ -194,8 +204,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     with console or contextlib.nullcontext():
         outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
                       progress=None if args.json or args.quiet else print_index_progress)
+    if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
+        outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
+
+
+def resume_shown(args: argparse.Namespace, thread_id: str, limits: Any, decisions: dict[str, Any]) -> Any:
+    """Resume a run with the operator's decisions, its steps shown as ``run`` shows them."""
+    from .runs import resume
+
+    console = make_console(args, limits)
+    with console or contextlib.nullcontext():
+        return resume(thread_id, db=args.db, decisions=decisions, on_event=console.handle if console else None)
 
 
 def demo_options(p: argparse.ArgumentParser) -> None:
@@ -386,6 +407,11 @@ def print_detail(detail: Any) -> None:
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
+    from .approval import waiting_calls
+
+    for call in waiting_calls(state):
+        say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
+            f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
     for b in detail.breaks:
         resolved = safe_json(b.resolution) if b.resolution else "pending"
         say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
@@ -473,6 +499,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
+from . import cli_approve  # noqa: E402, F401  (registers `runs pending` and `approve`)
+
 # --- the parser ----------------------------------------------------------------------------------
 
 
@@ -481,7 +509,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reinloop",
         description="A tool-using LLM agent loop on a short rein.",
-        epilog="exit codes: 0 done, 3 broken by a guard, 1 error, 2 usage",
+        epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage",
     )
     parser.add_argument("--version", action="version", version=f"reinloop {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -490,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub = top
         if len(cmd.words) == 2:  # `runs list`: the `runs` group is made with its first member
             if cmd.words[0] not in nested:
-                group = top.add_parser(cmd.words[0], help="list, show, prune or delete stored runs",
+                group = top.add_parser(cmd.words[0], help="list, show, prune or delete stored runs; list those waiting for approval",
                                        epilog="example: reinloop runs list --status broken")
                 nested[cmd.words[0]] = group.add_subparsers(dest=f"{cmd.words[0]}_command", required=True, metavar="COMMAND")
             sub = nested[cmd.words[0]]

@@ -105,7 +105,7 @@ HELP: dict[tuple[str, ...], str] = {
 
 METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
-    ("tool_settings", "docs"): "DIR", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
+    ("tool_settings", "docs"): "DIR", ("approve",): "T1,T2", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
     ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
     ("prices",): "JSON", ("limits", "max_cost"): "USD",
 }
@@ -163,6 +163,12 @@ class SpecFlag:
 
     def _convert(self, text: str) -> Any:
         """The text as the field's type: a number (``none`` switches an optional one off), a size, names, text."""
+        parse = RunSpec.__dataclass_fields__[self.path[0]].metadata.get("parse") if len(self.path) == 1 else None
+        if parse is not None:  # a field with its own command-line form (--approve write_file,db_insert)
+            try:
+                return parse(text)
+            except ConfigurationError as exc:
+                raise argparse.ArgumentTypeError(str(exc)) from None
         optional = "None" in self.kind
         if optional and text.lower() in ("none", "off"):
             return None
@@ -196,6 +202,8 @@ class SpecFlag:
 
     def shown_default(self) -> str:
         """The default as ``--help`` shows it, in the flag's own terms (``--model-retries``: retries, not calls)."""
+        if len(self.path) == 1 and "shown" in RunSpec.__dataclass_fields__[self.path[0]].metadata:
+            return str(RunSpec.__dataclass_fields__[self.path[0]].metadata["shown"])  # the command line's own default
         value = self.alias.from_field(self.default) if self.alias and self.default is not None else self.default
         if isinstance(value, tuple):
             return ",".join(value)

@@ -1,9 +1,10 @@
-"""The loop as an explicit LangGraph: six nodes, three routers, one screen.
+"""The loop as an explicit LangGraph: six nodes and an approval gate, four routers, one screen.
 
-    START → decide → parse ─┬─ actions → validate ─┬─ run → execute ─┐
-                            │                      └─ refused ───────┤
-                            ├─ answer ─────────────────────────────→ memorize → guard
-                            └─ error ──────────────────────────────→ ┘           │
+    START → decide → parse ─┬─ actions → validate ─┬─ run → execute ─┬─ done ─┐
+                            │                      └─ refused ───────┼────────┤
+                            ├─ answer ───────────────────────────────┼──────→ memorize → guard
+                            └─ error ────────────────────────────────┼──────→ ┘           │
+                                              approve → execute ←────┘ approve (waits for an operator)
     guard: continue / hint → decide;  finish / break → END;  pause → guard (waits for an operator)
 
 ``build_graph`` returns a :class:`ReinloopGraph`: a plain ``CompiledStateGraph``
@@ -34,12 +35,15 @@ from .events import EventSink, observed
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
 from .models import prepare_model, resolve_model
+from .approval import APPROVAL_KIND, read_decisions
 from .nodes import (
+    approve,
     decide,
     execute,
     guard,
     memorize,
     parse,
+    route_after_execute,
     route_after_guard,
     route_after_parse,
     route_after_validate,
@@ -83,13 +87,13 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
         if self._answers_a_break(input, config):
-            check_answer(input.resume, self.get_state(config).interrupts)
+            check_answer(input.resume, self.get_state(config).interrupts, self.reinloop_context)
         return super().stream(input, config, **self._run_options(context, durability), **kwargs)
 
     async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
         if self._answers_a_break(input, config):
-            check_answer(input.resume, (await self.aget_state(config)).interrupts)
+            check_answer(input.resume, (await self.aget_state(config)).interrupts, self.reinloop_context)
         async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
             yield chunk
 
@@ -99,17 +103,22 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
         return LoopDrawing(nodes=drawn.nodes, edges=drawn.edges)
 
 
-def check_answer(resume: Any, pending: Sequence[Interrupt]) -> None:
-    """Refuse a malformed answer to a pending break before LangGraph stores it."""
+def check_answer(resume: Any, pending: Sequence[Interrupt], context: AgentContext) -> None:
+    """Refuse a malformed answer to a pending break or approval (an edit the tool's schema refuses)
+    before LangGraph stores it."""
     for item in pending:
-        if isinstance(item.value, dict) and item.value.get("kind") == BREAK_KIND:
-            answer = resume.get(item.id, resume) if isinstance(resume, dict) else resume
+        kind = item.value.get("kind") if isinstance(item.value, dict) else None
+        answer = resume.get(item.id, resume) if isinstance(resume, dict) else resume
+        if kind == BREAK_KIND:
             read_resume(answer)
+        elif kind == APPROVAL_KIND:
+            read_decisions(answer, item.value.get("calls") or [], context.tools.validate_args)
 
 
 ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
     "parse": (route_after_parse, {"actions": "validate", "answer": "memorize", "error": "memorize"}),
     "validate": (route_after_validate, {"run": "execute", "refused": "memorize"}),
+    "execute": (route_after_execute, {"done": "memorize", "approve": "approve"}),
     "guard": (
         route_after_guard,
         {"continue": "decide", "hint": "decide", "finish": END, "break": END, "pause": "guard"},
@@ -119,12 +128,12 @@ ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
 
 
 def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
-    """Add the six nodes and their edges to ``builder``."""
-    for node in (decide, parse, validate, execute, memorize, guard):
+    """Add the six nodes, the approval gate and their edges to ``builder``."""
+    for node in (decide, parse, validate, execute, approve, memorize, guard):
         builder.add_node(node.__name__, observed(node))  # timed; its event published when it returns
     builder.add_edge(START, "decide")
     builder.add_edge("decide", "parse")
-    builder.add_edge("execute", "memorize")
+    builder.add_edge("approve", "execute")
     builder.add_edge("memorize", "guard")
     for source, (router, path_map) in ROUTES.items():
         builder.add_conditional_edges(source, router, path_map)

@@ -5,17 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .approval import waiting_calls
 from .memory.ledger import in_hand
 
 EXIT_DONE = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_BROKEN = 3
+EXIT_WAITING = 4
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """How a run ended: status, answer or break, and its counters."""
+    """How a run ended: status (``done``, ``broken``, ``waiting`` for approval, ``running``), answer or break, counters."""
 
     thread_id: str
     status: str
@@ -32,13 +34,16 @@ class Outcome:
     """Dollars the run's priced model calls cost (:mod:`reinloop.pricing`); per model in ``counters["models"]``."""
     unpriced_calls: int = 0
     """Model calls whose cost is unknown: when not 0, ``cost_usd`` is a lower bound."""
+    waiting: list[dict[str, Any]] = field(default_factory=list)
+    """The calls waiting for an operator's approval (id, tool, args, reason, step); status is then ``waiting``."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
         """Read the outcome fields from a graph state."""
+        waiting = waiting_calls(state)
         return cls(
             thread_id=thread_id,
-            status=state.get("status") or "running",
+            status="waiting" if waiting else state.get("status") or "running",
             answer=state.get("answer"),
             break_reason=state.get("break_reason"),
             break_message=state.get("break_message"),
@@ -47,12 +52,13 @@ class Outcome:
             observations=[dict(r) for r in in_hand(state)],
             cost_usd=float((state.get("counters") or {}).get("cost_usd") or 0.0),
             unpriced_calls=int((state.get("counters") or {}).get("unpriced_calls") or 0),
+            waiting=waiting,
         )
 
     @property
     def exit_code(self) -> int:
-        """0 when done, 3 when a guard broke the run, 1 otherwise."""
-        return {"done": EXIT_DONE, "broken": EXIT_BROKEN}.get(self.status, EXIT_ERROR)
+        """0 when done, 3 when a guard broke the run, 4 when calls wait for approval, 1 otherwise."""
+        return {"done": EXIT_DONE, "broken": EXIT_BROKEN, "waiting": EXIT_WAITING}.get(self.status, EXIT_ERROR)
 
     def as_dict(self) -> dict[str, Any]:
         """The outcome as a JSON-able dict."""

@@ -203,6 +203,7 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "memory": [m for e in evs for m in e.get("memory") or []],
             "decision": guard.get("decision"), "reason": guard.get("reason"), "message": guard.get("message"),
             "hints": guard.get("hints") or [], "counters": guard.get("counters"),
+            **approvals_of(evs),
         })
     return steps
 
@@ -223,6 +224,15 @@ def _costs(evs: list[NodeEvent], counters: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def approvals_of(evs: list[NodeEvent]) -> dict[str, list[dict[str, Any]]]:
+    """A step's operator decisions (``approvals``) and the calls still waiting for one (``waiting``)."""
+    decided = [d for e in evs if e["node"] == "approve" for d in (e.get("data") or {}).get("decisions") or []]
+    done = {d.get("id") for d in decided}
+    last = next((e for e in reversed(evs) if e["node"] == "execute"), {})
+    waiting = [w for w in (last.get("data") or {}).get("waiting") or [] if w.get("id") not in done]
+    return {"approvals": decided, "waiting": waiting}
+
+
 def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
     """Each task run on the thread: its task, how it ended, and where it broke."""
     runs = []
@@ -232,6 +242,8 @@ def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
         last = next((e for e in reversed(evs) if e["node"] == "guard"), {})
         raised = next((e for e in reversed(evs) if "raised" in e.get("summary", "")), None)
         status = {"finish": "done", "break": "broken", "pause": "broken"}.get(last.get("decision") or "", "running")
+        if evs[-1]["node"] == "execute" and (evs[-1].get("data") or {}).get("waiting"):
+            status = "waiting"
         if raised is not None and raised is evs[-1]:
             status = "failed"
         answer = next((e.get("answer") for e in reversed(evs) if e["node"] == "memorize" and e.get("answer") is not None), None)
@@ -299,6 +311,8 @@ col.step{width:4em}col.did{width:50%}col.tokens{width:6.5em}col.latency{width:6.
 .timeline th{background:#f9fafb;font-size:12px;text-transform:uppercase;color:#6b7280}
 .timeline tr.error td{background:#fef2f2}.timeline tr.error td:first-child{border-left:4px solid #dc2626}
 .timeline tr.break td{background:#fee2e2}
+.timeline tr.waiting td{background:#fefce8}.timeline tr.waiting td:first-child{border-left:4px solid #ca8a04}
+.approval{color:#1d4ed8}.pending{color:#a16207;font-weight:600}.status.waiting{background:#ca8a04}
 .err{color:#b91c1c;font-weight:600}.hint{color:#a16207}.mem{color:#7e22ce}
 code,pre{font-family:ui-monospace,monospace;font-size:12px}pre{white-space:pre-wrap;margin:2px 0}
 .num{text-align:right;white-space:nowrap}
@@ -337,9 +351,24 @@ def _actions_html(actions: Iterable[dict[str, Any]]) -> str:
     return "".join(parts)
 
 
+def _approvals_html(s: dict[str, Any]) -> str:
+    """The operator's decisions of a step, and the calls still waiting for one."""
+    out = ""
+    for d in s.get("approvals") or []:
+        what = {"edit": f" with {_e(d.get('args'))}", "reject": f": {_e(d.get('message'))}",
+                "respond": f": {_e(d.get('text'))}"}.get(d.get("action"), "")
+        always = " (always, for this thread)" if d.get("always") else ""
+        out += f'<div class="approval">operator: {_e(d.get("action"))} <code>{_e(d.get("id"))}</code>{what}{always}</div>'
+    for w in s.get("waiting") or []:
+        out += (f'<div class="pending">WAITING for approval: <code>{_e(w.get("tool"))}</code> '
+                f'<code>{_e(w.get("args") or {})}</code> ({_e(w.get("awaiting"))}); answer with '
+                f'<code>reinloop approve THREAD {_e(w.get("id"))}</code></div>')
+    return out
+
+
 def _step_row(s: dict[str, Any]) -> str:
     stopped = s["decision"] in ("break", "pause")
-    cls = "break" if stopped else "error" if s["error"] else ""
+    cls = "break" if stopped else "waiting" if s.get("waiting") else "error" if s["error"] else ""
     guard = _e(s["decision"] or "")
     if stopped:
         word = "PAUSED at" if s["decision"] == "pause" else "BREAK"
@@ -354,6 +383,7 @@ def _step_row(s: dict[str, Any]) -> str:
         did += f'<div class="sent"><b>sent back to the model:</b><pre>{_e(s["feedback"])}</pre></div>'
     if s["raised"]:
         did += f'<div class="err">stopped: {_e(s["raised"])}</div>'
+    did += _approvals_html(s)
     memory = "".join(f'<div class="mem">{_e(m.get("kind"))}: {_e(m.get("summary"))}</div>' for m in s["memory"])
     tokens = "" if s["tokens_in"] is None else f"{s['tokens_in']} / {s['tokens_out']}"
     tokens += _cost_html(s.get("cost") or [])
@@ -409,6 +439,8 @@ def _outcome_html(latest: dict[str, Any]) -> str:
         paused = " (paused: waiting for an operator to resume or abort it)" if latest.get("paused") else ""
         out += (f'<div class="why"><b>Broke at step {latest["broke_at_step"]}: {_e(latest["break_reason"])}</b>'
                 f"{paused}<br>{_e(latest['break_message'])}</div>")
+    elif status == "waiting":
+        out += '<div class="why"><b>Waiting for an operator\'s approval</b> (see the timeline)</div>'
     elif status == "failed":
         out += f'<div class="why"><b>Stopped by an error:</b> {_e(latest["error"])}</div>'
     elif status == "done":

@@ -33,6 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
+from .approval import waiting_calls
 from .checkpoints import BreakRecord, Database, RunRecord
 from .checkpoints.base import break_interrupts
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
@@ -226,10 +227,14 @@ def resume(
     extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
+    decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     **changes: Any,
 ) -> Outcome:
-    """Continue a stored run: answer its pending break, or re-run the step its dead process was in.
+    """Continue a stored run: answer its pending break or approvals, or re-run the step its dead process was in.
+
+    ``decisions`` answers the calls that wait for approval (``{call_id: "approve" | {"action": ...}}``,
+    see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them).
 
     ``extra_*`` raise the limits of a run paused at a break, ``hint`` is shown
     to the model on its next call, ``abort`` ends it as broken. The run's stored
@@ -241,8 +246,8 @@ def resume(
     """
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
-                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort, on_event=on_event,
-                           **changes)
+                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort,
+                           decisions=decisions, on_event=on_event, **changes)
 
 
 def resume_with(
@@ -255,12 +260,15 @@ def resume_with(
     extra_cost: float = 0.0,
     hint: str | None = None,
     abort: bool = False,
+    decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
     values = _latest_state(saver, thread_id)
-    answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort, extra_cost)
+    answer = _approval_payload(thread_id, values, decisions)
+    if answer is None:
+        answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort, extra_cost)
     graph = _rebuild(saver, thread_id, changes, state=values)
     try:
         # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
@@ -280,6 +288,18 @@ def _latest_state(saver: Database, thread_id: str) -> dict[str, Any]:
             f"no run with thread id {thread_id!r} in {saver.location}; `reinloop runs list` shows the stored runs"
         )
     return dict(latest.checkpoint["channel_values"])
+
+
+def _approval_payload(thread_id: str, values: Mapping[str, Any], decisions: Mapping[str, Any] | None) -> Command | None:
+    """The operator's decisions on the calls waiting for approval; refused when none wait or none are given."""
+    waiting = waiting_calls(values)
+    if waiting and decisions is None:
+        calls = ", ".join(f"{c['tool']} ({c['id']})" for c in waiting)
+        raise ConfigurationError(f"run {thread_id!r} waits for approval of {calls}; answer with `reinloop approve "
+                                 f"{thread_id}` (see `reinloop runs pending`), or approve(...) in Python")
+    if decisions is not None and not waiting:
+        raise ConfigurationError(f"run {thread_id!r} has no call waiting for approval; nothing to decide")
+    return Command(resume={"decisions": dict(decisions)}) if decisions is not None else None
 
 
 def _resume_payload(

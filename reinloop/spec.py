@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .approval import SIDE_EFFECT_BUILTINS, approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
@@ -105,6 +106,12 @@ class RunSpec:
                                   '{"mcpServers": {name: {"command", "args", "env"} | {"url", "transport"}}}'})
     """MCP servers whose tools the run adds: a config in the common client format, or its JSON file's path
     (:mod:`reinloop.tools.mcpconfig`). Stored without secrets: ``env`` values by name only."""
+    approve: dict[str, str] | None = field(default=None, metadata={
+        "group": "tools", "parse": approve_from_text, "shown": ",".join(SIDE_EFFECT_BUILTINS),
+        "help": "tools whose calls wait for your approval before they run: T1,T2 (NAME=always: every call, "
+                "NAME=never: none), all, or none"})
+    """Which tools' calls wait for an operator's approval, by name (``"*"``: every tool):
+    ``True``/``"ask"``, ``"always"`` or ``False``/``"never"`` (:mod:`reinloop.approval`); ``None``: as each tool is configured."""
     limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
     """The circuit breakers (:class:`~reinloop.Limits`)."""
     memory: Memory = field(default_factory=Memory, metadata={"group": "memory"})
@@ -126,6 +133,7 @@ class RunSpec:
         object.__setattr__(self, "prices", plain_prices(self.prices))
         if not isinstance(self.local_is_free, bool):
             raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
+        object.__setattr__(self, "approve", approve_rules(self.approve))
         for name, kind in GROUPS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):

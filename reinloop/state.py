@@ -43,6 +43,8 @@ class Action(TypedDict, total=False):
     observation: str | None
     error: bool
     reused: int  # answered from this earlier step's identical read-only call, not run again
+    awaiting: str  # why the call waits for an operator's approval (reinloop.approval); absent once decided
+    approval: dict[str, Any]  # the operator's decision on it: action (approve, edit, reject, respond), by, at ...
 
 
 class Reply(TypedDict, total=False):
@@ -188,6 +190,7 @@ class AgentState(TypedDict, total=False):
     memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
     run_task: str  # the task the current run was started for (a new task starts a new run)
     prompt_digest: str  # a hash of the last prompt sent: the next one must differ
+    approvals: dict[str, str]  # tool -> "approve" | "reject": the operator's "always" for this thread
 
 
 BREAK_KIND = "reinloop.break"

@@ -231,3 +231,30 @@ def test_a_task_line_with_a_bad_memory_setting_is_refused_with_its_line(tmp_path
     with pytest.raises(ConfigurationError, match="tasks.jsonl:1: Memory.window_steps must be a positive integer"):
         batch(path, model=planner())
     assert not run_db.exists()
+
+
+def test_a_task_waiting_for_approval_is_parked_while_the_others_go_on_and_the_batch_names_it(tmp_path, openai_server, capsys):
+    from reinloop.pending import approve
+
+    def reply(body: dict):
+        if "write the note" not in json.dumps(body["messages"]):
+            return reply_from_task(body)
+        done = any(m.get("role") == "tool" for m in body["messages"])
+        return completion("noted") if done else completion(
+            tool_calls=[{"name": "write_file", "args": {"path": "n.txt", "content": "hi"}, "id": "w1"}])
+
+    openai_server.reply = reply
+    (tmp_path / "box").mkdir()
+    db = str(tmp_path / "runs.db")
+    lines = [*arithmetic(2), {"task": "write the note", "thread_id": "note", "tools": "write_file",
+                              "tool_settings": {"sandbox": str(tmp_path / "box")}}]
+    code = main(["batch", write_tasks(tmp_path / "tasks.jsonl", lines), "--base-url", openai_server.base_url,
+                 "--tools", "calculator", "--db", db, "--no-color"])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    assert any(line.startswith("… line 3  note  waiting") and line.endswith("waiting for approval") for line in out.splitlines())
+    assert "waiting for approval: line 3  note  write the note: reinloop approve note" in out
+    assert sum(line.startswith("✓ line ") for line in out.splitlines()) == 2
+    assert not (tmp_path / "box" / "n.txt").exists()
+    outcome = approve("note", db=db, base_url=openai_server.base_url)
+    assert outcome.status == "done" and (tmp_path / "box" / "n.txt").read_text() == "hi"

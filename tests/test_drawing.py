@@ -19,7 +19,8 @@ from reinloop.raster import graphviz_graph
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 STEPS = ["decide", "parse", "validate", "execute", "memorize", "guard"]
-ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause"]
+ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause", "done",
+                "approve"]
 
 
 @pytest.fixture
@@ -109,7 +110,7 @@ def test_html_drawing_is_one_self_contained_page():
     assert "Content-Security-Policy" in page and "default-src 'none'" in page
     for label in ROUTE_LABELS:
         assert f">{label}<" in page
-    assert page.count('class="node ') == 8  # six nodes, start and end
+    assert page.count('class="node ') == 9  # six nodes, the approval gate, start and end
 
 
 def test_unknown_format_lists_the_formats():

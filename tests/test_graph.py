@@ -25,7 +25,8 @@ def test_mermaid_drawing_matches_the_snapshot(make_graph):
 def test_every_route_name_labels_an_edge(make_graph):
     graph, _ = make_graph([])
     labels = {e.data for e in graph.get_graph().edges if e.conditional}
-    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause"}
+    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause",
+                      "done", "approve"}
 
 
 def test_build_graph_returns_a_compiled_state_graph(make_graph):
@@ -33,7 +34,7 @@ def test_build_graph_returns_a_compiled_state_graph(make_graph):
 
     graph, _ = make_graph([])
     assert isinstance(graph, CompiledStateGraph) and isinstance(graph, ReinloopGraph)
-    assert set(graph.nodes) == {"__start__", "decide", "parse", "validate", "execute", "memorize", "guard"}
+    assert set(graph.nodes) == {"__start__", "decide", "parse", "validate", "execute", "approve", "memorize", "guard"}
 
 
 def test_state_holds_only_json_serialisable_values(make_graph):

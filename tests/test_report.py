@@ -47,7 +47,9 @@ def test_report_counts_every_edge_with_the_routes_taken(troubled):
         ("parse", "validate"): (4, {"actions": 4}),
         ("validate", "execute"): (4, {"run": 4}),
         ("validate", "memorize"): (0, {}),
-        ("execute", "memorize"): (4, {}),
+        ("execute", "memorize"): (4, {"done": 4}),
+        ("execute", "approve"): (0, {}),
+        ("approve", "execute"): (0, {}),
         ("memorize", "guard"): (5, {}),
         ("guard", "decide"): (4, {"continue": 3, "hint": 1}),
         ("guard", "guard"): (1, {"pause": 1}),  # with a checkpointer the break pauses the run
@@ -158,7 +160,7 @@ def test_run_html_renders_in_headless_chromium_without_any_request(troubled, tmp
     page = chromium.render(tmp_path / "run.html", tmp_path)
     assert page.page_requests == []
     dom = page.dom
-    assert dom.count('<g class="node ') == 8 and 'class="node step visited broke"' in dom
+    assert dom.count('<g class="node ') == 9 and 'class="node step visited broke"' in dom
     assert "continue ×3 / hint ×1</text>" in dom  # edge labels are drawn inside the SVG
     rows = re.findall(r'<tr class="([^"]*)" data-step="(\d+)"', dom)
     assert rows == [("error", "1"), ("error", "2"), ("", "3"), ("", "4"), ("break", "5")]
@@ -247,3 +249,33 @@ def test_run_html_gives_the_actions_column_half_the_table(troubled):
     assert "table-layout:fixed" in page and "col.did{width:50%}" in page
     args = html.escape(json.dumps({"expression": "1/0"}))
     assert f'<code class="args">{args}</code>' in page  # spaces to wrap at, not one character a line
+
+
+def test_the_report_shows_a_pending_approval_then_the_operators_decision_on_the_timeline(tmp_path):
+    from langchain_core.tools import tool
+
+    from reinloop.pending import approve
+    from reinloop.runs import run
+    from reinloop.testing import ScriptedChatModel, tool_call
+    from reinloop.tools import configure
+
+    @configure(side_effects=True, approval=True)
+    @tool
+    def send_mail(to: str) -> str:
+        """Send a mail."""
+        return "sent"
+
+    db = str(tmp_path / "runs.db")
+    run("mail ann", db=db, thread_id="m", tools=[send_mail],
+        model=ScriptedChatModel(replies=[[tool_call("send_mail", {"to": "ann"}, id="m1")]]))
+    report = run_report(thread_id="m", db=db)
+    assert report["latest"]["status"] == "waiting"
+    assert report["steps"][-1]["waiting"] == [{"id": "m1", "tool": "send_mail", "args": {"to": "ann"},
+                                               "awaiting": "send_mail is configured to need approval"}]
+    page = visualize(thread_id="m", db=db)
+    assert 'class="status waiting"' in page and "WAITING for approval: <code>send_mail</code>" in page
+    approve("m", "m1", reject="not today", db=db, tools=[send_mail], model=ScriptedChatModel(replies=["ok"]))
+    report = run_report(thread_id="m", db=db)
+    assert report["latest"]["status"] == "done" and report["steps"][0]["waiting"] == []
+    assert report["steps"][0]["approvals"] == [{"id": "m1", "action": "reject", "always": False, "message": "not today"}]
+    assert '<div class="approval">operator: reject <code>m1</code>: not today</div>' in visualize(thread_id="m", db=db)

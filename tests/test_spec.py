@@ -104,3 +104,13 @@ def test_a_custom_protocol_object_runs_though_the_spec_cannot_name_it():
     graph = build_graph(ScriptedChatModel(replies=['{"final_answer": "ok"}']), protocol=Terse())
     assert graph.reinloop_context.protocol.name == "terse" and graph.reinloop_context.spec.protocol == "tool_calling"
     assert graph.invoke({"task": "t"})["answer"] == "ok"
+
+
+def test_approve_rules_are_normalised_kept_in_the_json_form_and_a_bad_rule_is_named():
+    spec = RunSpec(approve={"write_file": True, "db_insert": "always", "calculator": False})
+    assert spec.approve == {"write_file": "ask", "db_insert": "always", "calculator": "never"}
+    assert RunSpec.from_json(spec.to_json()) == spec
+    assert RunSpec(approve="none").approve == {"*": "never"}
+    with pytest.raises(ConfigurationError, match=r"RunSpec.approve\['write_file'\] must be True, False, 'ask', "
+                                                 r"'always' or 'never', got 'maybe'"):
+        RunSpec(approve={"write_file": "maybe"})

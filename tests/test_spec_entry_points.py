@@ -49,6 +49,8 @@ def sample(path: tuple[str, ...]) -> tuple[str, object]:
         servers = Path(tempfile.mkdtemp()) / "servers.json"
         servers.write_text('{"mcpServers": {}}', encoding="utf-8")
         return str(servers), str(servers)
+    if path == ("approve",):
+        return "write_file,db_insert=always", {"write_file": "ask", "db_insert": "always"}
     field_type = str(next(f for f in dataclasses.fields(GROUPS[path[0]] if len(path) == 2 else RunSpec)
                           if f.name == path[-1]).type)
     if field_type.startswith("int"):

@@ -1,18 +1,21 @@
-"""The six nodes of the loop, one module each, and their routers."""
+"""The nodes of the loop, one module each, and their routers."""
 
+from .approve import approve
 from .decide import decide
-from .execute import execute
+from .execute import execute, route_after_execute
 from .guard import guard, route_after_guard
 from .memorize import memorize
 from .parse import parse, route_after_parse
 from .validate import route_after_validate, validate
 
 __all__ = [
+    "approve",
     "decide",
     "execute",
     "guard",
     "memorize",
     "parse",
+    "route_after_execute",
     "route_after_guard",
     "route_after_parse",
     "route_after_validate",

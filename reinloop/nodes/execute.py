@@ -13,16 +13,23 @@ the executor the run's deadline (what is left of ``max_seconds``: no call
 starts or is waited for past it) and reports each call as an event. Whatever
 a tool does, the loop goes on, and the guard breaks the run as ``timeout``
 once its time is spent.
+
+A call that needs an operator's approval (:mod:`reinloop.approval`) is not
+run: it is marked ``awaiting`` and the route goes to :mod:`.approve`, which
+pauses the run; the other calls of the step run now and keep their results.
+After the decisions this node runs again for the approved calls only, and
+journals them whatever their tool, so an approved call runs at most once.
 """
 
 from __future__ import annotations
 
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
+from ..approval import approval_reason, rejected_observation
 from ..context import AgentContext
 from ..events import ActionRecord, emit
 from ..location import locate
@@ -31,6 +38,7 @@ from ..memory.window import current_steps
 from ..state import Action, AgentState
 from ..tools.executor import Place, ToolCall, ToolExecutor
 from ..tools.options import options_of
+from .guard import can_pause
 
 
 def place_of(state: AgentState) -> Place:
@@ -46,7 +54,7 @@ def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Acti
     steps = current_steps(state)
     records: dict[int, ActionRecord] = {}
     for i, action in enumerate(actions):
-        if action.get("problem") or action["tool"] in world_changers:
+        if not undone(action) or action["tool"] in world_changers:
             continue
         known = earlier_result(steps, action["tool"], action.get("args") or {}, world_changers)
         if known is not None:
@@ -57,18 +65,70 @@ def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Acti
     return records
 
 
+def undone(action: Action) -> bool:
+    """A valid call with no result yet (not reused, not rejected or answered by the operator)."""
+    return not action.get("problem") and "reused" not in action and action.get("observation") is None
+
+
+def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:
+    """Hold the calls that need an operator's approval (``awaiting``), in place; the thread's "always" decides at once.
+
+    Without a checkpointer a run cannot wait: such a call is not run, and says so.
+    """
+    remembered = state.get("approvals") or {}
+    records: dict[int, ActionRecord] = {}
+    for i, action in enumerate(actions):
+        if not undone(action) or action.get("approval"):
+            continue
+        tool = ctx.tools.get(action["tool"])
+        assert tool is not None  # validate checked it
+        reason = approval_reason(tool.name, options_of(tool).approval, action.get("args") or {}, ctx.spec.approve)
+        if reason is None:
+            continue
+        action = {k: v for k, v in action.items() if k != "awaiting"}  # type: ignore[assignment]
+        always = remembered.get(tool.name)
+        if always == "approve":
+            actions[i] = {**action, "approval": {"action": "approve", "by": "always", "reason": reason}}
+        elif always == "reject":
+            message = f"{tool.name} is always rejected in this thread"
+            actions[i] = {**action, "observation": rejected_observation(tool.name, message), "error": False,
+                          "approval": {"action": "reject", "by": "always", "reason": reason, "message": message}}
+        elif can_pause():  # a checkpointer: the run can wait for the operator
+            actions[i] = {**action, "awaiting": reason}
+            continue
+        else:
+            actions[i] = {**action, "error": True, "observation": f"ERROR: {tool.name} was not run: it needs an "
+                          f"operator's approval ({reason}), and this run cannot wait for one (it has no checkpointer)"}
+        if actions[i].get("observation") is not None:
+            records[i] = ActionRecord(tool=tool.name, args=action.get("args") or {}, observation=actions[i]["observation"],
+                                      error=bool(actions[i].get("error")), status="rejected", attempts=0, latency_ms=0.0)
+    return records
+
+
+def route_after_execute(state: AgentState) -> Literal["approve", "done"]:
+    """Wait for the operator if a call needs approval; else record the step."""
+    actions = (state.get("pending") or {}).get("actions") or []
+    return "approve" if any(a.get("awaiting") for a in actions) else "done"
+
+
 def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Run each valid call and attach its observation, in the model's order."""
+    """Run each valid call and attach its observation, in the model's order; calls that need approval wait.
+
+    After the operator's decisions (:mod:`.approve`) the node runs again: what ran before keeps its result,
+    and the approved calls run, journaled, so none runs twice whatever crashes.
+    """
     ctx = runtime.context
     pending = state["pending"] or {}
     actions: list[Action] = list(pending.get("actions") or [])
     by_position = reuse_known_results(state, ctx, actions)
-    positions = [i for i, a in enumerate(actions) if not a.get("problem") and "reused" not in a]
+    by_position.update(gate(state, ctx, actions))
+    positions = [i for i, a in enumerate(actions) if undone(a) and not a.get("awaiting")]
     calls = []
     for i in positions:
         tool = ctx.tools.get(actions[i]["tool"])
         assert tool is not None  # validate checked it
-        calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i))
+        calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i,
+                              journaled="approval" in actions[i]))
     left = ctx.seconds_left(state, time.time())
     deadline = None if left is None else time.monotonic() + left  # the run's clock binds every call
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline)
@@ -80,6 +140,9 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     records = [by_position[i] for i in sorted(by_position)]  # the model's order, reused calls included
     failed = [r for r in records if r["error"]]
     summary = ", ".join(f"{r['tool']} -> {r['status']}" for r in records)
+    waiting = [a["tool"] for a in actions if a.get("awaiting")]
+    if waiting:
+        summary = ", ".join(filter(None, [summary, f"{', '.join(waiting)} waiting for approval"]))
     workers = ctx.workers.stats()
     if workers["overdue"]:  # threads that could not be stopped: say so where the run is watched
         summary += f"; {workers['overdue']} of {workers['size']} tool workers held by abandoned calls"
@@ -88,6 +151,8 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         "execute",
         summary,
         actions=records,
+        **({"waiting": [{k: a.get(k) for k in ("id", "tool", "args", "awaiting")} for a in actions if a.get("awaiting")]}
+           if waiting else {}),
         **({"workers": workers} if workers["overdue"] else {}),
         error="; ".join(f"{r['tool']}: {r['observation']}" for r in failed) or None,
     )

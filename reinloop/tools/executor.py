@@ -70,6 +70,8 @@ class ToolCall:
     args: dict[str, Any]
     call_id: str = ""
     position: int = 0
+    journaled: bool = False
+    """Journal the call even if its tool has no side effects (an operator approved it: it runs at most once)."""
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ class ToolExecutor:
 
     def _start(self, call: ToolCall, place: Place | None) -> _Started | ToolResult:
         options = options_of(call.tool)
-        key = self._key(call, place) if options.side_effects else None
+        key = self._key(call, place) if options.side_effects or call.journaled else None
         if key is not None:
             assert self.journal is not None
             entry = self.journal.get(key)

@@ -29,6 +29,9 @@ METADATA_KEY = "reinloop"
 Validator = Callable[[str], "str | None"]
 """Checks a tool's result text; returns a problem (the call then counts as failed) or ``None``."""
 
+ApprovalRule = Callable[[dict[str, Any]], bool]
+"""Says from a call's validated arguments whether an operator must approve it (``lambda args: args["amount"] > 100``)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ToolOptions:
@@ -48,6 +51,9 @@ class ToolOptions:
     """The call may run at the same time as other parallel-safe calls of the same reply."""
     validator: Validator | None = None
     """Spots a pseudo-success: called with the result text, returns a problem or ``None``."""
+    approval: bool | ApprovalRule = False
+    """An operator approves each call before it runs (``True``), or the calls this rule picks from their
+    arguments; see :mod:`reinloop.approval`. A run's ``RunSpec.approve`` overrides it per tool."""
 
     def __post_init__(self) -> None:
         for name in ("timeout", "backoff"):
@@ -65,6 +71,9 @@ class ToolOptions:
         object.__setattr__(self, "transient", transient)
         if self.validator is not None and not callable(self.validator):
             raise ConfigurationError(f"tool option validator must be a callable (text) -> problem or None, got {self.validator!r}")
+        if not isinstance(self.approval, bool) and not callable(self.approval):
+            raise ConfigurationError(f"tool option approval must be True, False or a callable (args) -> bool, "
+                                     f"e.g. lambda args: args['amount'] > 100; got {self.approval!r}")
 
     def effective_timeout(self, default: float | None) -> float | None:
         """The timeout to apply: this tool's own, else the run's default."""

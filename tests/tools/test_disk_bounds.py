@@ -88,7 +88,7 @@ def write_twice_paused(box, tmp_path, openai_server, thread):
         completion("done"),
     ]
     common = ["--base-url", openai_server.base_url, "--db", str(tmp_path / "runs.db"), "--json", "--quiet"]
-    code = main(["run", "write twice", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "10",
+    code = main(["run", "write twice", "--tools", "write_file", "--sandbox", str(box), "--approve", "none", "--write-quota", "10",
                  "--max-steps", "1", "--thread", thread, *common])
     assert code == 3 and (box / "one.txt").exists()
     return ["resume", thread, "--extra-steps", "2", *common]
@@ -116,7 +116,7 @@ def test_a_new_task_on_the_same_thread_is_a_new_run_with_a_fresh_quota(box, tmp_
         completion("second done"),
     ]
     common = ["--base-url", openai_server.base_url, "--db", rundb, "--json", "--quiet"]
-    tools = ["--tools", "write_file", "--sandbox", str(box), "--write-quota", "10", "--thread", "t"]
+    tools = ["--tools", "write_file", "--sandbox", str(box), "--approve", "none", "--write-quota", "10", "--thread", "t"]
     assert main(["run", "task one", *tools, *common]) == 0
     assert main(["run", "task two", *tools, "--max-steps", "1", *common]) == 3
     assert main(["resume", "t", "--extra-steps", "2", *common]) == 0
@@ -168,7 +168,7 @@ def test_a_resume_counts_long_writes_whole_though_the_journal_keeps_a_preview(bo
         completion("done"),
     ]
     common = ["--base-url", openai_server.base_url, "--db", str(tmp_path / "runs.db"), "--json", "--quiet"]
-    assert main(["run", "write", "--tools", "write_file", "--sandbox", str(box), "--write-quota", "2000",
+    assert main(["run", "write", "--tools", "write_file", "--sandbox", str(box), "--approve", "none", "--write-quota", "2000",
                  "--max-steps", "1", "--thread", "q3", *common]) == 3
     assert main(["resume", "q3", "--extra-steps", "2", *common]) == 0
     assert not (box / "more.txt").exists()  # 1,500 + 600 > 2,000

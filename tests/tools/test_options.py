@@ -63,6 +63,7 @@ def test_options_stored_as_a_plain_dict_are_read_too():
         ({"retries": -1}, "retries must be an integer >= 0, got -1"),
         ({"transient": ("ValueError",)}, "transient must be exception classes"),
         ({"validator": "non-empty"}, "validator must be a callable"),
+        ({"approval": "yes"}, r"approval must be True, False or a callable \(args\) -> bool"),
     ],
 )
 def test_bad_options_are_refused_with_the_valid_choices(options, message):

@@ -1,0 +1,190 @@
+"""Approval gates: which tool calls wait for an operator, and how the operator's answer is read.
+
+A call needs approval when the run's ``RunSpec.approve`` says so for its tool
+(``"always"``: every call; ``"ask"``: as the tool's own rule says, every call
+if it has none; ``"never"``: no call; ``"*"`` names every tool), or, when the
+spec says nothing about the tool, when its :func:`~reinloop.tools.configure`
+option ``approval`` is ``True`` or a rule on the arguments that returns true.
+A rule that raises asks: an unapproved side effect never happens because a
+rule was broken.
+
+The gate sits after validation and before execution (:mod:`reinloop.nodes.execute`
+and :mod:`reinloop.nodes.approve`): calls of the step that need no approval
+run, the others wait, and the run pauses with an interrupt of kind
+:data:`APPROVAL_KIND` that lists them. The operator answers with one decision
+per call::
+
+    Command(resume={"decisions": {
+        "call_1": "approve",                                   # or {"action": "approve", "always": True}
+        "call_2": {"action": "edit", "args": {"path": "b.txt", "content": "hi"}},
+        "call_3": {"action": "reject", "message": "not that file"},
+        "call_4": {"action": "respond", "text": "the operator's own result"},
+    }})
+
+``"*"`` decides every waiting call not named. ``always`` (with approve or
+reject) is remembered for the tool in the thread's state, stored in the run
+database, so later calls of it in the thread do not ask again. Calls left
+without a decision keep waiting.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal, TypedDict
+
+from .errors import ConfigurationError
+
+APPROVAL_KIND = "reinloop.approval"
+"""The ``kind`` of an interrupt payload that lists calls waiting for approval."""
+RULES: tuple[str, ...] = ("ask", "always", "never")
+"""What ``RunSpec.approve`` may say about a tool (``True`` is ``"ask"``, ``False`` is ``"never"``)."""
+ACTIONS: tuple[str, ...] = ("approve", "edit", "reject", "respond")
+"""The decisions an operator can take on a waiting call."""
+SIDE_EFFECT_BUILTINS: tuple[str, ...] = ("write_file", "db_insert")
+"""Built-in tools that change the world: the command line asks approval for them unless ``--approve none``."""
+EXPECTED = ('Command(resume={"decisions": {CALL_ID: "approve" | "reject" | {"action": "approve" | "edit" | '
+            '"reject" | "respond", "args": {...}, "message": "...", "text": "...", "always": true}}})')
+
+Rule = Literal["ask", "always", "never"]
+
+
+class Decision(TypedDict, total=False):
+    """One operator decision on a waiting call, as read from the answer."""
+
+    action: Literal["approve", "edit", "reject", "respond"]
+    args: dict[str, Any]
+    message: str
+    text: str
+    always: bool
+
+
+def approve_rules(value: Any) -> dict[str, Rule] | None:
+    """``RunSpec.approve`` checked and normalised: ``{"write_file": "ask", "*": "never"}`` (``None``: tools decide)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return approve_from_text(value)
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"RunSpec.approve must map tool names to True, False, 'ask', 'always' or 'never', "
+                                 f"e.g. {{'write_file': True}}; got {value!r}")
+    rules: dict[str, Rule] = {}
+    for name, rule in value.items():
+        word = {True: "ask", False: "never"}.get(rule, rule) if isinstance(rule, bool) else rule
+        if not isinstance(name, str) or word not in RULES:
+            raise ConfigurationError(f"RunSpec.approve[{name!r}] must be True, False, 'ask', 'always' or 'never', "
+                                     f"got {rule!r}")
+        rules[name] = word
+    return rules
+
+
+def approve_from_text(text: str) -> dict[str, Rule]:
+    """The command line's ``--approve``: ``write_file,db_insert``, ``db_insert=always``, ``all`` or ``none``."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    if words == ["none"]:
+        return {"*": "never"}
+    if words == ["all"]:
+        return {"*": "always"}
+    rules: dict[str, Rule] = {}
+    for word in words:
+        name, _, rule = word.partition("=")
+        rule = rule.strip() or "ask"
+        if rule not in RULES or not name.strip():
+            raise ConfigurationError(f"must be tool names (write_file,db_insert), NAME=ask|always|never, all or none; "
+                                     f"got {word!r}")
+        rules[name.strip()] = rule  # type: ignore[assignment]
+    if not rules:
+        raise ConfigurationError("must name at least one tool, or be all or none")
+    return rules
+
+
+def cli_default() -> dict[str, Rule]:
+    """What the command line asks approval for without ``--approve``: the built-ins with side effects."""
+    return dict.fromkeys(SIDE_EFFECT_BUILTINS, "ask")
+
+
+def approval_reason(name: str, own: Any, args: dict[str, Any], rules: Mapping[str, str] | None) -> str | None:
+    """Why a call of tool ``name`` (its ``approval`` option: ``own``) with ``args`` needs approval, or ``None``."""
+    rules = rules or {}
+    rule = rules.get(name, rules.get("*"))
+    if rule == "never":
+        return None
+    if rule == "always" or (rule == "ask" and not callable(own)):
+        return f"the run asks approval for every {name} call (approve={{{name!r}: {rule!r}}})"
+    if callable(own):
+        try:
+            picked = bool(own(dict(args)))
+        except Exception as exc:  # noqa: BLE001 - a broken rule must not let a call through
+            return f"{name}'s approval rule raised {type(exc).__name__}: {exc}; asking to be safe"
+        return f"{name}'s approval rule picked these arguments" if picked else None
+    return f"{name} is configured to need approval" if own is True else None
+
+
+def read_decisions(answer: Any, waiting: list[Mapping[str, Any]], validate: Any) -> dict[str, Decision]:
+    """The operator's answer as one checked decision per waiting call id (undecided calls left out).
+
+    ``validate(tool, args)`` returns the problem of edited arguments, or ``None``;
+    an edit it refuses raises :class:`~reinloop.errors.ConfigurationError` with the problem.
+    """
+    if not isinstance(answer, Mapping) or not isinstance(answer.get("decisions"), Mapping) or set(answer) - {"decisions"}:
+        raise ConfigurationError(f"cannot answer calls waiting for approval with {answer!r}; expected {EXPECTED}")
+    given = dict(answer["decisions"])
+    ids = {str(a.get("id")): a for a in waiting}
+    unknown = sorted(set(given) - set(ids) - {"*"})
+    if unknown:
+        raise ConfigurationError(f"no call {', '.join(map(repr, unknown))} waits for approval; waiting: "
+                                 f"{', '.join(ids) or '(none)'}")
+    decisions: dict[str, Decision] = {}
+    for call_id, action in ids.items():
+        raw = given.get(call_id, given.get("*"))
+        if raw is not None:
+            decisions[call_id] = read_decision(call_id, raw, action, validate)
+    return decisions
+
+
+def read_decision(call_id: str, raw: Any, action: Mapping[str, Any], validate: Any) -> Decision:
+    """One call's decision, checked; an edit's arguments are validated against the tool's schema."""
+    decision = {"action": raw} if isinstance(raw, str) else raw
+    if not isinstance(decision, Mapping) or decision.get("action") not in ACTIONS:
+        raise ConfigurationError(f"bad decision for call {call_id!r}: {raw!r}; expected {EXPECTED}")
+    kind = decision["action"]
+    allowed = {"action", "always", {"edit": "args", "reject": "message", "respond": "text"}.get(kind, "action")}
+    extra = sorted(set(decision) - allowed)
+    if extra:
+        raise ConfigurationError(f"decision {kind!r} for call {call_id!r} takes no {', '.join(extra)}; expected {EXPECTED}")
+    if decision.get("always") and kind not in ("approve", "reject"):
+        raise ConfigurationError(f"'always' goes with approve or reject, not {kind!r} (call {call_id!r})")
+    out = Decision(action=kind, always=bool(decision.get("always")))
+    if kind == "edit":
+        args = decision.get("args")
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except json.JSONDecodeError as exc:
+                raise ConfigurationError(f"the edited arguments of call {call_id!r} are not JSON: {exc.msg}") from None
+        if not isinstance(args, Mapping):
+            raise ConfigurationError(f"the edited arguments of call {call_id!r} must be a JSON object, got {args!r}")
+        problem = validate(action["tool"], dict(args))
+        if problem:
+            raise ConfigurationError(f"the edited arguments of call {call_id!r} were refused: {problem}")
+        out["args"] = dict(args)
+    elif kind == "reject":
+        out["message"] = str(decision.get("message") or "the operator rejected this call")
+    elif kind == "respond":
+        if not isinstance(decision.get("text"), str) or not decision["text"].strip():
+            raise ConfigurationError(f"respond needs the result's text for call {call_id!r}")
+        out["text"] = decision["text"]
+    return out
+
+
+def rejected_observation(tool: str, message: str) -> str:
+    """What the model reads for a call the operator rejected."""
+    return f"REJECTED: the operator did not allow this {tool} call: {message}"
+
+
+def waiting_calls(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The calls of the state's current step that wait for an operator: id, tool, args, reason, step."""
+    step = (state.get("counters") or {}).get("steps", 0) + 1
+    actions = (state.get("pending") or {}).get("actions") or []
+    return [{"id": a.get("id"), "tool": a.get("tool"), "args": a.get("args") or {}, "reason": a["awaiting"], "step": step}
+            for a in actions if a.get("awaiting")]

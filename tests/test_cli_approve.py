@@ -1,0 +1,175 @@
+"""Approvals on the command line, each command in a new process: run pauses, runs pending, approve, the inline prompt."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .openai_server import completion
+
+WRITE = {"name": "write_file", "args": {"path": "note.txt", "content": "hello"}, "id": "w1"}
+
+
+@pytest.fixture
+def env(tmp_path):
+    (tmp_path / "box").mkdir()
+    return {**os.environ, "OPENAI_API_KEY": "test-key", "NO_COLOR": "1"}
+
+
+def reinloop(env, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "reinloop", *argv], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+
+
+def start(openai_server, env, tmp_path, *flags: str) -> dict:
+    """A write_file run that pauses for approval (the command line's default); its outcome."""
+    openai_server.responses += [completion(tool_calls=[WRITE])]
+    proc = reinloop(env, "run", "write a note", "--tools", "write_file", "--sandbox", str(tmp_path / "box"),
+                    "--db", str(tmp_path / "runs.db"), "--base-url", openai_server.base_url, "--thread", "t1",
+                    "--json", "-q", *flags)
+    assert proc.returncode == 4, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def note(tmp_path: Path, name: str = "note.txt") -> str | None:
+    path = tmp_path / "box" / name
+    return path.read_text(encoding="utf-8") if path.exists() else None
+
+
+def test_run_pauses_before_write_file_by_default_and_approve_runs_it(openai_server, env, tmp_path):
+    out = start(openai_server, env, tmp_path)
+    assert out["status"] == "waiting" and out["waiting"][0]["id"] == "w1" and note(tmp_path) is None
+    openai_server.responses += [completion("written")]
+    proc = reinloop(env, "approve", "t1", "w1", "--db", str(tmp_path / "runs.db"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert "answer: written" in proc.stdout and note(tmp_path) == "hello"
+
+
+def test_approve_none_lets_write_file_run_without_asking(openai_server, env, tmp_path):
+    openai_server.responses += [completion(tool_calls=[WRITE]), completion("written")]
+    proc = reinloop(env, "run", "write a note", "--tools", "write_file", "--sandbox", str(tmp_path / "box"),
+                    "--db", str(tmp_path / "runs.db"), "--base-url", openai_server.base_url, "--approve", "none", "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert note(tmp_path) == "hello"
+
+
+def test_without_a_terminal_run_prints_the_command_that_answers(openai_server, env, tmp_path):
+    openai_server.responses += [completion(tool_calls=[WRITE])]
+    proc = reinloop(env, "run", "write a note", "--tools", "write_file", "--sandbox", str(tmp_path / "box"),
+                    "--db", str(tmp_path / "runs.db"), "--base-url", openai_server.base_url, "--thread", "t1", "-q")
+    assert proc.returncode == 4, proc.stderr
+    assert "waiting for approval: 1 call(s) of run t1" in proc.stdout
+    assert "answer with: reinloop approve t1 w1" in proc.stdout
+
+
+def test_runs_pending_lists_the_waiting_call_with_its_arguments_pretty_printed(openai_server, env, tmp_path):
+    start(openai_server, env, tmp_path)
+    proc = reinloop(env, "runs", "pending", "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("t1  ") and lines[0].endswith("write a note")
+    assert lines[1] == "  w1: write_file (step 1): the run asks approval for every write_file call (approve={'write_file': 'ask'})"
+    assert lines[2:6] == ["    {", '      "path": "note.txt",', '      "content": "hello"', "    }"]
+    listed = json.loads(reinloop(env, "runs", "pending", "--db", str(tmp_path / "runs.db"), "--json").stdout)
+    assert [(r["thread_id"], [c["id"] for c in r["calls"]]) for r in listed] == [("t1", ["w1"])]
+    shown = reinloop(env, "runs", "show", "t1", "--db", str(tmp_path / "runs.db")).stdout
+    assert "waiting for approval: w1: write_file {" in shown and "answer with `reinloop approve t1 w1`" in shown
+
+
+def test_approve_with_edit_writes_what_the_operator_gave(openai_server, env, tmp_path):
+    start(openai_server, env, tmp_path)
+    openai_server.responses += [completion("written")]
+    edit = json.dumps({"path": "other.txt", "content": "edited"})
+    proc = reinloop(env, "approve", "t1", "w1", "--edit", edit, "--db", str(tmp_path / "runs.db"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert note(tmp_path) is None and note(tmp_path, "other.txt") == "edited"
+
+
+def test_an_edit_refused_by_the_schema_quotes_the_expected_arguments_and_the_call_keeps_waiting(openai_server, env, tmp_path):
+    start(openai_server, env, tmp_path)
+    proc = reinloop(env, "approve", "t1", "w1", "--edit", '{"path": "x.txt"}', "--db", str(tmp_path / "runs.db"))
+    assert proc.returncode == 1
+    assert "edited arguments of call 'w1' were refused: invalid arguments for write_file: content: Field required" in proc.stderr
+    assert "Expected: {" in proc.stderr and '"required": ["path", "content"]' in proc.stderr
+    assert note(tmp_path, "x.txt") is None
+    pending = json.loads(reinloop(env, "runs", "pending", "--db", str(tmp_path / "runs.db"), "--json").stdout)
+    assert pending[0]["calls"][0]["id"] == "w1"
+
+
+@pytest.mark.parametrize("decision, seen", [
+    (["--reject", "no files today"], "REJECTED: the operator did not allow this write_file call: no files today"),
+    (["w1", "--respond", "the note exists already"], "the note exists already"),
+], ids=["reject", "respond"])
+def test_reject_and_respond_never_run_the_call_and_the_model_reads_the_operators_text(openai_server, env, tmp_path,
+                                                                                       decision, seen):
+    start(openai_server, env, tmp_path)
+    openai_server.responses += [completion("fine")]
+    proc = reinloop(env, "approve", "t1", *decision, "--db", str(tmp_path / "runs.db"), "-q")
+    assert proc.returncode == 0, proc.stderr
+    assert note(tmp_path) is None
+    tool_messages = [m for m in openai_server.requests[-1]["messages"] if m["role"] == "tool"]
+    assert tool_messages[-1]["content"] == seen
+
+
+def test_always_is_remembered_across_resumes_in_new_processes(openai_server, env, tmp_path):
+    start(openai_server, env, tmp_path)
+    second = {**WRITE, "args": {"path": "two.txt", "content": "2"}, "id": "w2"}
+    openai_server.responses += [completion(tool_calls=[second]), completion("both written")]
+    proc = reinloop(env, "approve", "t1", "w1", "--always", "--db", str(tmp_path / "runs.db"), "-q")
+    assert proc.returncode == 0, proc.stderr  # the second write did not ask
+    assert note(tmp_path) == "hello" and note(tmp_path, "two.txt") == "2"
+    third = {**WRITE, "args": {"path": "three.txt", "content": "3"}, "id": "w3"}
+    openai_server.responses += [completion(tool_calls=[third]), completion("third written")]
+    proc = reinloop(env, "run", "one more", "--thread", "t1", "--tools", "write_file", "--sandbox", str(tmp_path / "box"),
+                    "--db", str(tmp_path / "runs.db"), "--base-url", openai_server.base_url, "-q")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert note(tmp_path, "three.txt") == "3"
+
+
+def read_until(fd: int, text: str, timeout: float = 60) -> str:
+    seen, deadline = b"", time.monotonic() + timeout
+    while text.encode() not in seen:
+        assert time.monotonic() < deadline, seen.decode(errors="replace")
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:  # the child closed the terminal
+                break
+            seen += chunk
+    return seen.decode(errors="replace")
+
+
+@pytest.mark.parametrize("keys, written", [("y\n", "hello"), ("n\nnot now\n", None),
+                                           ('e\n{"path": "note.txt", "content": "typed"}\n', "typed")])
+def test_run_in_a_terminal_asks_inline_and_goes_on(openai_server, env, tmp_path, keys, written):
+    openai_server.responses += [completion(tool_calls=[WRITE]), completion("finished")]
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "reinloop", "run", "write a note", "--tools", "write_file",
+                             "--sandbox", str(tmp_path / "box"), "--db", str(tmp_path / "runs.db"),
+                             "--base-url", openai_server.base_url, "--no-color"],
+                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
+    os.close(child)
+    try:
+        shown = read_until(main, "[a]lways approve this tool in this thread: ")
+        assert "w1: write_file (step 1)" in shown and '"content": "hello"' in shown
+        first, _, rest = keys.partition("\n")
+        os.write(main, (first + "\n").encode())
+        if rest:
+            read_until(main, ": ")
+            os.write(main, rest.encode())
+        shown = read_until(main, "answer: finished")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    assert note(tmp_path) == written
