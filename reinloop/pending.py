@@ -42,8 +42,8 @@ def pending_runs(db: str | Path | None = None) -> list[PendingRun]:
     """The stored runs waiting for an operator's approval, most recently updated first."""
     found = []
     with open_db(db) as saver:
-        for record in saver.list_runs(status="running"):
-            latest = saver.get_tuple(thread_config(record.thread_id))
+        for record in saver.runs.list(status="running"):
+            latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
             calls = waiting_calls(dict(latest.checkpoint["channel_values"])) if latest is not None else []
             if calls:
                 found.append(PendingRun(record.thread_id, record.task or "", calls, record.updated_at))

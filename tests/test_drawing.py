@@ -18,7 +18,7 @@ from reinloop.errors import ConfigurationError
 from reinloop.raster import graphviz_graph
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-STEPS = ["decide", "parse", "validate", "execute", "memorize", "guard"]
+STEPS = ["decide", "parse", "validate", "execute", "approve", "memorize", "guard"]
 ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause", "done",
                 "approve"]
 
