@@ -28,6 +28,9 @@ class Outcome:
     observations: list[dict[str, Any]] = field(default_factory=list)
     """The run's latest successful tool results (step, tool, args, observation), newest last:
     a run that broke without an answer often holds it here."""
+    wrapped_up: str | None = None
+    """The break (``repeated_action``, ``max_steps`` ...) a wrap-up answer saved the run from: the answer
+    came from the one tool-free call a stuck run gets (:mod:`reinloop.answers`); ``None`` otherwise."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
@@ -41,6 +44,7 @@ class Outcome:
             counters=dict(state.get("counters") or {}),
             paused=state.get("decision") == "pause",
             observations=[dict(r) for r in in_hand(state)],
+            wrapped_up=state.get("wrapped_up"),
         )
 
     @property

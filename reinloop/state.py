@@ -158,6 +158,13 @@ def new_extensions() -> Extensions:
     return Extensions(steps=0, seconds=0.0, tokens=0)
 
 
+class WrapUp(TypedDict):
+    """The break a wrap-up call stands in for: taken as it was if the call gives no answer."""
+
+    reason: BreakReason
+    message: str
+
+
 class AgentState(TypedDict, total=False):
     """The checkpointed state of one thread."""
 
@@ -182,6 +189,8 @@ class AgentState(TypedDict, total=False):
     memory_cursor: MemoryCursor  # which steps of the current run left the prompt for good
     run_task: str  # the task the current run was started for (a new task starts a new run)
     prompt_digest: str  # a hash of the last prompt sent: the next one must differ
+    wrap_up: WrapUp | None  # a stuck run's last call for an answer, without tools, is under way (reinloop.answers)
+    wrapped_up: str | None  # the break a wrap-up answer saved the run from (set when it ends done that way)
 
 
 BREAK_KIND = "reinloop.break"

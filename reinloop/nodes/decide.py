@@ -27,6 +27,7 @@ from ..memory.explain import describe
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
+from ..memory.wrapup import wrap_up_prompt
 from ..models import finish_reason, invoke_model, is_truncated
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
@@ -50,6 +51,8 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "hints": [],
         "summary": "",
         "memory_cursor": new_cursor(),
+        "wrap_up": None,
+        "wrapped_up": None,
         "history": history_with_summary(state),
     }
 
@@ -141,8 +144,20 @@ def refuses_tools(ctx: AgentContext, protocol: Any, exc: ModelCallError) -> bool
     return ctx.protocol.name == "auto" and protocol.native_tools and "tool" in str(exc).lower()
 
 
+def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared]:
+    """The stuck run's one call for its answer: the model without tools, the task and every result."""
+    protocol, _ = ctx.active(state)
+    messages, tokens = wrap_up_prompt(state, ctx, protocol.name)
+    prepared = Prepared(messages=messages, parts={"wrap_up": tokens, "total": tokens})
+    message = invoke_model(ctx, ctx.model, messages, lambda: ctx.seconds_left(state, time.time()))
+    return message, prepared
+
+
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
     """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
+    if state.get("wrap_up"):
+        message, prepared = wrap_up_call(ctx, state)
+        return message, prepared, {}, []
     protocol, llm = ctx.active(state)
     prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), thread_id())
     try:
@@ -168,10 +183,12 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     reply = to_reply(message, prepared, hints)
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
+    wrapping = view.get("wrap_up")
     emit(
         runtime,
         "decide",
-        f"step {c['steps'] + 1}: model replied ({reply['prompt_tokens']} prompt tokens, "
+        (f"step {c['steps'] + 1}: wrap-up call without tools, for the answer in hand ({wrapping['reason']}); "
+         if wrapping else f"step {c['steps'] + 1}: ") + f"model replied ({reply['prompt_tokens']} prompt tokens, "
         f"{len(reply['tool_calls'])} tool calls)",
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
