@@ -3,7 +3,9 @@
 A name that differs from a tool's only in case or separators, or that carries
 a signature copied from the tool listing (``calculator(expression: string)``),
 is taken for the one tool it names; the step keeps the name as written in
-``asked_tool``.
+``asked_tool``. A name written as a call with no arguments beside it
+(``wait(1)``, ``calculator(expression="2+2")``) passes the value in its
+brackets to the tool's one required argument.
 
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
@@ -25,7 +27,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState
-from ..tools.registry import ToolRegistry, echo, single_field
+from ..tools.registry import ToolRegistry, echo, inline_args, single_field
 
 
 def check_action(action: Action, tools: ToolRegistry) -> Action:
@@ -42,13 +44,15 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
     tool = tools.get(name)
     assert tool is not None
     args = action.get("args") or {}
+    if not args and "raw_args" not in action and (inline := inline_args(asked, tool)) is not None:
+        args = inline  # `wait(1)` as the tool's name: the value in the brackets is its one argument
     if "raw_args" in action and not args:
         field = single_field(tool)
         if field is None:
             return {
                 **action,
                 "problem": f"the arguments of {name} must be a JSON object, got "
-                f"{echo(action['raw_args'])}. Expected: {tools.schema(name)}",
+                f"{echo(action['raw_args'])}. Expected: {tools.sketch(name)}",
             }
         args = {field: action["raw_args"]}
     problem = tools.validate_args(name, args)

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..bounds import describe_exception
 from ..errors import ConfigurationError, DuplicateToolError
-from .detail import ToolDetail, check_detail, compact_tool, signature
+from .detail import ToolDetail, call_sketch, check_detail, compact_tool, signature
 
 
 def loose(name: str) -> str:
@@ -94,6 +94,10 @@ class ToolRegistry:
         """The JSON schema of a tool's arguments, Field constraints included."""
         return args_json_schema(self._tools[name])
 
+    def sketch(self, name: str) -> str:
+        """How a call of ``name`` looks: its arguments and an example (for refusals)."""
+        return call_sketch(name, self.schema(name))
+
     def describe(self) -> str:
         """Each tool with its description and argument schema, for text prompts (one line each when compact)."""
         if self.detail == "compact":
@@ -149,8 +153,35 @@ def format_validation_error(name: str, exc: ValidationError, schema: dict[str, A
         where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
         got = "" if err["type"] == "missing" else f" (got {echo(err.get('input'))})"
         problems.append(f"{where}: {err['msg']}{got}")
-    expected = json.dumps(schema, ensure_ascii=False)
-    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {expected}"
+    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {call_sketch(name, schema)}"
+
+
+_INLINE = re.compile(r"^[^(]*\((.*)\)\s*$", re.S)
+_KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.+?)\s*$", re.S)
+_TYPED = re.compile(r"^\s*[A-Za-z_]\w*\??\s*:")  # `expression: string`: a copied signature, not a value
+
+
+def inline_args(asked: str, tool: BaseTool) -> dict[str, Any] | None:
+    """The arguments of a call written into the name (``wait(1)``, ``calculator(expression="2+2")``).
+
+    Only for a tool with exactly one required argument and a single value in
+    the brackets (a JSON literal, or text taken as it is); a copied signature
+    (``name(arg: type)``) or several values give ``None``.
+    """
+    match = _INLINE.match(asked)
+    field = single_field(tool)
+    if match is None or field is None or not match.group(1).strip() or _TYPED.match(match.group(1)):
+        return None
+    inner = match.group(1).strip()
+    if (keyword := _KEYWORD.match(inner)) is not None:
+        if keyword.group(1) != field:
+            return None
+        inner = keyword.group(2)
+    try:
+        value = json.loads(inner)
+    except ValueError:
+        value = inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] and inner[0] in "'\"" else inner
+    return {field: value}
 
 
 def single_field(tool: BaseTool) -> str | None:
