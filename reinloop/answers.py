@@ -132,9 +132,28 @@ def written_call(text: str, tool_names: Iterable[str]) -> tuple[dict[str, Any] |
     return {"tool": names[loose(named.group(1))], "args": args}, True
 
 
-def echo_problem(answer: str) -> str | None:
-    """Why ``answer`` is no answer when it repeats reinloop's own messages, else None."""
-    marker = next((m for m in ECHO_MARKERS if m.lower() in answer.lower()), None)
+ECHO_CHARS = 40
+"""A stretch this long, word for word, shared with one of our messages makes an answer an echo."""
+
+
+def echoed(answer: str, ours: Sequence[str]) -> str | None:
+    """The first stretch of :data:`ECHO_CHARS` characters of ``answer`` found in one of ``ours``, else None.
+
+    Whitespace and case are ignored; only the first 2,000 characters of the answer are looked at.
+    """
+    flat = " ".join(answer[:2000].split()).lower()
+    texts = [" ".join(t.split()).lower() for t in ours if t]
+    for start in range(0, max(0, len(flat) - ECHO_CHARS) + 1, 8):
+        piece = flat[start:start + ECHO_CHARS]
+        if len(piece) == ECHO_CHARS and any(piece in t for t in texts):
+            return piece
+    return None
+
+
+def echo_problem(answer: str, ours: Sequence[str] = ()) -> str | None:
+    """Why ``answer`` is no answer when it repeats reinloop's own messages (``ours``: the instructions,
+    corrections and hints the model was sent), else None."""
+    marker = next((m for m in ECHO_MARKERS if m.lower() in answer.lower()), None) or echoed(answer, ours)
     if marker is None:
         return None
     return (f"your answer repeats reinloop's message to you ({marker!r}) instead of answering the task; "

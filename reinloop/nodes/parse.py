@@ -31,6 +31,7 @@ from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_sa
 from ..answers import echo_problem, grounding_problem, too_few_calls_problem, written_call
 from ..context import FALLBACK
 from ..memory.ledger import results
+from ..memory.wrapup import REQUEST
 from ..protocols.prose import call_like, prose_answer
 from ..state import AgentState, Pending
 
@@ -77,6 +78,15 @@ def wrap_up_reading(pending: Pending, text: str, tools: list[str]) -> Pending:
     return pending
 
 
+def our_messages(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> list[str]:
+    """What reinloop itself told the model (format, example, corrections, hints): an answer quoting it is an echo."""
+    steps = current_steps(state)
+    last = steps[-1] if steps else {}
+    return [protocol.instructions(ctx.tools), protocol.example(ctx.tools), protocol.repair_message(""),
+            protocol.correction("", 2, ctx.tools), *((state.get("reply") or {}).get("hints") or []),
+            str(last.get("feedback") or ""), REQUEST]
+
+
 def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol, pending: Pending) -> Pending:
     """``pending`` with its answer checked by the rules of :mod:`reinloop.answers` (a call or an echo is no
     answer; ``min_tool_calls`` and ``grounded_numbers`` when the run asks for them)."""
@@ -90,7 +100,7 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
     if call_shaped:
         return error_pending("the answer is a tool call written out as text, not an answer"
                              + ("; call tools through the tool-calling API" if protocol.native_tools else ""), thought)
-    if problem := echo_problem(answer):
+    if problem := echo_problem(answer, our_messages(state, ctx, protocol)):
         return error_pending(problem, thought)
     rules = ctx.answers
     done = results(current_steps(state))

@@ -105,3 +105,28 @@ def test_a_native_call_with_a_loose_name_runs_under_the_real_name(make_graph):
     out = graph.invoke({"task": "weather?"})
     assert out["scratchpad"][0]["actions"][0]["tool"] == "get_weather"
     assert model.prompts[1][-1].name == "get_weather"  # the tool result answers the call under the real name
+
+
+def test_a_value_written_into_the_tool_name_is_its_one_argument(make_graph):
+    graph, _ = make_graph([{"tool": "calculator(17*23)", "args": {}}, {"tool": 'calculator(expression="2+2")'},
+                           {"final_answer": "ok"}], protocol="json")
+    out = graph.invoke({"task": "t"})
+    first, second = (s["actions"][0] for s in out["scratchpad"][:2])
+    assert (first["tool"], first["args"], first["observation"]) == ("calculator", {"expression": "17*23"}, "391")
+    assert first["asked_tool"] == "calculator(17*23)" and second["observation"] == "4"
+
+
+def test_a_copied_signature_in_the_name_is_no_argument(make_graph):
+    graph, _ = make_graph([{"tool": "calculator(expression: string)", "args": {}}, {"final_answer": "ok"}],
+                          protocol="json")
+    action = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and "expression: Field required" in action["observation"]
+
+
+def test_a_refusal_describes_the_call_in_words_not_as_a_json_schema(make_graph):
+    graph, _ = make_graph([{"tool": "calculator", "args": {"expression": {"type": "string"}}}, {"final_answer": "x"}],
+                          protocol="json")
+    observation = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]["observation"]
+    assert 'Expected: calculator(expression: string), for example {"expression": "<expression>"}' in observation
+    assert "Arithmetic expression, e.g." in observation and "(1 to 500 characters)" in observation
+    assert '"properties"' not in observation and '"type": "object"' not in observation
