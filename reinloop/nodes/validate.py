@@ -7,6 +7,11 @@ is taken for the one tool it names; the step keeps the name as written in
 (``wait(1)``, ``calculator(expression="2+2")``) passes the value in its
 brackets to the tool's one required argument.
 
+An argument copied from our own prompt instead of the task is refused: a
+format placeholder (``"<expression>"``), or an example value from the tool's
+description or schema (``"(22*1.8)+32"``) that neither the task nor any result
+of the run contains. Small models copy the first concrete value they see.
+
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
 call's observation, so the model can correct itself on the next step.
@@ -27,11 +32,13 @@ from ..context import AgentContext
 from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState
-from ..tools.registry import ToolRegistry, echo, inline_args, single_field
+from ..memory.window import current_steps
+from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field
 
 
-def check_action(action: Action, tools: ToolRegistry) -> Action:
-    """The action with ``problem`` set if it cannot run as asked."""
+def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action:
+    """The action with ``problem`` set if it cannot run as asked (``known``: the task and the run's results,
+    which make a value that also appears in a tool's example a real one)."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -56,7 +63,17 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
             }
         args = {field: action["raw_args"]}
     problem = tools.validate_args(name, args)
+    if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
+        problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
+                   f"from the task; call {name} with the task's own values")
     return {**action, "args": args, "problem": problem}
+
+
+def known_text(state: AgentState) -> str:
+    """The task and every result of the current run: where real argument values come from."""
+    steps = current_steps(state)
+    return "\n".join([str(state.get("task") or ""), *(str(a.get("observation") or "") for s in steps
+                                                        for a in s.get("actions") or [])])
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -65,7 +82,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     if too_many := runtime.context.limits.check_calls(len(pending.get("actions") or [])):
         emit(runtime, "validate", f"reply refused: {too_many}", actions=[], error=too_many)
         return {"pending": error_pending(too_many, pending.get("thought") or "")}
-    actions = [check_action(a, runtime.context.tools) for a in pending.get("actions") or []]
+    known = known_text(state)
+    actions = [check_action(a, runtime.context.tools, known) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
         runtime,

@@ -94,6 +94,14 @@ class ToolRegistry:
         """The JSON schema of a tool's arguments, Field constraints included."""
         return args_json_schema(self._tools[name])
 
+    def examples_of(self, name: str) -> str:
+        """The example values tool ``name``'s description and schema give (``e.g. '(22*1.8)+32'``), one per line."""
+        found = []
+        for text in [self._tools[name].description, *descriptions(self.schema(name))]:
+            for lead in _EXAMPLE_LEAD.finditer(text):
+                found += [a or b for a, b in _QUOTED.findall(text[lead.end():lead.end() + 120])]
+        return "\n".join(found)
+
     def sketch(self, name: str) -> str:
         """How a call of ``name`` looks: its arguments and an example (for refusals)."""
         return call_sketch(name, self.schema(name))
@@ -182,6 +190,63 @@ def inline_args(asked: str, tool: BaseTool) -> dict[str, Any] | None:
     except ValueError:
         value = inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] and inner[0] in "'\"" else inner
     return {field: value}
+
+
+_PLACEHOLDER = re.compile(r"^<[^<>]{1,40}>$")
+_EXAMPLE_LEAD = re.compile(r"\b(?:e\.g\.|for example|such as|like)|例如|比如", re.I)
+_QUOTED = re.compile(r"'([^'\n]{1,100})'|\"([^\"\n]{1,100})\"")
+COPIED_CHARS = 4
+"""A copied example this short ("2+2") is too common to tell from a real value."""
+
+
+def descriptions(schema: Any) -> list[str]:
+    """Every ``description`` in a JSON schema, nested ones too."""
+    if isinstance(schema, dict):
+        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
+        return own + [d for k, v in schema.items() if k != "description" for d in descriptions(v)]
+    if isinstance(schema, list):
+        return [d for v in schema for d in descriptions(v)]
+    return []
+
+
+def string_values(value: Any) -> list[str]:
+    """Every string in a call's arguments, nested ones too (depth-first)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in string_values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in string_values(v)]
+    return []
+
+
+def copied_example(args: dict[str, Any], examples: str, known: str) -> str | None:
+    """An argument the model copied from our prompt instead of the task, else None.
+
+    Either a placeholder of a format example (``"<expression>"``), or a value
+    of more than :data:`COPIED_CHARS` characters that is one of the tool's
+    examples (``examples``: :meth:`ToolRegistry.examples_of`, e.g. the
+    calculator's ``'(22*1.8)+32'``) and shares no number or word with the
+    task and the run's results (``known``): "convert 22C" may well compute
+    ``(22*1.8)+32``, "read order_0.txt and total it" does not. Values a description lists as valid (table
+    names, enums) are not examples and pass.
+    """
+    for text in string_values(args):
+        value = text.strip()
+        if _PLACEHOLDER.match(value):
+            return value
+        if len(value) > COPIED_CHARS and value in examples.splitlines() and not (tokens(value) & tokens(known)):
+            return value
+    return None
+
+
+_WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}")
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def tokens(text: str) -> set[str]:
+    """The numbers and words (three letters or more; two Chinese characters or more) of ``text``, lowercased."""
+    return {t.lower() for t in _WORDS.findall(text)} | set(_DIGITS.findall(text))
 
 
 def single_field(tool: BaseTool) -> str | None:
