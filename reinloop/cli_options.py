@@ -177,7 +177,8 @@ class SpecFlag:
             return int(found[1]) * {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[found[2]]
         if self.kind.startswith("int"):
             if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and self.path not in ZERO_ALLOWED):
-                raise argparse.ArgumentTypeError(f"must be a positive integer{off}, got {text!r}")
+                kind = "a whole number >= 0" if self.path in ZERO_ALLOWED else "a positive integer"
+                raise argparse.ArgumentTypeError(f"must be {kind}{off}, got {text!r}")
             return int(text)
         if self.kind.startswith("float"):
             try:

@@ -166,3 +166,16 @@ def test_an_answer_copying_the_format_example_of_a_correction_is_refused(make_gr
     out = graph.invoke({"task": "2+2"})
     assert echo in str(model.prompts[2][-1].content)  # the second correction shows the example
     assert out["answer"] == "4" and "repeats reinloop's message" in out["scratchpad"][2]["parse_error"]
+
+
+def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
+    import subprocess
+    import sys
+
+    from reinloop import RunSpec
+
+    spec = RunSpec().replace(answers={"wrap_up": True, "min_tool_calls": 1})
+    assert RunSpec.from_json(spec.to_json()).answers == AnswerRules(wrap_up=True, min_tool_calls=1)
+    proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "x", "--min-tool-calls", "-1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--min-tool-calls: must be a whole number >= 0" in proc.stderr
