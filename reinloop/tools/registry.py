@@ -235,13 +235,19 @@ def copied_example(args: dict[str, Any], examples: str, known: str) -> str | Non
         value = text.strip()
         if _PLACEHOLDER.match(value):
             return value
-        if len(value) > COPIED_CHARS and value in examples.splitlines() and not (tokens(value) & tokens(known)):
+        if (len(value) > COPIED_CHARS and squeezed(value) in {squeezed(e) for e in examples.splitlines()}
+                and not (tokens(value) & tokens(known))):
             return value
     return None
 
 
 _WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}")
 _DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def squeezed(text: str) -> str:
+    """``text`` without whitespace, lowercased: ``(22 * 1.8) + 32`` is the example ``(22*1.8)+32`` copied."""
+    return "".join(text.split()).lower()
 
 
 def tokens(text: str) -> set[str]:

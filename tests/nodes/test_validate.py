@@ -133,10 +133,10 @@ def test_a_refusal_describes_the_call_in_words_not_as_a_json_schema(make_graph):
 
 
 def test_an_example_value_copied_from_the_tool_description_is_refused_unless_the_task_shares_it(make_graph):
-    copied = {"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}
+    copied = {"tool": "calculator", "args": {"expression": "(22 * 1.8) + 32"}}
     graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json")
     action = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"][0]["actions"][0]
-    assert action["error"] and "'(22*1.8)+32' is an example from the tool's description" in action["observation"]
+    assert action["error"] and "'(22 * 1.8) + 32' is an example from the tool's description" in action["observation"]
     graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json")
     action = graph.invoke({"task": "convert 22C to Fahrenheit"})["scratchpad"][0]["actions"][0]
     assert action["observation"] == "71.6"  # the task has 22: the example is the task's own computation
