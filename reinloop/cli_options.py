@@ -33,6 +33,7 @@ GROUP_TITLES = {
     "tools": "tools and where they work (sizes: 10000000, 10MB, 512KB; 'none' switches a bound off)",
     "limits": "limits ('none' switches a limit off)",
     "memory": "memory ('none' switches a bound off)",
+    "answers": "answers (what a final answer must be; see README, Answers)",
     "run": "run",
 }
 """The option groups of ``--help``, in order."""
@@ -100,6 +101,9 @@ HELP: dict[tuple[str, ...], str] = {
     ("memory", "store"): "recall long-term memories from this SQLite file [the run database]",
     ("memory", "user"): "share memories across threads with this key",
     ("memory", "encoding"): "how tokens are counted: o200k_base, cl100k_base or estimate",
+    ("answers", "min_tool_calls"): "successful tool calls before an answer is accepted (0: none needed)",
+    ("answers", "grounded_numbers"): "refuse an answer with a number that is in neither the task nor a tool result",
+    ("answers", "wrap_up"): "at a stuck break with results in hand, ask once more, without tools, for the answer",
 }
 """Help of the flags of the settings groups (``RunSpec``'s own fields carry theirs in their metadata)."""
 
@@ -110,6 +114,8 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("prices",): "JSON", ("limits", "max_cost"): "USD",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
+ZERO_ALLOWED = {("retry", "attempts"), ("answers", "min_tool_calls")}
+"""Whole-number fields where 0 is a value, not an error."""
 SIZES = {("tool_settings", "write_quota"), ("tool_settings", "max_file_bytes"), ("tool_settings", "max_value_bytes")}
 """Fields given as byte sizes (``10MB``)."""
 CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -179,8 +185,9 @@ class SpecFlag:
                 raise argparse.ArgumentTypeError(f"must be a size in bytes such as 10000000, 10MB or 512KB{off}, got {text!r}")
             return int(found[1]) * {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[found[2]]
         if self.kind.startswith("int"):
-            if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and self.path != ("retry", "attempts")):
-                raise argparse.ArgumentTypeError(f"must be a positive integer{off}, got {text!r}")
+            if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and self.path not in ZERO_ALLOWED):
+                kind = "a whole number >= 0" if self.path in ZERO_ALLOWED else "a positive integer"
+                raise argparse.ArgumentTypeError(f"must be {kind}{off}, got {text!r}")
             return int(text)
         if self.kind.startswith("float"):
             try:

@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.runnables import Runnable
 
+from .answers import AnswerRules
 from .events import EventSink
 from .limits import Limits
 from .memory.config import Memory
@@ -57,6 +58,11 @@ class AgentContext:
     def max_output_tokens(self) -> int | None:
         """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
         return self.spec.max_output_tokens
+
+    @property
+    def answers(self) -> AnswerRules:
+        """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (:mod:`reinloop.answers`)."""
+        return self.spec.answers
 
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
         """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct (without bound tools)."""

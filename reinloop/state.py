@@ -166,6 +166,13 @@ def new_extensions() -> Extensions:
     return Extensions(steps=0, seconds=0.0, tokens=0, cost=0.0, unpriced=0)
 
 
+class WrapUp(TypedDict):
+    """The break a wrap-up call stands in for: taken as it was if the call gives no answer."""
+
+    reason: BreakReason
+    message: str
+
+
 class AgentState(TypedDict, total=False):
     """The checkpointed state of one thread."""
 
@@ -191,6 +198,8 @@ class AgentState(TypedDict, total=False):
     run_task: str  # the task the current run was started for (a new task starts a new run)
     prompt_digest: str  # a hash of the last prompt sent: the next one must differ
     approvals: dict[str, str]  # tool -> "approve" | "reject": the operator's "always" for this thread
+    wrap_up: WrapUp | None  # a stuck run's last call for an answer, without tools, is under way (reinloop.answers)
+    wrapped_up: str | None  # the break a wrap-up answer saved the run from (set when it ends done that way)
 
 
 BREAK_KIND = "reinloop.break"

@@ -139,6 +139,7 @@ class ScriptedChatModel(BaseChatModel):
     _summary_prompts: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
     _call_options: list[dict[str, Any]] = PrivateAttr(default_factory=list)
     _tools: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _tools_sent: list[list[str]] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -163,6 +164,11 @@ class ScriptedChatModel(BaseChatModel):
     def bound_tools(self) -> list[dict[str, Any]]:
         """The tool schemas most recently bound with ``bind_tools``."""
         return self._tools
+
+    @property
+    def tools_sent(self) -> list[list[str]]:
+        """The names of the tools sent with every scripted call, in order (``[]``: a call without tools)."""
+        return self._tools_sent
 
     @property
     def calls(self) -> int:
@@ -242,5 +248,6 @@ class ScriptedChatModel(BaseChatModel):
         else:
             self._prompts.append(list(messages))
             self._call_options.append({k: v for k, v in kwargs.items() if k != "tools"})
+            self._tools_sent.append([t["function"]["name"] for t in kwargs.get("tools") or []])
             message = self._capped(self._next(messages), kwargs.get("max_tokens"))
         return ChatResult(generations=[ChatGeneration(message=message)])

@@ -7,6 +7,9 @@
   ``tool_detail="compact"``).
 - ``reinloop_json``, ``reinloop_react``, ``reinloop_auto``: ``reinloop`` with
   another output protocol (full tool schemas); the real-model tier runs them.
+- ``reinloop_ruled``, ``reinloop_json_ruled``, ``reinloop_compact_ruled``: tool
+  calling, JSON and compact JSON with the small-model answer rules
+  (:data:`SMALL_MODEL_RULES`); the real-model tier runs them.
 - ``create_agent``: LangChain's agent with ``ToolErrorMiddleware`` (tool
   exceptions go back to the model) and ``ModelCallLimitMiddleware`` (a step
   limit of 10 model calls, like reinloop's default).
@@ -36,6 +39,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from reinloop import build_graph
+from reinloop.answers import AnswerRules
 from reinloop.memory.summary import SUMMARIZER_TAG
 from reinloop.pricing import Pricing
 
@@ -197,6 +201,19 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
     return None
 
 
+SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True)
+"""The answer rules README's "Small local models" recommends: a tool before any answer, numbers only
+from the task or a tool, and one tool-free call for the answer when a run is stuck."""
+
+
+def _with_rules(protocol: str, **more: Any) -> Callable[..., RunResult]:
+    def run(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
+        return run_reinloop(task, model, tools, protocol=protocol, answers=SMALL_MODEL_RULES, **more, **options)
+
+    run.__doc__ = f"reinloop with protocol={protocol!r}{', compact tools' if more else ''} and the small-model answer rules."
+    return run
+
+
 CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "reinloop": run_reinloop,
     "reinloop_compact": run_reinloop_compact,
@@ -205,6 +222,9 @@ CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "reinloop_json": _with_protocol("json"),
     "reinloop_react": _with_protocol("react"),
     "reinloop_auto": _with_protocol("auto"),
+    "reinloop_ruled": _with_rules("tool_calling"),
+    "reinloop_json_ruled": _with_rules("json"),
+    "reinloop_compact_ruled": _with_rules("json", tool_detail="compact"),
 }
 """Every contestant by name; ``options`` are reinloop's ``build_graph`` keywords (the others ignore them)."""
 

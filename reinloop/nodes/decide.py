@@ -27,6 +27,7 @@ from ..memory.explain import event_line
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
+from ..memory.wrapup import wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label
 from ..pricing import CallCost, add_cost
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
@@ -51,6 +52,8 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "hints": [],
         "summary": "",
         "memory_cursor": new_cursor(),
+        "wrap_up": None,
+        "wrapped_up": None,
         "history": history_with_summary(state),
     }
 
@@ -144,8 +147,20 @@ def price_step(ctx: AgentContext, message: BaseMessage, prepared: Prepared) -> l
     return [ctx.pricing.price(message, ctx.model), *(ctx.pricing.price(r, summarizer) for r in prepared.replies)]
 
 
+def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared]:
+    """The stuck run's one call for its answer: the model without tools, the task and every result."""
+    protocol, _ = ctx.active(state)
+    messages, tokens = wrap_up_prompt(state, ctx, protocol.name)
+    prepared = Prepared(messages=messages, parts={"wrap_up": tokens, "total": tokens})
+    message = invoke_model(ctx, ctx.model, messages, lambda: ctx.seconds_left(state, time.time()))
+    return message, prepared
+
+
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
     """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
+    if state.get("wrap_up"):
+        message, prepared = wrap_up_call(ctx, state)
+        return message, prepared, {}, []
     protocol, llm = ctx.active(state)
     prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), locate().thread_id)
     try:
@@ -173,10 +188,12 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     reply["cost"] = price_step(ctx, message, prepared)
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
+    wrapping = view.get("wrap_up")
     emit(
         runtime,
         "decide",
-        f"step {c['steps'] + 1}: model replied ({reply['prompt_tokens']} prompt tokens, "
+        (f"step {c['steps'] + 1}: wrap-up call without tools, for the answer in hand ({wrapping['reason']}); "
+         if wrapping else f"step {c['steps'] + 1}: ") + f"model replied ({reply['prompt_tokens']} prompt tokens, "
         f"{len(reply['tool_calls'])} tool calls)" + "".join(f"; cost unknown: {call['problem']}"
                                                          for call in reply["cost"] if call.get("problem")),
         step=c["steps"] + 1,

@@ -44,8 +44,10 @@ from ..state import (
     ResumeValue,
     Step,
     Turn,
+    WrapUp,
     new_extensions,
 )
+from ..answers import WRAP_UP_REASONS, AnswerRules
 from ..memory.ledger import in_hand, plain_observation, results_text, short
 from .memorize import failure
 
@@ -121,13 +123,28 @@ def can_pause() -> bool:
     return locate().checkpointed
 
 
-def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions, *, pause: bool) -> dict[str, Any]:
+def wants_wrap_up(state: AgentState, rules: AnswerRules | None, reason: str) -> bool:
+    """True when a stuck run gets its one tool-free call for the answer (see :mod:`reinloop.answers`)."""
+    return (rules is not None and rules.wrap_up and reason in WRAP_UP_REASONS and not state.get("wrap_up")
+            and bool(in_hand(state)))
+
+
+def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions, *, pause: bool,
+          rules: AnswerRules | None = None) -> dict[str, Any]:
     """The guard's decision after a step, as a state update."""
+    wrapping = state.get("wrap_up")
     if state.get("answer") is not None:
-        return {"decision": "finish", "status": "done", "history": close_turn(state, "done", state["answer"])}
-    if trip := tripped(limits, counters, ext, (state.get("scratchpad") or [None])[-1]):
+        return {"decision": "finish", "status": "done", "history": close_turn(state, "done", state["answer"]),
+                "wrap_up": None, "wrapped_up": wrapping["reason"] if wrapping else None}
+    trip = tripped(limits, counters, ext, (state.get("scratchpad") or [None])[-1])
+    if wrapping:  # the wrap-up gave no answer: the break it stood in for is taken
+        trip = (wrapping["reason"], f"{wrapping['message']}; the wrap-up call without tools gave no usable answer")
+    elif trip and wants_wrap_up(state, rules, trip[0]):
+        return {"decision": "continue", "hints": [], "wrap_up": WrapUp(reason=trip[0], message=trip[1])}
+    if trip:
         reason, message = trip
         update = {"status": "broken", "break_reason": reason, "break_message": message}
+        update["wrap_up"] = None
         if pause:  # the operator decides; the turn stays open
             return {**update, "decision": "pause"}
         return {**update, "decision": "break", "history": close_turn(state, "broken", None)}
@@ -143,7 +160,8 @@ def guard(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     now = time.time()
     counters: Counters = {**state["counters"], "elapsed_seconds": ctx.elapsed(state, now)}
     ext = state.get("extensions") or new_extensions()
-    update = {"counters": counters, "tick": now, **judge(state, ctx.limits, counters, ext, pause=can_pause())}
+    update = {"counters": counters, "tick": now, **judge(state, ctx.limits, counters, ext, pause=can_pause(),
+                                                                 rules=ctx.answers)}
     report(runtime, update, counters)
     return update
 
@@ -255,7 +273,7 @@ def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict
     view: AgentState = {**state, "counters": counters, "extensions": ext}  # type: ignore[typeddict-item]
     update = {
         "extensions": ext, "counters": counters, "tick": now, "status": "running",
-        "break_reason": None, "break_message": None, **judge(view, ctx.limits, counters, ext, pause=True),
+        "break_reason": None, "break_message": None, **judge(view, ctx.limits, counters, ext, pause=True),  # no wrap-up: one was made before this break
     }
     if answer["hint"] and update["decision"] in ("continue", "hint"):
         update.update(decision="hint", hints=[answer["hint"], *update.get("hints", [])])

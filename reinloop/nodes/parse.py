@@ -28,7 +28,11 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_safely
-from ..protocols.prose import prose_answer
+from ..answers import echo_problem, grounding_problem, too_few_calls_problem, written_call
+from ..memory.ledger import results
+from ..memory.wrapup import REQUEST
+from ..protocols.json_protocol import JsonProtocol
+from ..protocols.prose import call_like, prose_answer
 from ..state import AgentState, Pending
 
 
@@ -64,10 +68,66 @@ def whole_call_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | N
     return pending if pending.get("actions") and not pending.get("parse_error") else None
 
 
+WRITTEN_CALLS = JsonProtocol()
+"""Reads a call a model wrote as text under native tool calling (:func:`check_answer`)."""
+
+
+def wrap_up_reading(pending: Pending, text: str, tools: list[str]) -> Pending:
+    """A wrap-up reply read: no call may run, and plain prose with nothing call-like is the answer."""
+    if pending.get("actions"):
+        return error_pending("the wrap-up asked for the final answer, and tools were no longer available; "
+                             "the reply made a tool call instead", pending.get("thought") or "")
+    if pending.get("parse_error") and text.strip() and not call_like(text, tools):
+        return Pending(thought="", actions=[], answer=text.strip(), parse_error=None, prose=True)
+    return pending
+
+
+def our_messages(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> list[str]:
+    """What reinloop itself told the model (format, example, corrections, hints): an answer quoting it is an echo."""
+    steps = current_steps(state)
+    last = steps[-1] if steps else {}
+    return [protocol.instructions(ctx.tools), protocol.example(ctx.tools), protocol.repair_message(""),
+            protocol.correction("", 2, ctx.tools), *((state.get("reply") or {}).get("hints") or []),
+            str(last.get("feedback") or ""), REQUEST]
+
+
+def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol, pending: Pending) -> Pending:
+    """``pending`` with its answer checked by the rules of :mod:`reinloop.answers` (a call or an echo is no
+    answer; ``min_tool_calls`` and ``grounded_numbers`` when the run asks for them)."""
+    answer = pending.get("answer")
+    if answer is None or pending.get("parse_error"):
+        return pending
+    thought = pending.get("thought") or ""
+    call, call_shaped = written_call(answer, ctx.tools.names())
+    if call is not None and protocol.native_tools and not state.get("wrap_up"):
+        return parse_reply(WRITTEN_CALLS, {"text": json.dumps(call, ensure_ascii=False)})
+    if call_shaped:
+        return error_pending("the answer is a tool call written out as text, not an answer"
+                             + ("; call tools through the tool-calling API" if protocol.native_tools else ""), thought)
+    if problem := echo_problem(answer, our_messages(state, ctx, protocol)):
+        return error_pending(problem, thought)
+    rules = ctx.answers
+    done = results(current_steps(state))
+    if len(done) < rules.min_tool_calls:
+        return error_pending(too_few_calls_problem(len(done), rules.min_tool_calls), thought)
+    if rules.grounded_numbers:
+        sources = [str(state.get("task") or ""), *(r["observation"] for r in done)]
+        if problem := grounding_problem(answer, sources):
+            return error_pending(problem, thought)
+    return pending
+
+
 def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
+    """The reply parsed by ``protocol``, with the cut-off, plain-prose and answer rules applied."""
+    return check_answer(state, ctx, protocol, read_text(state, ctx, protocol))
+
+
+def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
     """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
     reply = state.get("reply") or {}
     pending = parse_reply(protocol, reply)
+    if state.get("wrap_up") and not reply.get("truncated"):
+        return wrap_up_reading(pending, reply.get("text") or "", ctx.tools.names())
     if reply.get("truncated"):
         whole = whole_call_of_cut_reply(reply, protocol)
         if whole is not None:

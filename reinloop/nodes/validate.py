@@ -3,7 +3,14 @@
 A name that differs from a tool's only in case or separators, or that carries
 a signature copied from the tool listing (``calculator(expression: string)``),
 is taken for the one tool it names; the step keeps the name as written in
-``asked_tool``.
+``asked_tool``. A name written as a call with no arguments beside it
+(``wait(1)``, ``calculator(expression="2+2")``) passes the value in its
+brackets to the tool's one required argument.
+
+An argument copied from our own prompt instead of the task is refused: a
+format placeholder (``"<expression>"``), or an example value from the tool's
+description or schema (``"(22*1.8)+32"``) that neither the task nor any result
+of the run contains. Small models copy the first concrete value they see.
 
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
@@ -25,11 +32,13 @@ from ..context import AgentContext
 from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState
-from ..tools.registry import ToolRegistry, echo, single_field
+from ..memory.window import current_steps
+from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field
 
 
-def check_action(action: Action, tools: ToolRegistry) -> Action:
-    """The action with ``problem`` set if it cannot run as asked."""
+def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action:
+    """The action with ``problem`` set if it cannot run as asked (``known``: the task and the run's results,
+    which make a value that also appears in a tool's example a real one)."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -42,17 +51,29 @@ def check_action(action: Action, tools: ToolRegistry) -> Action:
     tool = tools.get(name)
     assert tool is not None
     args = action.get("args") or {}
+    if not args and "raw_args" not in action and (inline := inline_args(asked, tool)) is not None:
+        args = inline  # `wait(1)` as the tool's name: the value in the brackets is its one argument
     if "raw_args" in action and not args:
         field = single_field(tool)
         if field is None:
             return {
                 **action,
                 "problem": f"the arguments of {name} must be a JSON object, got "
-                f"{echo(action['raw_args'])}. Expected: {tools.schema(name)}",
+                f"{echo(action['raw_args'])}. Expected: {tools.sketch(name)}",
             }
         args = {field: action["raw_args"]}
     problem = tools.validate_args(name, args)
+    if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
+        problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
+                   f"from the task; call {name} with the task's own values")
     return {**action, "args": args, "problem": problem}
+
+
+def known_text(state: AgentState) -> str:
+    """The task and every result of the current run: where real argument values come from."""
+    steps = current_steps(state)
+    return "\n".join([str(state.get("task") or ""), *(str(a.get("observation") or "") for s in steps
+                                                        for a in s.get("actions") or [])])
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -61,7 +82,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     if too_many := runtime.context.limits.check_calls(len(pending.get("actions") or [])):
         emit(runtime, "validate", f"reply refused: {too_many}", actions=[], error=too_many)
         return {"pending": error_pending(too_many, pending.get("thought") or "")}
-    actions = [check_action(a, runtime.context.tools) for a in pending.get("actions") or []]
+    known = known_text(state)
+    actions = [check_action(a, runtime.context.tools, known) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
         runtime,

@@ -132,9 +132,10 @@ class OutputProtocol(ABC):
         return step.get("feedback") or self.repair_message(step.get("parse_error") or "")
 
     def synthesize(self, step: Step) -> str:
-        """A text for a step that has none (it was taken with native tool calls)."""
+        """The step's calls in this protocol's format: a step taken with native tool calls, or any step
+        replayed (see :func:`replayed_reply`)."""
         calls = [{"tool": a.get("tool"), "args": a.get("args") or {}} for a in step.get("actions") or []]
-        body: dict[str, Any] = {"thought": step.get("thought") or ""}
+        body: dict[str, Any] = {"thought": replayed_thought(step)}
         body.update(calls[0] if len(calls) == 1 else {"calls": calls})
         return json.dumps(body, ensure_ascii=False)
 
@@ -148,13 +149,51 @@ class OutputProtocol(ABC):
         return "\n".join(parts)
 
     def render_step(self, step: Step) -> list[BaseMessage]:
-        """The messages that replay ``step`` in the next prompt (text protocols)."""
-        messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or self.synthesize(step))]
+        """The messages that replay ``step`` in the next prompt (text protocols).
+
+        The model's reply is replayed as what was *read* from it, not as it
+        was written (see :func:`replayed_reply`).
+        """
+        messages: list[BaseMessage] = [AIMessage(content=replayed_reply(self, step))]
         if step.get("parse_error"):
             messages.append(HumanMessage(content=self.feedback(step)))
         elif step.get("actions"):
             messages.append(HumanMessage(content=self.observation_message(step["actions"])))
         return messages
+
+
+REPLAYED_FAILURE_CHARS = 200
+"""How much of an unusable reply the next prompts show (the correction says what was wrong with it)."""
+
+REPLAYED_THOUGHT_CHARS = 300
+"""The longest thought replayed with a step's calls; a longer one, or one with JSON in it, is left out."""
+
+
+def replayed_thought(step: Step) -> str:
+    """The step's thought, as later prompts show it: short prose only (JSON in a thought is a call the
+    model wrote in the wrong place, and replaying it teaches the mistake)."""
+    thought = " ".join(str(step.get("thought") or "").split())
+    return "" if len(thought) > REPLAYED_THOUGHT_CHARS or "{" in thought else thought
+
+
+def replayed_reply(protocol: OutputProtocol, step: Step) -> str:
+    """The reply of ``step`` as later prompts show it.
+
+    A model, small ones most, copies its own earlier replies: a greedy model
+    shown a reply that wrapped its call in chatter, repeated it ten times or
+    nested it in a thought writes it that way again. So a step whose calls
+    were read is replayed as those calls in the protocol's own format
+    (:meth:`OutputProtocol.synthesize`), and an unusable reply as its first
+    :data:`REPLAYED_FAILURE_CHARS` characters, with a marker, beside the
+    correction. A final answer and a step with no reply stay as written.
+    The stored step keeps the reply verbatim (``raw``).
+    """
+    raw = step.get("raw") or ""
+    if step.get("actions") and not step.get("parse_error"):
+        return protocol.synthesize(step)
+    if step.get("parse_error") and len(raw) > REPLAYED_FAILURE_CHARS:
+        return raw[:REPLAYED_FAILURE_CHARS] + f"… [{len(raw) - REPLAYED_FAILURE_CHARS} more characters not shown]"
+    return raw or protocol.synthesize(step)
 
 
 def parse_reply(protocol: OutputProtocol, reply: Reply) -> Pending:

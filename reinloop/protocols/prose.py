@@ -70,10 +70,15 @@ def repeats_a_result(text: str, results: Sequence[str]) -> bool:
     return False
 
 
+def call_like(text: str, tool_names: Iterable[str]) -> bool:
+    """True when ``text`` holds anything call-like (rule 2 of the module docstring)."""
+    return bool(_MARKERS.search(text)) or calls_a_tool(text, tool_names)
+
+
 def prose_answer(text: str, tool_names: Iterable[str], last_actions: Sequence[Action]) -> str | None:
     """``text`` as the final answer when it qualifies (see the module docstring), else ``None``."""
     answer = text.strip()
     results = [str(a.get("observation") or "") for a in last_actions if not a.get("error")]
-    if not answer or not results or _MARKERS.search(answer) or calls_a_tool(answer, tool_names):
+    if not answer or not results or call_like(answer, tool_names):
         return None
     return answer if repeats_a_result(answer, results) else None

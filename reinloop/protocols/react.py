@@ -11,9 +11,9 @@ import json
 import re
 
 from ..bounds import clean_text
-from ..state import Action, Pending, Reply
+from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
-from .base import OutputProtocol, action_id, error_pending, example_call, quote
+from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_thought
 from .json_protocol import coerce_args
 
 # Line starts are matched with [ \t]*, never \s*: \s* crosses lines, and retried at every line start
@@ -42,6 +42,14 @@ class ReactProtocol(OutputProtocol):
     """Replies in the ReAct text format."""
 
     name = "react"
+
+    def synthesize(self, step: Step) -> str:
+        """One call in ReAct's own lines (``Thought``/``Action``/``Args``); several in the JSON form."""
+        actions = step.get("actions") or []
+        if len(actions) != 1:
+            return super().synthesize(step)
+        args = json.dumps(actions[0].get("args") or {}, ensure_ascii=False)
+        return f"Thought: {replayed_thought(step)}\nAction: {actions[0].get('tool')}\nArgs: {args}"
 
     def instructions(self, tools: ToolRegistry) -> str:
         return (

@@ -17,7 +17,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from ..bounds import check_value, clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
-from .base import OutputProtocol, action_id, error_pending, example_call, quote
+from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_reply, replayed_thought
 
 INTERRUPTED = "ERROR: this call was interrupted before it returned; its outcome is unknown"
 
@@ -55,12 +55,12 @@ class ToolCallingProtocol(OutputProtocol):
     def render_step(self, step: Step) -> list[BaseMessage]:
         actions = step.get("actions") or []
         if not actions:
-            messages: list[BaseMessage] = [AIMessage(content=step.get("raw") or "")]
+            messages: list[BaseMessage] = [AIMessage(content=replayed_reply(self, step) if step.get("raw") else "")]
             if step.get("parse_error"):
                 messages.append(HumanMessage(content=self.feedback(step)))
             return messages
         calls = [{"name": a["tool"], "args": a.get("args") or {}, "id": a["id"]} for a in actions]
-        messages = [AIMessage(content=step.get("thought") or "", tool_calls=calls)]
+        messages = [AIMessage(content=replayed_thought(step), tool_calls=calls)]
         for a in actions:
             content = a.get("observation") or a.get("problem") or INTERRUPTED
             messages.append(ToolMessage(content=content, tool_call_id=a["id"], name=a["tool"]))

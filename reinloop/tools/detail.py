@@ -107,6 +107,81 @@ def arguments(schema: dict[str, Any]) -> list[str]:
     return args
 
 
+def example_value(name: str, schema: dict[str, Any]) -> Any:
+    """A plausible value for an argument in an example call: constants and enums as they are, numbers
+    inside their bounds, ``"<name>"`` for free text (small models copy a schema, not a placeholder)."""
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    if schema.get("anyOf"):
+        return example_value(name, schema["anyOf"][0])
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    if kind in ("number", "integer"):
+        low, high = schema.get("minimum", schema.get("exclusiveMinimum")), schema.get("maximum")
+        value = 1 if low is None or low < 1 else low
+        return value if high is None or value <= high else high
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        if schema.get("properties"):
+            return example_args(schema)
+        return {"<name>": "<value>"}
+    return f"<{name}>"
+
+
+def example_args(schema: dict[str, Any]) -> dict[str, Any]:
+    """Example arguments for an object schema: its required properties (the first one, if none is)."""
+    props = schema.get("properties") or {}
+    names = list(schema.get("required") or []) or list(props)[:1]
+    return {n: example_value(n, props.get(n) or {}) for n in names}
+
+
+def bounds_of(schema: dict[str, Any]) -> str:
+    """``1 to 20``, ``at most 60``, ``at least 1 item`` ...: a property's limits in words."""
+    pairs = [("minimum", "maximum", ""), ("minLength", "maxLength", " characters"), ("minItems", "maxItems", " items"),
+             ("minProperties", "maxProperties", " entries")]
+    def shown(value: float) -> str:
+        return f"{int(value):,}" if float(value).is_integer() else f"{value:g}"
+
+    for low_key, high_key, unit in pairs:
+        low, high = schema.get(low_key), schema.get(high_key)
+        if low is not None and high is not None:
+            return f"{shown(low)} to {shown(high)}{unit}"
+        if high is not None:
+            return f"at most {shown(high)}{unit}"
+        if low is not None and low > (1 if unit else 0):
+            return f"at least {shown(low)}{unit}"
+    return ""
+
+
+def argument_notes(parameters: dict[str, Any]) -> list[str]:
+    """``query: a few keywords ... (1 to 300 characters)`` for each property that has a description or bounds."""
+    notes = []
+    for name, sub in (parameters.get("properties") or {}).items():
+        text = " ".join(str(sub.get("description") or "").split())
+        bounds = bounds_of(sub)
+        if text or bounds:
+            notes.append(f"{name}: {text}" + (f" ({bounds})" if bounds else ""))
+    return notes
+
+
+def call_sketch(name: str, parameters: dict[str, Any]) -> str:
+    """How a refused call should have looked: the signature, an example, and each argument in words.
+
+    ``wait(seconds: number), for example {"seconds": 1}. Arguments: seconds: how long ... (0 to 60)``.
+    It says all a JSON schema says, in prose on purpose: a small model shown
+    the schema itself in a refusal copies it into its next call's arguments.
+    """
+    example = json.dumps(example_args(parameters), ensure_ascii=False)
+    notes = argument_notes(parameters)
+    return (f"{name}({', '.join(arguments(parameters))}), for example {example}"
+            + (". Arguments: " + "; ".join(notes) if notes else ""))
+
+
 def signature(tool: BaseTool, parameters: dict[str, Any]) -> str:
     """``name(arg: type, opt?: type = default): summary`` for text prompts."""
     return f"{tool.name}({', '.join(arguments(parameters))}): {summary(tool.description)}"

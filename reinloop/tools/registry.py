@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..bounds import describe_exception
 from ..errors import ConfigurationError, DuplicateToolError
-from .detail import ToolDetail, check_detail, compact_tool, signature
+from .detail import ToolDetail, call_sketch, check_detail, compact_tool, signature
 
 
 def loose(name: str) -> str:
@@ -99,6 +99,18 @@ class ToolRegistry:
     def schema(self, name: str) -> dict[str, Any]:
         """The JSON schema of a tool's arguments, Field constraints included."""
         return args_json_schema(self._tools[name])
+
+    def examples_of(self, name: str) -> str:
+        """The example values tool ``name``'s description and schema give (``e.g. '(22*1.8)+32'``), one per line."""
+        found = []
+        for text in [self._tools[name].description, *descriptions(self.schema(name))]:
+            for lead in _EXAMPLE_LEAD.finditer(text):
+                found += [a or b for a, b in _QUOTED.findall(text[lead.end():lead.end() + 120])]
+        return "\n".join(found)
+
+    def sketch(self, name: str) -> str:
+        """How a call of ``name`` looks: its arguments and an example (for refusals)."""
+        return call_sketch(name, self.schema(name))
 
     def describe(self) -> str:
         """Each tool with its description and argument schema, for text prompts (one line each when compact)."""
@@ -195,8 +207,98 @@ def format_validation_error(name: str, exc: ValidationError, schema: dict[str, A
         where = ".".join(str(p) for p in err["loc"]) or "(arguments)"
         got = "" if err["type"] == "missing" else f" (got {echo(err.get('input'))})"
         problems.append(f"{where}: {err['msg']}{got}")
-    expected = json.dumps(schema, ensure_ascii=False)
-    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {expected}"
+    return f"invalid arguments for {name}: " + "; ".join(problems) + f". Expected: {call_sketch(name, schema)}"
+
+
+_INLINE = re.compile(r"^[^(]*\((.*)\)\s*$", re.S)
+_KEYWORD = re.compile(r"^\s*([A-Za-z_]\w*)\s*=\s*(.+?)\s*$", re.S)
+_TYPED = re.compile(r"^\s*[A-Za-z_]\w*\??\s*:")  # `expression: string`: a copied signature, not a value
+
+
+def inline_args(asked: str, tool: BaseTool) -> dict[str, Any] | None:
+    """The arguments of a call written into the name (``wait(1)``, ``calculator(expression="2+2")``).
+
+    Only for a tool with exactly one required argument and a single value in
+    the brackets (a JSON literal, or text taken as it is); a copied signature
+    (``name(arg: type)``) or several values give ``None``.
+    """
+    match = _INLINE.match(asked)
+    field = single_field(tool)
+    if match is None or field is None or not match.group(1).strip() or _TYPED.match(match.group(1)):
+        return None
+    inner = match.group(1).strip()
+    if (keyword := _KEYWORD.match(inner)) is not None:
+        if keyword.group(1) != field:
+            return None
+        inner = keyword.group(2)
+    try:
+        value = json.loads(inner)
+    except ValueError:
+        value = inner[1:-1] if len(inner) > 1 and inner[0] == inner[-1] and inner[0] in "'\"" else inner
+    return {field: value}
+
+
+_PLACEHOLDER = re.compile(r"^<[^<>]{1,40}>$")
+_EXAMPLE_LEAD = re.compile(r"\b(?:e\.g\.|for example|such as|like)|例如|比如", re.I)
+_QUOTED = re.compile(r"'([^'\n]{1,100})'|\"([^\"\n]{1,100})\"")
+COPIED_CHARS = 4
+"""A copied example this short ("2+2") is too common to tell from a real value."""
+
+
+def descriptions(schema: Any) -> list[str]:
+    """Every ``description`` in a JSON schema, nested ones too."""
+    if isinstance(schema, dict):
+        own = [schema["description"]] if isinstance(schema.get("description"), str) else []
+        return own + [d for k, v in schema.items() if k != "description" for d in descriptions(v)]
+    if isinstance(schema, list):
+        return [d for v in schema for d in descriptions(v)]
+    return []
+
+
+def string_values(value: Any) -> list[str]:
+    """Every string in a call's arguments, nested ones too (depth-first)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in string_values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in string_values(v)]
+    return []
+
+
+def copied_example(args: dict[str, Any], examples: str, known: str) -> str | None:
+    """An argument the model copied from our prompt instead of the task, else None.
+
+    Either a placeholder of a format example (``"<expression>"``), or a value
+    of more than :data:`COPIED_CHARS` characters that is one of the tool's
+    examples (``examples``: :meth:`ToolRegistry.examples_of`, e.g. the
+    calculator's ``'(22*1.8)+32'``) and shares no number or word with the
+    task and the run's results (``known``): "convert 22C" may well compute
+    ``(22*1.8)+32``, "read order_0.txt and total it" does not. Values a description lists as valid (table
+    names, enums) are not examples and pass.
+    """
+    for text in string_values(args):
+        value = text.strip()
+        if _PLACEHOLDER.match(value):
+            return value
+        if (len(value) > COPIED_CHARS and squeezed(value) in {squeezed(e) for e in examples.splitlines()}
+                and not (tokens(value) & tokens(known))):
+            return value
+    return None
+
+
+_WORDS = re.compile(r"[^\W\d_]{3,}|[\u4e00-\u9fff]{2,}")
+_DIGITS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def squeezed(text: str) -> str:
+    """``text`` without whitespace, lowercased: ``(22 * 1.8) + 32`` is the example ``(22*1.8)+32`` copied."""
+    return "".join(text.split()).lower()
+
+
+def tokens(text: str) -> set[str]:
+    """The numbers and words (three letters or more; two Chinese characters or more) of ``text``, lowercased."""
+    return {t.lower() for t in _WORDS.findall(text)} | set(_DIGITS.findall(text))
 
 
 def single_field(tool: BaseTool) -> str | None:

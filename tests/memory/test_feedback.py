@@ -7,16 +7,27 @@ from reinloop.memory.feedback import prompt_digest
 from reinloop.testing import prompt_text
 
 
-def test_the_correction_of_a_reply_too_big_for_the_prompt_still_reaches_the_next_prompt(make_graph):
-    huge = "word " * 3000  # about 3,000 tokens: the step cannot fit a 1,500-token prompt
+def test_the_correction_of_a_failed_step_the_window_cannot_show_still_reaches_the_next_prompt(make_graph):
     memory = Memory(max_prompt_tokens=1500, summarize=False)
-    graph, model = make_graph([huge, {"final_answer": "4"}], protocol="json", memory=memory)
-    out = graph.invoke({"task": "2+2?"})
+    task = "2+2? " + "pad " * 1000  # leaves too little room for the failed step itself
+    graph, model = make_graph(["word " * 3000, {"final_answer": "4"}], protocol="json", memory=memory)
+    out = graph.invoke({"task": task})
     assert out["answer"] == "4"
     second = prompt_text(model.prompts[1])
     assert not any(m.type == "ai" for m in model.prompts[1])  # the step itself was left out
     assert "Your last reply could not be used: no JSON object found" in second
     assert out["scratchpad"][1]["hints"][0].startswith("Your last reply could not be used")
+
+
+def test_a_huge_unusable_reply_is_replayed_cut_short_beside_its_correction(make_graph):
+    memory = Memory(max_prompt_tokens=1500, summarize=False)
+    graph, model = make_graph(["word " * 3000, {"final_answer": "4"}], protocol="json", memory=memory)
+    out = graph.invoke({"task": "2+2?"})
+    assert out["answer"] == "4" and len(out["scratchpad"][0]["raw"]) == 15000  # stored verbatim
+    replayed = [m for m in model.prompts[1] if m.type == "ai"]
+    assert len(replayed) == 1 and len(replayed[0].content) < 300
+    assert replayed[0].content.endswith("[14800 more characters not shown]")
+    assert "Your last reply could not be used: no JSON object found" in prompt_text(model.prompts[1])
 
 
 def test_the_prompt_digest_tells_prompts_apart_by_text_and_by_tool_calls():

@@ -105,3 +105,45 @@ def test_a_native_call_with_a_loose_name_runs_under_the_real_name(make_graph):
     out = graph.invoke({"task": "weather?"})
     assert out["scratchpad"][0]["actions"][0]["tool"] == "get_weather"
     assert model.prompts[1][-1].name == "get_weather"  # the tool result answers the call under the real name
+
+
+def test_a_value_written_into_the_tool_name_is_its_one_argument(make_graph):
+    graph, _ = make_graph([{"tool": "calculator(17*23)", "args": {}}, {"tool": 'calculator(expression="2+2")'},
+                           {"final_answer": "ok"}], protocol="json")
+    out = graph.invoke({"task": "t"})
+    first, second = (s["actions"][0] for s in out["scratchpad"][:2])
+    assert (first["tool"], first["args"], first["observation"]) == ("calculator", {"expression": "17*23"}, "391")
+    assert first["asked_tool"] == "calculator(17*23)" and second["observation"] == "4"
+
+
+def test_a_copied_signature_in_the_name_is_no_argument(make_graph):
+    graph, _ = make_graph([{"tool": "calculator(expression: string)", "args": {}}, {"final_answer": "ok"}],
+                          protocol="json")
+    action = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and "expression: Field required" in action["observation"]
+
+
+def test_a_refusal_describes_the_call_in_words_not_as_a_json_schema(make_graph):
+    graph, _ = make_graph([{"tool": "calculator", "args": {"expression": {"type": "string"}}}, {"final_answer": "x"}],
+                          protocol="json")
+    observation = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]["observation"]
+    assert 'Expected: calculator(expression: string), for example {"expression": "<expression>"}' in observation
+    assert "Arithmetic expression, e.g." in observation and "(1 to 500 characters)" in observation
+    assert '"properties"' not in observation and '"type": "object"' not in observation
+
+
+def test_an_example_value_copied_from_the_tool_description_is_refused_unless_the_task_shares_it(make_graph):
+    copied = {"tool": "calculator", "args": {"expression": "(22 * 1.8) + 32"}}
+    graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json")
+    action = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and "'(22 * 1.8) + 32' is an example from the tool's description" in action["observation"]
+    graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json")
+    action = graph.invoke({"task": "convert 22C to Fahrenheit"})["scratchpad"][0]["actions"][0]
+    assert action["observation"] == "71.6"  # the task has 22: the example is the task's own computation
+
+
+def test_a_format_placeholder_as_an_argument_is_refused(make_graph):
+    graph, _ = make_graph([{"tool": "calculator", "args": {"expression": "<expression>"}}, {"final_answer": "x"}],
+                          protocol="json")
+    action = graph.invoke({"task": "2+2"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and "'<expression>' is an example" in action["observation"]

@@ -1,0 +1,203 @@
+"""What a final answer must be, and what the loop does when a stuck run has results in hand.
+
+A model's final answer is checked like any other output (the seeds' first
+distrust). These rules always hold:
+
+- **A tool call written as text is not an answer.** Under native tool calling
+  any text counts as the answer, so a small model that writes
+  ``{"name": "calculator", "arguments": {...}}`` as text instead of through
+  the API would end the run with its own call as the "answer". A whole call of
+  a known tool is run as that call; anything else call-shaped is a parse error.
+- **Our own words are not an answer.** A reply that repeats reinloop's hints
+  or corrections (small models echo the newest message) is a parse error.
+
+:class:`AnswerRules` adds the rules a caller chooses:
+
+- ``min_tool_calls``: an answer that comes before this many successful tool
+  calls is refused ("call a tool first"). A weak model under native tool
+  calling often answers from memory at step 1; this makes it use the tools.
+- ``grounded_numbers``: every number in the answer must appear in the task or
+  in a tool result (or be one rounded). "17*23 = 421" with no calculator
+  result 421 is refused and the model is told to compute it with a tool.
+  Off by default: a strong model's derived numbers ("3 files") are fine.
+- ``wrap_up`` (off by default, so that a limit means exactly its number of
+  model calls): when a run is about to break because it is
+  stuck (the same action, the same error, errors in a row, or the step
+  limit) and it has tool results, the model gets one more call, with no
+  tools, showing the task and every result, asking for the final answer
+  (LangChain's old ``early_stopping_method="generate"``). An answer that
+  passes the rules above ends the run ``done``, and the outcome says it came
+  from a wrap-up (``wrapped_up``); anything else breaks the run as it would
+  have, resumable as before. At most one wrap-up per break.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigurationError
+
+# The rules are data a RunSpec holds, and ``reinloop --help`` reads the spec: the checks import the
+# parsing helpers (which bring LangChain) when they run, not when this module is imported.
+
+WRAP_UP_REASONS = ("repeated_action", "same_errors", "consecutive_errors", "max_steps")
+"""Breaks that mean the run is stuck or out of steps, not out of money or time: a wrap-up may answer them."""
+
+ECHO_MARKERS = (
+    "[reinloop]",
+    "Your last reply could not be used",
+    "could not be used; this is attempt",
+    "Reply with exactly one of these forms",
+    "You already did this:",
+    "Tool results of earlier steps, verbatim",
+    "Give the final answer to the task now",
+)
+"""Phrases of reinloop's own messages to the model: an answer that repeats one is an echo."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AnswerRules:
+    """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (see the module)."""
+
+    min_tool_calls: int = 0
+    """Successful tool calls the run must have made before an answer is accepted (0: none needed)."""
+    grounded_numbers: bool = False
+    """Refuse an answer with a number that is in neither the task nor any tool result."""
+    wrap_up: bool = False
+    """At a stuck break with results in hand, ask once more, without tools, for the final answer
+    (one model call beyond the limit that tripped)."""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.min_tool_calls, bool) or not isinstance(self.min_tool_calls, int) or self.min_tool_calls < 0:
+            raise ConfigurationError(
+                f"AnswerRules.min_tool_calls must be a whole number >= 0, got {self.min_tool_calls!r}")
+        for name in ("grounded_numbers", "wrap_up"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"AnswerRules.{name} must be True or False, got {getattr(self, name)!r}")
+
+    def replace(self, **changes: Any) -> AnswerRules:
+        """A copy with some rules changed (unknown names are refused)."""
+        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
+        if unknown:
+            raise ConfigurationError(f"unknown answer rule(s) {', '.join(unknown)}; valid: "
+                                     + ", ".join(f.name for f in dataclasses.fields(self)))
+        return dataclasses.replace(self, **changes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The rules as a JSON-able dict."""
+        return dataclasses.asdict(self)
+
+
+_CALL_OBJECT = re.compile(r"^\s*(?:```[a-zA-Z]*\s*)?(?:<tool_call>\s*)?\{")
+
+
+def written_call(text: str, tool_names: Iterable[str]) -> tuple[dict[str, Any] | None, bool]:
+    """``(call, call_shaped)``: the first whole JSON call of a known tool that ``text`` starts with.
+
+    ``call`` is ``{"tool": name, "args": {...}}`` when the text begins with a
+    whole, strict JSON object naming a known tool (``name``/``tool`` plus
+    ``arguments``/``args``); ``call_shaped`` is True when the text begins with
+    a JSON object naming a tool at all, whole or not (then it is no answer).
+    """
+    from .tools.registry import loose
+
+    if not _CALL_OBJECT.match(text):
+        return None, False
+    names = {loose(n): n for n in tool_names}
+    start = text.find("{")
+    head = text[start:start + 400]
+    named = re.search(r'"(?:name|tool)"\s*:\s*"([^"]+)"', head)
+    if named is None or loose(named.group(1)) not in names:
+        return None, False
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return None, True
+    if not isinstance(value, dict):
+        return None, True
+    args = value.get("arguments", value.get("args", {}))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None, True
+    if not isinstance(args, dict):
+        return None, True
+    return {"tool": names[loose(named.group(1))], "args": args}, True
+
+
+ECHO_CHARS = 40
+"""A stretch this long, word for word, shared with one of our messages makes an answer an echo."""
+
+
+def echoed(answer: str, ours: Sequence[str]) -> str | None:
+    """The first stretch of :data:`ECHO_CHARS` characters of ``answer`` found in one of ``ours``, else None.
+
+    Whitespace and case are ignored; only the first 2,000 characters of the answer are looked at.
+    """
+    flat = " ".join(answer[:2000].split()).lower()
+    texts = [" ".join(t.split()).lower() for t in ours if t]
+    for start in range(0, max(0, len(flat) - ECHO_CHARS) + 1, 8):
+        piece = flat[start:start + ECHO_CHARS]
+        if len(piece) == ECHO_CHARS and any(piece in t for t in texts):
+            return piece
+    return None
+
+
+def echo_problem(answer: str, ours: Sequence[str] = ()) -> str | None:
+    """Why ``answer`` is no answer when it repeats reinloop's own messages (``ours``: the instructions,
+    corrections and hints the model was sent), else None."""
+    marker = next((m for m in ECHO_MARKERS if m.lower() in answer.lower()), None) or echoed(answer, ours)
+    if marker is None:
+        return None
+    return (f"your answer repeats reinloop's message to you ({marker!r}) instead of answering the task; "
+            "give the answer to the task itself, from the tool results")
+
+
+def rounded_forms(value: str) -> set[str]:
+    """``value`` and its roundings to fewer decimals (``727.137`` -> ``727.14``, ``727.1``, ``727``)."""
+    forms = {value}
+    try:
+        number = float(value)
+    except ValueError:
+        return forms
+    if not math.isfinite(number):
+        return forms
+    for places in range(0, 4):
+        rounded = round(number, places)
+        forms.add(str(int(rounded)) if rounded == int(rounded) else f"{rounded:g}")
+    return forms
+
+
+def ungrounded(answer: str, sources: Sequence[str]) -> list[str]:
+    """The numbers of ``answer`` found in none of ``sources`` (nor rounded from one), in order."""
+    from .protocols.prose import numbers
+
+    known: set[str] = set()
+    for source in sources:
+        for value in numbers(source):
+            known |= rounded_forms(value)
+    return sorted(numbers(answer) - known, key=answer.find)
+
+
+def grounding_problem(answer: str, sources: Sequence[str]) -> str | None:
+    """Why ``answer`` is refused under ``grounded_numbers``, else None."""
+    missing = ungrounded(answer, sources)
+    if not missing:
+        return None
+    shown = ", ".join(missing[:5])
+    return (f"your answer has {shown}, which no tool result and not the task contains; compute it with a tool "
+            "(the calculator for arithmetic) and answer with the tool's result")
+
+
+def too_few_calls_problem(made: int, needed: int) -> str:
+    """Why an answer that came before ``needed`` successful tool calls is refused."""
+    calls = "call" if needed == 1 else "calls"
+    return (f"an answer needs at least {needed} successful tool {calls} first, and this run has made {made}; "
+            "call the tool that gives what the task asks for, then answer from its result")

@@ -1,0 +1,181 @@
+"""What a final answer must be: no call written as text, no echo of our messages, and the caller's rules."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from reinloop import Limits, SqliteCheckpointer
+from reinloop.answers import AnswerRules, echo_problem, ungrounded, written_call
+from reinloop.errors import ConfigurationError
+from reinloop.testing import tool_call
+
+TOOLS = ["calculator", "db_query", "get_weather"]
+CALC = '{"name": "calculator", "arguments": {"expression": "3*12.5"}}'
+
+
+def test_a_whole_json_call_of_a_known_tool_is_read_as_that_call():
+    assert written_call(CALC + "\n" + CALC, TOOLS) == ({"tool": "calculator", "args": {"expression": "3*12.5"}}, True)
+    assert written_call('```json\n{"tool": "Calculator", "args": {"expression": "1"}}\n```', TOOLS)[0] == {
+        "tool": "calculator", "args": {"expression": "1"}}
+
+
+def test_a_cut_json_call_is_call_shaped_but_no_call_and_prose_is_neither():
+    assert written_call('{"name": "calculator", "arguments": {"expression": "(3*12.5)"}', TOOLS) == (None, True)
+    assert written_call('The calculator says {"name": "calculator"}', TOOLS) == (None, False)
+    assert written_call('{"name": "Alice", "age": 3}', TOOLS) == (None, False)  # an answer that is JSON data
+
+
+def test_an_answer_that_repeats_our_hint_or_correction_is_an_echo():
+    assert echo_problem("[reinloop] You already did this: read_file with the same arguments") is not None
+    assert echo_problem("Your last reply could not be used: no JSON object found") is not None
+    assert echo_problem("The total is 37.5") is None
+
+
+def test_numbers_are_grounded_in_the_task_or_a_result_or_one_rounded():
+    sources = ["计算 17*23", "391", "727.137"]
+    assert ungrounded("17*23 = 421", sources) == ["421"]
+    assert ungrounded("The answer is 391.", sources) == []
+    assert ungrounded("about 727.14, or 727", sources) == []
+    assert ungrounded("1,252 万人", ["1252"]) == []
+
+
+def test_answer_rules_refuse_bad_values_with_the_field_named():
+    with pytest.raises(ConfigurationError, match="min_tool_calls"):
+        AnswerRules(min_tool_calls=-1)
+    with pytest.raises(ConfigurationError, match="wrap_up"):
+        AnswerRules(wrap_up="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="unknown answer rule"):
+        AnswerRules().replace(wrapup=True)
+
+
+def test_under_tool_calling_a_call_written_as_text_runs_as_that_call(make_graph):
+    graph, model = make_graph([CALC + "\n" + CALC, "The total is 37.5"])
+    out = graph.invoke({"task": "3 items at 12.5"})
+    assert out["status"] == "done" and out["answer"] == "The total is 37.5"
+    assert out["scratchpad"][0]["actions"][0]["tool"] == "calculator"
+    assert out["scratchpad"][0]["actions"][0]["observation"] == "37.5"
+
+
+def test_under_tool_calling_a_cut_call_written_as_text_is_corrected_not_taken_for_the_answer(make_graph):
+    cut = '{"name": "calculator", "arguments": {"expression": "(3*12.5)"}'
+    graph, model = make_graph([cut, [tool_call("calculator", {"expression": "3*12.5"})], "37.5"])
+    out = graph.invoke({"task": "3 items at 12.5"})
+    assert out["answer"] == "37.5"
+    assert "tool call written out as text" in out["scratchpad"][0]["parse_error"]
+
+
+@pytest.mark.parametrize("protocol", ["json", "tool_calling"])
+def test_an_answer_echoing_our_hint_is_refused(make_graph, protocol):
+    echo = "[reinloop] You already did this: calculator with the same arguments"
+    first = {"final_answer": echo} if protocol == "json" else echo
+    last = {"final_answer": "4"} if protocol == "json" else "4"
+    graph, _ = make_graph([first, last], protocol=protocol)
+    out = graph.invoke({"task": "2+2"})
+    assert out["answer"] == "4" and "repeats reinloop's message" in out["scratchpad"][0]["parse_error"]
+
+
+def test_min_tool_calls_refuses_an_answer_from_memory_until_a_tool_has_answered(make_graph):
+    graph, _ = make_graph(["It is 4.", [tool_call("calculator", {"expression": "2+2"})], "It is 4."],
+                          answers=AnswerRules(min_tool_calls=1))
+    out = graph.invoke({"task": "2+2"})
+    assert out["answer"] == "It is 4." and len(out["scratchpad"]) == 3
+    assert "needs at least 1 successful tool call" in out["scratchpad"][0]["parse_error"]
+
+
+def test_grounded_numbers_refuses_a_number_no_tool_gave(make_graph):
+    graph, model = make_graph([[tool_call("calculator", {"expression": "17*23"})], "17*23 = 421", "17*23 = 391"],
+                              answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["answer"] == "17*23 = 391"
+    assert "421" in out["scratchpad"][1]["parse_error"] and "calculator" in out["scratchpad"][1]["parse_error"]
+
+
+def test_without_the_rules_a_number_from_memory_is_accepted(make_graph):
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})], "17*23 = 421"])
+    assert graph.invoke({"task": "compute 17*23"})["answer"] == "17*23 = 421"
+
+
+REPEAT = [tool_call("calculator", {"expression": "17*23"})]
+
+
+@pytest.mark.parametrize("protocol", ["tool_calling", "json"])
+def test_a_stuck_run_wraps_up_with_one_tool_free_call_and_ends_done(make_graph, protocol):
+    call = REPEAT if protocol == "tool_calling" else {"tool": "calculator", "args": {"expression": "17*23"}}
+    final = "It is 391." if protocol == "tool_calling" else {"final_answer": "391"}
+    graph, model = make_graph([call, call, call, final], protocol=protocol, answers=AnswerRules(wrap_up=True))
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["status"] == "done" and out["wrapped_up"] == "repeated_action"
+    assert out["answer"] in ("It is 391.", "391")
+    wrap_up = model.prompts[-1]
+    assert "Give the final answer to the task now" in str(wrap_up[-1].content)
+    assert "calculator {\"expression\": \"17*23\"} -> 391" in str(wrap_up)
+    assert not any(m.type == "ai" for m in wrap_up)  # none of its own looping replies
+    if protocol == "tool_calling":
+        assert model.tools_sent[0] and model.tools_sent[-1] == []  # the wrap-up call had no tools
+
+
+def test_a_wrap_up_that_calls_a_tool_takes_the_break_it_stood_in_for(make_graph):
+    graph, model = make_graph([REPEAT, REPEAT, REPEAT, REPEAT], answers=AnswerRules(wrap_up=True))
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["status"] == "broken" and out["break_reason"] == "repeated_action"
+    assert "the wrap-up call without tools gave no usable answer" in out["break_message"]
+    assert out["scratchpad"][-1]["actions"] == [] and model.calls == 4  # its call did not run
+
+
+def test_without_results_in_hand_a_stuck_run_breaks_without_a_wrap_up(make_graph):
+    graph, model = make_graph(["{{", "{{", "{{"], protocol="json", answers=AnswerRules(wrap_up=True))
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["break_reason"] == "same_errors" and model.calls == 3
+
+
+def test_wrap_up_is_off_by_default_so_a_limit_means_its_number_of_calls(make_graph):
+    graph, model = make_graph([REPEAT, REPEAT, REPEAT])
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["break_reason"] == "repeated_action" and model.calls == 3
+
+
+def test_a_paused_run_whose_wrap_up_failed_resumes_and_finishes(make_graph, tmp_path):
+    from langgraph.types import Command
+
+    with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
+        graph, model = make_graph([REPEAT, REPEAT, REPEAT, REPEAT, "It is 391."], checkpointer=saver,
+                                  answers=AnswerRules(wrap_up=True), limits=Limits(max_repeats=3))
+        config = {"configurable": {"thread_id": "w1"}}
+        graph.invoke({"task": "compute 17*23"}, config)
+        state = graph.get_state(config).values
+        assert state["break_reason"] == "repeated_action" and state["decision"] == "pause"
+        out = graph.invoke(Command(resume={"action": "continue", "hint": "answer 391"}), config)
+        assert out["status"] == "done" and out["answer"] == "It is 391." and out["wrapped_up"] is None
+        assert model.tools_sent[-1]  # back in the loop, with its tools
+
+
+def test_the_outcome_says_an_answer_came_from_a_wrap_up(make_graph):
+    from reinloop.outcome import Outcome
+
+    graph, _ = make_graph([REPEAT, REPEAT, REPEAT, AIMessage(content="391")], answers=AnswerRules(wrap_up=True))
+    outcome = Outcome.from_state("t", graph.invoke({"task": "compute 17*23"}))
+    assert outcome.status == "done" and outcome.wrapped_up == "repeated_action"
+
+
+def test_an_answer_copying_the_format_example_of_a_correction_is_refused(make_graph):
+    # Qwen2.5-0.5B answered a correction with its example line: the example is ours, not an answer
+    cut = '{"name": "calculator", "arguments": {"expression": "(1+1)"}'
+    echo = "call a tool through the tool-calling API (e.g. calculator with"
+    graph, model = make_graph([cut, cut, echo, "4"], limits=Limits(max_same_errors=5))
+    out = graph.invoke({"task": "2+2"})
+    assert echo in str(model.prompts[2][-1].content)  # the second correction shows the example
+    assert out["answer"] == "4" and "repeats reinloop's message" in out["scratchpad"][2]["parse_error"]
+
+
+def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
+    import subprocess
+    import sys
+
+    from reinloop import RunSpec
+
+    spec = RunSpec().replace(answers={"wrap_up": True, "min_tool_calls": 1})
+    assert RunSpec.from_json(spec.to_json()).answers == AnswerRules(wrap_up=True, min_tool_calls=1)
+    proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "x", "--min-tool-calls", "-1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and "--min-tool-calls: must be a whole number >= 0" in proc.stderr
