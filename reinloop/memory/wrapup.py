@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .config import Memory
-from .ledger import ledger_lines, results
+from .ledger import newest_lines_within
 from .prompt import DEFAULT_SYSTEM_PROMPT, fit_listing
 from .tokens import active_counter, count_message_tokens
 from .window import current_steps
@@ -50,7 +50,7 @@ def wrap_up_prompt(state: Mapping[str, Any], ctx: Any, protocol_name: str) -> tu
     request = HumanMessage(content=REQUEST)
     fixed = count_message_tokens([*head, request], counter)
     room = float("inf") if memory.max_prompt_tokens is None else max(0, memory.max_prompt_tokens - fixed)
-    lines = ledger_lines(results(current_steps(state)), counter)
+    lines = newest_lines_within(current_steps(state), [], room, counter)
     listing, tokens = fit_listing(RESULTS_HEADER, lines, room, counter)
     messages = [*head, *([listing] if listing is not None else []), request]
     return messages, fixed + tokens
