@@ -134,7 +134,7 @@ def open_saver(side: str, saver: str, path: Path) -> Any:
         from reinloop.checkpoints import SqliteCheckpointer
 
         opened = SqliteCheckpointer.open(path)
-        conn = opened.conn
+        conn = raw_connection(opened)
     else:
         from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -146,9 +146,14 @@ def open_saver(side: str, saver: str, path: Path) -> Any:
     return opened
 
 
+def raw_connection(saver: Any) -> Any:
+    """The sqlite3 connection under a saver: SqliteSaver's ``conn``, or the run database's own."""
+    return saver.conn if hasattr(saver, "conn") else saver.db.connection.raw
+
+
 def close_saver(saver: Any) -> None:
     if saver is not None:
-        saver.conn.close()
+        saver.close() if hasattr(saver, "db") else saver.conn.close()
 
 
 def build(side: str, model: Any, tools: list[Any], saver: Any) -> Any:
@@ -199,7 +204,7 @@ def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, A
     model, tools = scripted_model(steps), [fetch_tool()]
     invoke(side, build(side, scripted_model(1), tools, None), 1)  # one-time costs (reinloop's tokenizer) are in "start"
     saver = open_saver(side, saver_kind, path)
-    sync = saver.conn.execute("PRAGMA synchronous").fetchone()[0] if saver is not None else None
+    sync = raw_connection(saver).execute("PRAGMA synchronous").fetchone()[0] if saver is not None else None
     graph = build(side, model, tools, saver)
     rss_before = peak_rss()
     cpu, wall = time.process_time(), time.perf_counter()
