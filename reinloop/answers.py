@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigurationError
+from .settings import replace_known
 
 # The rules are data a RunSpec holds, and ``reinloop --help`` reads the spec: the checks import the
 # parsing helpers (which bring LangChain) when they run, not when this module is imported.
@@ -83,11 +84,7 @@ class AnswerRules:
 
     def replace(self, **changes: Any) -> AnswerRules:
         """A copy with some rules changed (unknown names are refused)."""
-        unknown = sorted(set(changes) - {f.name for f in dataclasses.fields(self)})
-        if unknown:
-            raise ConfigurationError(f"unknown answer rule(s) {', '.join(unknown)}; valid: "
-                                     + ", ".join(f.name for f in dataclasses.fields(self)))
-        return dataclasses.replace(self, **changes)
+        return replace_known(self, changes, unknown="answer rule(s)", valid="answer rules")
 
     def as_dict(self) -> dict[str, Any]:
         """The rules as a JSON-able dict."""
