@@ -70,10 +70,13 @@ def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action
 
 
 def known_text(state: AgentState) -> str:
-    """The task and every result of the current run: where real argument values come from."""
+    """The task and every result of the current run: where real argument values come from.
+
+    Only results: a refusal quotes the refused value, and a value we quoted is not one the model found."""
     steps = current_steps(state)
     return "\n".join([str(state.get("task") or ""), *(str(a.get("observation") or "") for s in steps
-                                                        for a in s.get("actions") or [])])
+                                                        for a in s.get("actions") or []
+                                                        if not a.get("error") and not a.get("problem"))])
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:

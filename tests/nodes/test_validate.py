@@ -147,3 +147,11 @@ def test_a_format_placeholder_as_an_argument_is_refused(make_graph):
                           protocol="json")
     action = graph.invoke({"task": "2+2"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'<expression>' is an example" in action["observation"]
+
+
+def test_a_copied_example_stays_refused_after_the_refusal_quoted_it(make_graph):
+    copied = {"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}
+    graph, _ = make_graph([copied, copied, {"final_answer": "x"}], protocol="json")
+    steps = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"]
+    assert [s["actions"][0]["error"] for s in steps[:2]] == [True, True]
+    assert "is an example from the tool's description" in steps[1]["actions"][0]["observation"]
