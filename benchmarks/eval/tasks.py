@@ -69,7 +69,7 @@ class World:
 
     def tools(self) -> list[BaseTool]:
         """The benchmark's tools, confined to this world."""
-        search = builtin("search_docs", folder=self.root / "docs", index=self.root / "index.db")
+        search = builtin("search_docs", folder=self.root / "docs", index=self.root / "index.db", sandbox=self.root)
         others = builtins(TOOL_NAMES.replace("search_docs,", ""), sandbox=self.root, db=self.db, db_tables="notes")
         return [search, *others]
 

@@ -115,7 +115,9 @@ def builtins(
             options.update(tables=db_tables, max_value_bytes=max_value_bytes)
         if name == "write_file":
             options.update(quota=write_quota, max_file_bytes=max_file_bytes)
-        if name == "search_docs" and progress is not None:
-            options["progress"] = progress
+        if name == "search_docs":
+            options["sandbox"] = sandbox  # hits then name paths read_file opens, when the docs are in the sandbox
+            if progress is not None:
+                options["progress"] = progress
         tools.append(builtin(name, **options))
     return tools

@@ -245,13 +245,24 @@ def default_index_path(folder: Path) -> Path:
     return cache / "reinloop" / f"docs-{digest}.sqlite"
 
 
-def format_hits(query: str, hits: list[Hit], files: int) -> str:
-    """Hits as numbered lines with their snippets."""
+def sandbox_prefix(folder: Path, sandbox: str | os.PathLike[str] | None) -> str:
+    """``"docs/"`` when ``folder`` is ``<sandbox>/docs``; ``""`` with no sandbox or a folder outside it."""
+    if sandbox is None:
+        return ""
+    try:
+        inside = Path(folder).resolve().relative_to(Path(sandbox).resolve())
+    except ValueError:
+        return ""
+    return "" if str(inside) == "." else inside.as_posix() + "/"
+
+
+def format_hits(query: str, hits: list[Hit], files: int, prefix: str = "") -> str:
+    """Hits as numbered lines with their snippets (``prefix``: put before each path, e.g. ``"docs/"``)."""
     if not hits:
         return f"no document matches {query!r} ({files} files searched); try other or fewer keywords"
     lines = []
     for i, hit in enumerate(hits, 1):
-        lines.append(f"{i}. {hit.path} — {hit.title} (score {hit.score:g})\n   {hit.snippet}")
+        lines.append(f"{i}. {prefix}{hit.path} — {hit.title} (score {hit.score:g})\n   {hit.snippet}")
     return "\n".join(lines)
 
 
@@ -266,16 +277,22 @@ def search_docs_tool(
     folder: str | os.PathLike[str] | None = None,
     index: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
+    sandbox: str | os.PathLike[str] | None = None,
 ) -> BaseTool:
-    """``search_docs``: keyword search over the text/Markdown files under ``folder``."""
+    """``search_docs``: keyword search over the text/Markdown files under ``folder``.
+
+    With ``sandbox`` (``read_file``'s directory) holding ``folder``, each hit's path is given relative to the
+    sandbox (``docs/city.md``), so the model can pass it to ``read_file`` as it is.
+    """
     if folder is None:
         raise ConfigurationError("tool 'search_docs' needs a folder of documents: give --docs DIR (from Python: builtin('search_docs', folder=DIR))")
     docs = DocsIndex(folder, index)
     docs.update(progress)
+    prefix = sandbox_prefix(docs.folder, sandbox)
 
     def search_docs(query: str, limit: int = 5) -> str:
         docs.update()
-        return format_hits(query, docs.search(query, limit), docs.count())
+        return format_hits(query, docs.search(query, limit), docs.count(), prefix)
 
     return configure(
         StructuredTool.from_function(

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from reinloop.errors import ConfigurationError
-from reinloop.tools import DocsIndex, builtin, run_tool
+from reinloop.tools import DocsIndex, builtin, builtins, run_tool
 from reinloop.tools.docs import fts_query, has_fts5
 
 
@@ -144,3 +144,14 @@ def test_the_default_index_lives_in_the_cache_directory(folder, tmp_path, monkey
     index = DocsIndex(folder)
     assert index.index.parent == tmp_path / "cache" / "reinloop"
     assert index.update().added == 11
+
+
+def test_hits_name_paths_read_file_opens_when_the_docs_are_in_the_sandbox(folder, tmp_path):
+    search, read = builtins("search_docs,read_file", sandbox=tmp_path, docs=folder)
+    hits = run_tool(search, {"query": "shipping"}).observation
+    assert hits.startswith("1. docs/guide/shipping.txt — Shipping")
+    assert "Parcels leave the warehouse daily" in run_tool(read, {"path": "docs/guide/shipping.txt"}).observation
+    alone = builtin("search_docs", folder=folder, index=tmp_path / "i.db")  # no sandbox: paths within the folder
+    assert run_tool(alone, {"query": "shipping"}).observation.startswith("1. guide/shipping.txt — Shipping")
+    elsewhere = builtin("search_docs", folder=folder, index=tmp_path / "j.db", sandbox=tmp_path / "other")
+    assert run_tool(elsewhere, {"query": "shipping"}).observation.startswith("1. guide/shipping.txt — Shipping")
