@@ -18,7 +18,8 @@ What it does beyond ``llama_cpp.server``:
   calling loop never sees a call.
 - ``finish_reason`` is ``length`` when ``--max-tokens`` cut the reply; a cut
   reply is never turned into a tool call.
-- Greedy (temperature 0) unless the request asks otherwise; one generation at
+- Greedy (temperature 0) unless the request asks otherwise, with the request's
+  ``seed`` when it samples (the same seed gives the same reply); one generation at
   a time; ``GET /stats`` reports tokens and llama.cpp's own prompt/generation
   timings, so throughput can be measured in tokens/s on a busy machine.
 """
@@ -305,7 +306,8 @@ class ModelServer:
                     self.max_tokens)
         with self.lock:
             reply = self._generate(template_messages(request.get("messages") or [], tools, self.knows_tools),
-                                   tools if self.knows_tools else None, limit, float(request.get("temperature") or 0.0))
+                                   tools if self.knows_tools else None, limit, float(request.get("temperature") or 0.0),
+                                   request.get("seed"))
         choice = reply["choices"][0]
         text, finish = _text(choice["message"].get("content")), choice["finish_reason"]
         names = {t.get("function", t).get("name") for t in tools or []}
@@ -322,12 +324,12 @@ class ModelServer:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": reply["usage"]}
 
     def _generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, limit: int,
-                  temperature: float) -> dict[str, Any]:
+                  temperature: float, seed: int | None = None) -> dict[str, Any]:
         import llama_cpp
 
         llama_cpp.llama_perf_context_reset(self.llm.ctx)
         reply = self.llm.create_chat_completion(messages=messages, tools=tools, max_tokens=limit,  # type: ignore[arg-type]
-                                                temperature=temperature)
+                                                temperature=temperature, seed=seed)
         perf = llama_cpp.llama_perf_context(self.llm.ctx)
         usage = reply["usage"]  # type: ignore[index]
         self.counters.update(requests=1, prompt_tokens=usage["prompt_tokens"],

@@ -29,6 +29,14 @@ distrust). These rules always hold:
   passes the rules above ends the run ``done``, and the outcome says it came
   from a wrap-up (``wrapped_up``); anything else breaks the run as it would
   have, resumable as before. At most one wrap-up per break.
+- ``ask_next_step`` (off by default): every prompt ends with a short question
+  asking which tool gives what the task still needs (:data:`NEXT_STEP_CUE`).
+  A small model answering a long prompt tends to reach for the tool its
+  instructions name most (the calculator) or to copy its last reply; asked
+  for the *next* step, it starts from what is missing. Measured on
+  Qwen2.5-Coder-0.5B (BENCHMARKS.md, "with the answer rules").
+- ``vary_repeats`` (off by default): a reply that repeats a call or a text
+  of the run is asked for again with sampling (:mod:`reinloop.repeats`).
 """
 
 from __future__ import annotations
@@ -58,8 +66,13 @@ ECHO_MARKERS = (
     "You already did this:",
     "Tool results of earlier steps, verbatim",
     "Give the final answer to the task now",
+    "Which tool gives what the task still needs",
 )
 """Phrases of reinloop's own messages to the model: an answer that repeats one is an echo."""
+
+NEXT_STEP_CUE = ("Which tool gives what the task still needs? Call that one now. If the results above "
+                 "already hold the whole answer, give the final answer instead.")
+"""The question ``AnswerRules.ask_next_step`` ends each prompt with."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -73,12 +86,17 @@ class AnswerRules:
     wrap_up: bool = False
     """At a stuck break with results in hand, ask once more, without tools, for the final answer
     (one model call beyond the limit that tripped)."""
+    ask_next_step: bool = False
+    """End every prompt with a question about the task's next step (:data:`NEXT_STEP_CUE`)."""
+    vary_repeats: bool = False
+    """Ask again, sampling with a fixed seed, when a reply repeats a call or text of the run
+    (:mod:`reinloop.repeats`): a greedy small model otherwise writes its refused reply again."""
 
     def __post_init__(self) -> None:
         if isinstance(self.min_tool_calls, bool) or not isinstance(self.min_tool_calls, int) or self.min_tool_calls < 0:
             raise ConfigurationError(
                 f"AnswerRules.min_tool_calls must be a whole number >= 0, got {self.min_tool_calls!r}")
-        for name in ("grounded_numbers", "wrap_up"):
+        for name in ("grounded_numbers", "wrap_up", "ask_next_step", "vary_repeats"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"AnswerRules.{name} must be True or False, got {getattr(self, name)!r}")
 

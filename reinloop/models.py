@@ -150,8 +150,11 @@ def is_truncated(reason: str | None) -> bool:
     return reason is not None and reason.lower() in TRUNCATED_FINISHES
 
 
-def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None]) -> BaseMessage:
+def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None],
+                 options: dict[str, Any] | None = None) -> BaseMessage:
     """Call ``llm`` with the run's retry policy and reply cap; permanent failures raise :class:`ModelCallError`.
+
+    ``options`` are more call keywords (``temperature``, ``seed``: :mod:`reinloop.repeats`).
 
     A failure whose message quotes the endpoint's credentials (a client that
     puts the URL in its errors) is raised as a :class:`ModelCallError` without
@@ -161,7 +164,7 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     url = model_url(ctx.model)
     try:
         return call_with_retries(
-            lambda: llm.invoke(prompt, **cap),
+            lambda: llm.invoke(prompt, **cap, **(options or {})),
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,

@@ -39,6 +39,7 @@ class Action(TypedDict, total=False):
     asked_tool: str  # the name as the model wrote it, when it named the tool loosely ("Calculator")
     args: dict[str, Any]
     raw_args: str  # arguments that were not a JSON object, verbatim
+    ignored_args: list[str]  # argument names the tool does not take: left out of the call and its replay
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool

@@ -96,6 +96,19 @@ def test_without_the_rules_a_number_from_memory_is_accepted(make_graph):
     assert graph.invoke({"task": "compute 17*23"})["answer"] == "17*23 = 421"
 
 
+def test_ask_next_step_ends_every_prompt_with_the_next_step_question_and_its_echo_is_no_answer(make_graph):
+    from reinloop.answers import NEXT_STEP_CUE
+
+    graph, model = make_graph([[tool_call("calculator", {"expression": "2+2"})], NEXT_STEP_CUE, "It is 4."],
+                              answers=AnswerRules(ask_next_step=True))
+    out = graph.invoke({"task": "2+2"})
+    assert [str(p[-1].content) for p in model.prompts] == [NEXT_STEP_CUE] * 3
+    assert out["answer"] == "It is 4." and "repeats reinloop's message" in out["scratchpad"][1]["parse_error"]
+    graph, model = make_graph([[tool_call("calculator", {"expression": "2+2"})], "It is 4."])
+    graph.invoke({"task": "2+2"})
+    assert not any(NEXT_STEP_CUE in str(m.content) for p in model.prompts for m in p)
+
+
 REPEAT = [tool_call("calculator", {"expression": "17*23"})]
 
 

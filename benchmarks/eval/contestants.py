@@ -201,7 +201,7 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
     return None
 
 
-SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True)
+SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True, ask_next_step=True)
 """The answer rules README's "Small local models" recommends: a tool before any answer, numbers only
 from the task or a tool, and one tool-free call for the answer when a run is stuck."""
 

@@ -45,6 +45,9 @@ def event_line(event: dict[str, Any]) -> str:
         return f"recalled {len(records)} memories{best}"
     if kind == "remembered":
         return f"stored {steps} as memory #{event['record']}"
+    if kind == "resampled":
+        return (f"the reply repeated an earlier one: asked again {event['asks']}x at temperature {event['temperature']}"
+                + ("" if event.get("changed") else "; still a repeat"))
     if kind == "clipped":
         return f"cut the {event['part']} to fit the prompt budget"
     return f"{kind}: {_short(str({k: v for k, v in event.items() if k != 'event'}))}"

@@ -52,6 +52,7 @@ class Prepared:
     completion_tokens: int = 0
     calls: int = 0
     replies: list[BaseMessage] = field(default_factory=list)  # the summarizer's, to be priced
+    aside: list[BaseMessage] = field(default_factory=list)  # the agent's replies put aside as repeats (repeats.py)
     update: dict[str, Any] = field(default_factory=dict)
     counter: str = ""
     digest: str = ""  # the prompt's hash (:func:`~reinloop.memory.feedback.prompt_digest`), once known

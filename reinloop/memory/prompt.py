@@ -141,6 +141,14 @@ def hints_message(hints: Sequence[str]) -> HumanMessage | None:
     return HumanMessage(content="\n".join(HINT_PREFIX + h for h in hints)) if hints else None
 
 
+def next_step_message(ctx: Any) -> HumanMessage | None:
+    """The question about the task's next step that ends every prompt, when the run's answer rules ask for it."""
+    from ..answers import NEXT_STEP_CUE
+
+    rules = getattr(ctx, "answers", None)
+    return HumanMessage(content=NEXT_STEP_CUE) if rules is not None and rules.ask_next_step else None
+
+
 def listing(header: str, lines: Sequence[str]) -> HumanMessage:
     """A message of a header and lines."""
     return HumanMessage(content=header + "\n" + "\n".join(lines))
@@ -215,7 +223,7 @@ def fixed_messages(
     budget.spend("system", system)
     budget.spend("tools", tools)
     task = HumanMessage(content=f"Task: {state['task']}")
-    hints = [m for m in [hints_message(state.get("hints") or [])] if m is not None]
+    hints = [m for m in [hints_message(state.get("hints") or []), next_step_message(ctx)] if m is not None]
     need = count_message_tokens([task, *hints], counter)
     events: list[dict[str, Any]] = []
     turns = list(state.get("history") or [])
@@ -225,7 +233,7 @@ def fixed_messages(
         events.append({"event": "clipped", "part": "history", "dropped": len(state.get("history") or []) - len(turns)})
     if need > budget.left:  # the task and hints alone overflow: cut their middles, hints first
         if hints:
-            hints = [clip_message(str(hints[0].content), budget.left / 4, counter)]
+            hints = [clip_message("\n".join(str(h.content) for h in hints), budget.left / 4, counter)]
         task = clip_message(str(task.content), budget.left - count_message_tokens(hints, counter), counter)
         events.append({"event": "clipped", "part": "task"})
     head: list[BaseMessage] = [system_message(ctx)]

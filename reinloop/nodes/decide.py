@@ -30,6 +30,7 @@ from ..memory.tokens import estimate_tokens, message_text
 from ..memory.wrapup import wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label
 from ..pricing import CallCost, add_cost
+from ..repeats import VARY_TEMPERATURE, vary_repeat
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
 
@@ -144,7 +145,8 @@ def price_step(ctx: AgentContext, message: BaseMessage, prepared: Prepared) -> l
     """The step's model calls priced: the agent's, then the summarizer's."""
     memory = getattr(ctx, "memory", None)
     summarizer = memory.summarizer if memory is not None and memory.summarizer is not None else ctx.model
-    return [ctx.pricing.price(message, ctx.model), *(ctx.pricing.price(r, summarizer) for r in prepared.replies)]
+    return [ctx.pricing.price(message, ctx.model), *(ctx.pricing.price(r, ctx.model) for r in prepared.aside),
+            *(ctx.pricing.price(r, summarizer) for r in prepared.replies)]
 
 
 def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared]:
@@ -156,6 +158,27 @@ def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Pre
     return message, prepared
 
 
+def varied(ctx: AgentContext, state: AgentState, llm: Any, protocol: Any, prepared: Prepared,
+           message: BaseMessage) -> BaseMessage:
+    """``message``, or a re-ask with sampling when it repeats the run (:mod:`reinloop.repeats`); the replies
+    put aside are counted on ``prepared`` and leave a ``resampled`` memory event."""
+    kept, aside, repeat = vary_repeat(
+        message, state=state, protocol=protocol, read=lambda m: to_reply(m, prepared, []),
+        ask_again=lambda options: invoke_model(ctx, llm, prepared.messages,
+                                               lambda: ctx.seconds_left(state, time.time()), options),
+        step=state["counters"]["steps"] + 1)
+    for reply in aside:
+        usage = getattr(reply, "usage_metadata", None) or {}
+        prepared.calls += 1
+        prepared.prompt_tokens += token_count(usage.get("input_tokens")) or prepared.parts["total"]
+        prepared.completion_tokens += token_count(usage.get("output_tokens")) or estimate_tokens(message_text(reply))
+    if aside:
+        prepared.aside.extend(aside)
+        prepared.events.append({"event": "resampled", "asks": len(aside), "temperature": VARY_TEMPERATURE,
+                                "changed": not repeat})
+    return kept
+
+
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
     """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
     if state.get("wrap_up"):
@@ -165,6 +188,8 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
     prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), locate().thread_id)
     try:
         message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
+        if ctx.answers.vary_repeats:
+            message = varied(ctx, state, llm, protocol, prepared, message)
         return message, prepared, {}, hints
     except ModelCallError as exc:
         moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools

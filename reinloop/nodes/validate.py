@@ -62,6 +62,9 @@ def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action
                 f"{echo(action['raw_args'])}. Expected: {tools.sketch(name)}",
             }
         args = {field: action["raw_args"]}
+    args, ignored = tools.known_args(name, args)
+    if ignored:  # not part of the call: neither run nor shown again to the model
+        action = {**action, "ignored_args": ignored}
     problem = tools.validate_args(name, args)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "

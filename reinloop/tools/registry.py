@@ -140,6 +140,28 @@ class ToolRegistry:
             return [compact_tool(tool, self.schema(tool.name)) for tool in self]
         return list(self)
 
+    def known_args(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        """``(kept, ignored)``: ``args`` without the names the tool would ignore, and those names.
+
+        A pydantic schema that does not allow extra fields ignores them, and a JSON schema with
+        ``additionalProperties: false`` refuses them; either way they are not part of the call, and a
+        transcript that replayed them would feed the model its own invented values (Qwen 0.5B added
+        ``"content": "The order has 10 items"`` to ``read_file`` and then computed with the 10).
+        """
+        tool = self._tools[name]
+        if isinstance(tool.args_schema, dict):
+            if tool.args_schema.get("additionalProperties", True) is not False:
+                return args, []
+            names = set((tool.args_schema.get("properties") or {}).keys())
+        else:
+            schema = tool.get_input_schema()
+            if schema.model_config.get("extra") == "allow":
+                return args, []
+            names = {n for n, f in schema.model_fields.items()} | {
+                f.alias for f in schema.model_fields.values() if f.alias}
+        ignored = [k for k in args if k not in names]
+        return ({k: v for k, v in args.items() if k in names}, ignored) if ignored else (args, [])
+
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
         tool = self._tools[name]

@@ -155,3 +155,12 @@ def test_a_copied_example_stays_refused_after_the_refusal_quoted_it(make_graph):
     steps = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"]
     assert [s["actions"][0]["error"] for s in steps[:2]] == [True, True]
     assert "is an example from the tool's description" in steps[1]["actions"][0]["observation"]
+
+
+def test_arguments_the_tool_does_not_take_are_left_out_of_the_call_and_its_replay(make_graph):
+    invented = {"tool": "calculator", "args": {"expression": "2+2", "content": "The order has 10 items"}}
+    graph, model = make_graph([invented, {"final_answer": "4"}], protocol="json")
+    action = graph.invoke({"task": "2+2"})["scratchpad"][0]["actions"][0]
+    assert action["args"] == {"expression": "2+2"} and action["ignored_args"] == ["content"]
+    assert action["observation"] == "4"
+    assert "10 items" not in "\n".join(str(m.content) for m in model.prompts[1])

@@ -1,0 +1,92 @@
+"""A reply that repeats an earlier one of the run, asked for again with sampling.
+
+At temperature 0 a small model given nearly the same prompt writes nearly the
+same reply: after a refusal, a correction or a "you already did this" hint,
+Qwen2.5-Coder-0.5B wrote its last reply again word for word, three times, and
+the run broke on ``same_errors`` or ``repeated_action``. A longer correction
+does not move it; sampling does. With ``AnswerRules(vary_repeats=True)``, a
+reply whose call (tool and arguments) or text is one the run already had is
+put aside and the model is asked again with the same prompt, at
+:data:`VARY_TEMPERATURE` and a seed fixed by the step and the attempt (so a
+run stays reproducible on a server that honours ``seed``), at most
+:data:`VARY_TRIES` times. The first reply that differs is kept; if none does,
+the last one goes on and the guard deals with the repeat as before.
+
+The replies put aside are counted (calls, tokens, cost) like any other call,
+and each leaves a ``resampled`` memory event on the step.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from .memory.window import current_steps
+from .protocols.base import OutputProtocol, parse_reply
+from .state import Action, AgentState, Reply
+
+VARY_TEMPERATURE = 0.8
+"""The temperature of a repeat's second ask: enough for a 0.5B model to leave its rut."""
+VARY_TRIES = 2
+"""Asks, beyond the first, for a reply that is not a repeat."""
+
+
+def _squeezed(text: str) -> str:
+    return " ".join(str(text).split()).lower()
+
+
+def _call_key(tool: str, args: Any) -> str:
+    from .tools.registry import loose
+
+    return "call:" + loose(str(tool)) + json.dumps(args, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def action_keys(actions: Iterable[Action]) -> set[str]:
+    """One key per call: the tool's loose name and its arguments."""
+    return {_call_key(a.get("asked_tool") or a.get("tool") or "", a.get("args") or {}) for a in actions}
+
+
+def seen_keys(state: AgentState) -> set[str]:
+    """The calls and reply texts of the run's steps so far."""
+    keys: set[str] = set()
+    for step in current_steps(state):
+        keys |= action_keys(step.get("actions") or [])
+        if step.get("raw"):
+            keys.add("text:" + _squeezed(step["raw"]))
+    return keys
+
+
+def reply_keys(protocol: OutputProtocol, reply: Reply) -> set[str]:
+    """The keys of a new reply: what the protocol reads as its calls, and its text."""
+    pending = parse_reply(protocol, reply)
+    keys = action_keys(pending.get("actions") or [])
+    if reply.get("text"):
+        keys.add("text:" + _squeezed(reply["text"]))
+    return keys
+
+
+def vary_repeat(
+    message: BaseMessage,
+    *,
+    state: AgentState,
+    protocol: OutputProtocol,
+    read: Callable[[BaseMessage], Reply],
+    ask_again: Callable[[dict[str, Any]], BaseMessage],
+    step: int,
+) -> tuple[BaseMessage, list[BaseMessage], bool]:
+    """``(kept, put_aside, still_a_repeat)``: ``message``, or the first re-ask that repeats nothing of the run.
+
+    ``read`` turns a model message into a :class:`Reply`; ``ask_again(options)`` calls the model with the
+    same prompt and these call options (temperature, seed).
+    """
+    seen = seen_keys(state)
+    aside: list[BaseMessage] = []
+    repeat = bool(seen) and bool(reply_keys(protocol, read(message)) & seen)
+    while repeat and len(aside) < VARY_TRIES:
+        aside.append(message)
+        message = ask_again({"temperature": VARY_TEMPERATURE, "seed": step * 100 + len(aside)})
+        repeat = bool(reply_keys(protocol, read(message)) & seen)
+    return message, aside, repeat
