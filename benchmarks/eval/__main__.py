@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.realserver import MODELS, RealModelUnavailable, serving
+from reinloop.answers import AnswerRules
 from reinloop.caching import CachingChatModel
+from reinloop.errors import ConfigurationError
 from reinloop.models import resolve_model
 from reinloop.pricing import library_price
 from reinloop.simulation import FAULTS, SimulatedModel
 
 from . import real
+from . import contestants
 from .contestants import CONTESTANTS, REAL_DEFAULT, SIMULATED_DEFAULT, RunResult
 from .tasks import Task, World, all_tasks, is_correct, select, solve
 
@@ -175,6 +178,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="--real: llama.cpp threads [1: on a busy 2-core "
                         "machine, 2 threads generated 10x slower than 1]")
     parser.add_argument("--max-tokens", type=int, default=256, help="--real: cap on every reply [256]")
+    parser.add_argument("--rules", type=answer_rules, help="the *_ruled contestants' AnswerRules as JSON, e.g. "
+                        "'{\"min_tool_calls\": 1, \"vary_repeats\": true}' [README's small-model rules]")
     parser.add_argument("--save", help="append every run, as it ends, to this JSON-lines file")
     parser.add_argument("--report-from", metavar="FILE", help="run nothing: report the runs a --save file holds "
                         "(only tasks every contestant finished)")
@@ -189,8 +194,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.real and args.model:
         parser.error("--real serves its own model: leave out --model")
     args.contestants = args.contestants or list(REAL_DEFAULT if args.real else SIMULATED_DEFAULT)
+    if args.rules is not None:
+        contestants.SMALL_MODEL_RULES = args.rules
     args.chat_model, args.loop_options = None, {}
     return args
+
+
+def answer_rules(text: str) -> AnswerRules:
+    """``--rules``: an AnswerRules from a JSON object of its fields."""
+    try:
+        return AnswerRules(**json.loads(text))
+    except (ValueError, TypeError, ConfigurationError) as exc:
+        raise argparse.ArgumentTypeError(f"not AnswerRules as JSON ({exc})") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

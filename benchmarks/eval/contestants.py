@@ -202,9 +202,7 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
 
 
 SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True, ask_next_step=True)
-import os as _os, json as _json
-if _os.environ.get("EVAL_RULES"):
-    SMALL_MODEL_RULES = AnswerRules(**_json.loads(_os.environ["EVAL_RULES"]))
+
 """The answer rules README's "Small local models" recommends: a tool before any answer, numbers only
 from the task or a tool, and one tool-free call for the answer when a run is stuck."""
 

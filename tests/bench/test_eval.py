@@ -117,3 +117,18 @@ def test_a_saved_run_is_reported_again_per_protocol_and_family_and_rescored(tmp_
     assert "| create_agent | native tool calls | 50% |" in out
     assert "| D: database insert, then query | 1/1 | 0/1 |" in out
     assert "| all | 2/2 | 1/2 |" in out  # C-0 has one contestant's run only: left out
+
+
+def test_rules_sets_the_answer_rules_of_the_ruled_contestants_and_refuses_unknown_fields(monkeypatch, capsys):
+    import pytest
+
+    from benchmarks.eval import contestants
+    from benchmarks.eval.__main__ import parse_args
+    from reinloop.answers import AnswerRules
+
+    monkeypatch.setattr(contestants, "SMALL_MODEL_RULES", contestants.SMALL_MODEL_RULES)
+    parse_args(["--contestants", "reinloop_ruled", "--rules", '{"min_tool_calls": 2, "vary_repeats": true}'])
+    assert contestants.SMALL_MODEL_RULES == AnswerRules(min_tool_calls=2, vary_repeats=True)
+    with pytest.raises(SystemExit):
+        parse_args(["--rules", '{"min_tools": 2}'])
+    assert "not AnswerRules as JSON" in capsys.readouterr().err
