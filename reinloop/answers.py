@@ -35,8 +35,9 @@ distrust). These rules always hold:
   instructions name most (the calculator) or to copy its last reply; asked
   for the *next* step, it starts from what is missing. Measured on
   Qwen2.5-Coder-0.5B (BENCHMARKS.md, "with the answer rules").
-- ``vary_repeats`` (off by default): a reply that repeats a call or a text
-  of the run is asked for again with sampling (:mod:`reinloop.repeats`).
+- ``vary_repeats`` (off by default): a reply that repeats a call or a reply
+  that failed in this run is asked for again with sampling
+  (:mod:`reinloop.repeats`).
 """
 
 from __future__ import annotations
@@ -89,7 +90,7 @@ class AnswerRules:
     ask_next_step: bool = False
     """End every prompt with a question about the task's next step (:data:`NEXT_STEP_CUE`)."""
     vary_repeats: bool = False
-    """Ask again, sampling with a fixed seed, when a reply repeats a call or text of the run
+    """Ask again, sampling with a fixed seed, when a reply repeats a call or a reply that failed in this run
     (:mod:`reinloop.repeats`): a greedy small model otherwise writes its refused reply again."""
 
     def __post_init__(self) -> None:

@@ -105,7 +105,7 @@ HELP: dict[tuple[str, ...], str] = {
     ("answers", "grounded_numbers"): "refuse an answer with a number that is in neither the task nor a tool result",
     ("answers", "wrap_up"): "at a stuck break with results in hand, ask once more, without tools, for the answer",
     ("answers", "ask_next_step"): "end every prompt asking which tool gives what the task still needs (small models)",
-    ("answers", "vary_repeats"): "ask again, sampling with a fixed seed, when a reply repeats one of the run",
+    ("answers", "vary_repeats"): "ask again, sampling with a fixed seed, when a reply repeats one that failed",
 }
 """Help of the flags of the settings groups (``RunSpec``'s own fields carry theirs in their metadata)."""
 

@@ -5,8 +5,8 @@ same reply: after a refusal, a correction or a "you already did this" hint,
 Qwen2.5-Coder-0.5B wrote its last reply again word for word, three times, and
 the run broke on ``same_errors`` or ``repeated_action``. A longer correction
 does not move it; sampling does. With ``AnswerRules(vary_repeats=True)``, a
-reply whose call (tool and arguments) or text is one the run already had is
-put aside and the model is asked again with the same prompt, at
+reply whose call (tool and arguments) or text is one that already failed in
+this run is put aside and the model is asked again with the same prompt, at
 :data:`VARY_TEMPERATURE` and a seed fixed by the step and the attempt (so a
 run stays reproducible on a server that honours ``seed``), at most
 :data:`VARY_TRIES` times. The first reply that differs is kept; if none does,
@@ -50,11 +50,16 @@ def action_keys(actions: Iterable[Action]) -> set[str]:
 
 
 def seen_keys(state: AgentState) -> set[str]:
-    """The calls and reply texts of the run's steps so far."""
+    """The failed calls, and the texts of the failed replies, of the run so far.
+
+    Only failures: a repeat of a call that worked gets the guard's "already known" hint with its result,
+    which a small model answers from; sampling there sent Qwen from ``17*23`` to ``391*23`` and on.
+    """
     keys: set[str] = set()
     for step in current_steps(state):
-        keys |= action_keys(step.get("actions") or [])
-        if step.get("raw"):
+        failed = [a for a in step.get("actions") or [] if a.get("error") or a.get("problem")]
+        keys |= action_keys(failed)
+        if step.get("raw") and (step.get("parse_error") or (failed and len(failed) == len(step.get("actions") or []))):
             keys.add("text:" + _squeezed(step["raw"]))
     return keys
 
