@@ -5,7 +5,9 @@
     LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true langgraph dev --no-browser
 
 serves the loop offline on 127.0.0.1:2024, where ``langgraph_sdk`` clients
-create threads, run, interrupt and resume it. The server supplies the
+create threads, run, interrupt and resume it; ``reinloop-approvals`` is the
+same loop with ``get_weather`` waiting for approval, answered through the
+server's interrupt API. The server supplies the
 checkpointer. The model is scripted, so the server needs no key and no
 network; unlike a fixed script it never runs out: :class:`PlanningChatModel`
 plans each reply from the task and the results so far (look up the weather of
@@ -69,3 +71,11 @@ SPEC = RunSpec(tools="calculator,db_query,get_weather", limits=Limits(max_steps=
 
 graph = build_graph(PlanningChatModel(), builtins(",".join(SPEC.tools)), spec=SPEC, name="reinloop-demo")
 """The demo loop with the planning model, as ``langgraph dev`` serves it (``langgraph.json``)."""
+
+APPROVALS_SPEC = SPEC.replace(approve={"get_weather": True})
+"""The same loop, with every ``get_weather`` call waiting for an operator's decision."""
+
+approvals_graph = build_graph(PlanningChatModel(), builtins(",".join(SPEC.tools)), spec=APPROVALS_SPEC,
+                              name="reinloop-approvals")
+"""The demo loop that asks approval, served as ``reinloop-approvals``: a client answers through LangGraph's
+interrupt API, ``Command(resume={"decisions": {...}})`` (``command={"resume": ...}`` in ``langgraph_sdk``)."""

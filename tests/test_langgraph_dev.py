@@ -39,9 +39,10 @@ def wait_until_up(url: str, proc: subprocess.Popen, log: Path, seconds: float = 
     pytest.fail(f"langgraph dev did not answer on {url} within {seconds} s:\n{log.read_text()[-3000:]}")
 
 
-@pytest.fixture
-def server(tmp_path):
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
     """``langgraph dev`` on 127.0.0.1 (run from a temp dir: it writes .langgraph_api/ there); stopped by its PID."""
+    tmp_path = tmp_path_factory.mktemp("langgraph-dev")
     port, log = free_port(), tmp_path / "server.log"
     command = [str(Path(sys.executable).parent / "langgraph"), "dev", "--host", "127.0.0.1", "--port", str(port),
                "--no-browser", "--no-reload", "--config", str(ROOT / "langgraph.json")]
@@ -85,3 +86,30 @@ def test_langgraph_dev_runs_interrupts_and_resumes_the_demo_graph(server):
     assert [e["node"] for e in events][:6] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
     assert events[3]["actions"][0]["observation"] == "8" and all(e["latency_ms"] >= 0 for e in events)
     assert events[0]["checkpoint_id"]  # the server's checkpointer is in the events
+
+
+async def answer_approvals(url: str) -> dict:
+    """Two threads wait for approval of a get_weather call; one is approved, one rejected, through the interrupt API."""
+    client = get_client(url=url)
+    seen: dict = {}
+    for decision in ("approve", {"action": "reject", "message": "not today"}):
+        thread = await client.threads.create()
+        await client.runs.wait(thread["thread_id"], "reinloop-approvals", input={"task": "杭州天气？"})
+        state = await client.threads.get_state(thread["thread_id"])
+        [waiting] = state["interrupts"]
+        call_id = waiting["value"]["calls"][0]["id"]
+        final = await client.runs.wait(thread["thread_id"], "reinloop-approvals",
+                                       command={"resume": {"decisions": {call_id: decision}}})
+        seen[decision if isinstance(decision, str) else decision["action"]] = (state, waiting["value"], final)
+    return seen
+
+
+def test_langgraph_dev_clients_answer_an_approval_through_the_interrupt_api(server):
+    seen = asyncio.run(answer_approvals(server))
+    state, waiting, final = seen["approve"]
+    assert state["next"] == ["approve"] and waiting["kind"] == "reinloop.approval"
+    assert [(c["tool"], c["args"]) for c in waiting["calls"]] == [("get_weather", {"city": "杭州"})]
+    assert final["status"] == "done" and final["answer"] == "杭州: 多云, 22℃"
+    _, _, rejected = seen["reject"]
+    observations = [a["observation"] for step in rejected["scratchpad"] for a in step["actions"]]
+    assert "not today" in observations[0] and "多云" not in rejected["answer"]
