@@ -41,8 +41,12 @@ RULES: tuple[str, ...] = ("ask", "always", "never")
 """What ``RunSpec.approve`` may say about a tool (``True`` is ``"ask"``, ``False`` is ``"never"``)."""
 ACTIONS: tuple[str, ...] = ("approve", "edit", "reject", "respond")
 """The decisions an operator can take on a waiting call."""
-SIDE_EFFECT_BUILTINS: tuple[str, ...] = ("write_file", "db_insert")
-"""Built-in tools that change the world: the command line asks approval for them unless ``--approve none``."""
+SIDE_EFFECTS = "*side_effects"
+"""The ``RunSpec.approve`` key for every tool declared ``side_effects=True`` that the rules do not name: the
+built-ins ``write_file`` and ``db_insert``, MCP tools the server marks destructive (or gives no hints), your own
+``configure(tool, side_effects=True)``. The command line's default is ``{SIDE_EFFECTS: "ask"}``."""
+SIDE_EFFECTS_WORD = "side-effects"
+"""``SIDE_EFFECTS`` as the command line's ``--approve`` writes it."""
 EXPECTED = ('Command(resume={"decisions": {CALL_ID: "approve" | "reject" | {"action": "approve" | "edit" | '
             '"reject" | "respond", "args": {...}, "message": "...", "text": "...", "always": true}}})')
 
@@ -79,7 +83,7 @@ def approve_rules(value: Any) -> dict[str, Rule] | None:
 
 
 def approve_from_text(text: str) -> dict[str, Rule]:
-    """The command line's ``--approve``: ``write_file,db_insert``, ``db_insert=always``, ``all`` or ``none``."""
+    """The command line's ``--approve``: ``write_file,db_insert``, ``db_insert=always``, ``side-effects``, ``all`` or ``none``."""
     words = [w.strip() for w in text.split(",") if w.strip()]
     if words == ["none"]:
         return {"*": "never"}
@@ -90,27 +94,39 @@ def approve_from_text(text: str) -> dict[str, Rule]:
         name, _, rule = word.partition("=")
         rule = rule.strip() or "ask"
         if rule not in RULES or not name.strip():
-            raise ConfigurationError(f"must be tool names (write_file,db_insert), NAME=ask|always|never, all or none; "
-                                     f"got {word!r}")
-        rules[name.strip()] = rule  # type: ignore[assignment]
+            raise ConfigurationError(f"must be tool names (write_file,db_insert), NAME=ask|always|never, "
+                                     f"{SIDE_EFFECTS_WORD} (every tool with side effects), all or none; got {word!r}")
+        name = name.strip()
+        rules[SIDE_EFFECTS if name == SIDE_EFFECTS_WORD else name] = rule  # type: ignore[assignment]
     if not rules:
         raise ConfigurationError("must name at least one tool, or be all or none")
     return rules
 
 
 def cli_default() -> dict[str, Rule]:
-    """What the command line asks approval for without ``--approve``: the built-ins with side effects."""
-    return dict.fromkeys(SIDE_EFFECT_BUILTINS, "ask")
+    """What the command line asks approval for without ``--approve``: every tool with side effects."""
+    return {SIDE_EFFECTS: "ask"}
 
 
-def approval_reason(name: str, own: Any, args: dict[str, Any], rules: Mapping[str, str] | None) -> str | None:
-    """Why a call of tool ``name`` (its ``approval`` option: ``own``) with ``args`` needs approval, or ``None``."""
-    rules = rules or {}
-    rule = rules.get(name, rules.get("*"))
+def rule_for(name: str, side_effects: bool, rules: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The rule that applies to tool ``name``, and its key: its own, else ``SIDE_EFFECTS`` for such a tool, else ``*``."""
+    for key in (name, SIDE_EFFECTS if side_effects else None, "*"):
+        if key is not None and key in rules:
+            return rules[key], key
+    return None, None
+
+
+def approval_reason(name: str, own: Any, args: dict[str, Any], rules: Mapping[str, str] | None,
+                    side_effects: bool = False) -> str | None:
+    """Why a call of tool ``name`` (its ``approval`` option: ``own``; ``side_effects``: declared so) with ``args``
+    needs approval, or ``None``."""
+    rule, key = rule_for(name, side_effects, rules or {})
     if rule == "never":
         return None
     if rule == "always" or (rule == "ask" and not callable(own)):
-        return f"the run asks approval for every {name} call (approve={{{name!r}: {rule!r}}})"
+        which = f"every {name} call" if key == name else (
+            f"every call of a tool with side effects, {name} among them" if key == SIDE_EFFECTS else "every call")
+        return f"the run asks approval for {which} (approve={{{key!r}: {rule!r}}})"
     if callable(own):
         try:
             picked = bool(own(dict(args)))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .answers import AnswerRules
-from .approval import SIDE_EFFECT_BUILTINS, approve_from_text, approve_rules
+from .approval import SIDE_EFFECTS_WORD, approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
@@ -109,10 +109,12 @@ class RunSpec:
     """MCP servers whose tools the run adds: a config in the common client format, or its JSON file's path
     (:mod:`reinloop.tools.mcpconfig`). Stored without secrets: ``env`` values by name only."""
     approve: dict[str, str] | None = field(default=None, metadata={
-        "group": "tools", "parse": approve_from_text, "shown": ",".join(SIDE_EFFECT_BUILTINS),
-        "help": "tools whose calls wait for your approval before they run: T1,T2 (NAME=always: every call, "
-                "NAME=never: none), all, or none"})
-    """Which tools' calls wait for an operator's approval, by name (``"*"``: every tool):
+        "group": "tools", "parse": approve_from_text, "shown": SIDE_EFFECTS_WORD,
+        "help": f"tools whose calls wait for your approval before they run: T1,T2 (NAME=always: every call, "
+                f"NAME=never: none), {SIDE_EFFECTS_WORD} (every tool with side effects: write_file, db_insert, "
+                f"MCP tools not marked read-only), all, or none"})
+    """Which tools' calls wait for an operator's approval, by name (``"*"``: every tool; ``"*side_effects"``:
+    every tool declared ``side_effects=True``, :data:`reinloop.approval.SIDE_EFFECTS`):
     ``True``/``"ask"``, ``"always"`` or ``False``/``"never"`` (:mod:`reinloop.approval`); ``None``: as each tool is configured."""
     limits: Limits = field(default_factory=Limits, metadata={"group": "limits"})
     """The circuit breakers (:class:`~reinloop.Limits`)."""

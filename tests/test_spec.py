@@ -111,6 +111,7 @@ def test_approve_rules_are_normalised_kept_in_the_json_form_and_a_bad_rule_is_na
     assert spec.approve == {"write_file": "ask", "db_insert": "always", "calculator": "never"}
     assert RunSpec.from_json(spec.to_json()) == spec
     assert RunSpec(approve="none").approve == {"*": "never"}
+    assert RunSpec(approve="side-effects,calculator=always").approve == {"*side_effects": "ask", "calculator": "always"}
     with pytest.raises(ConfigurationError, match=r"RunSpec.approve\['write_file'\] must be True, False, 'ask', "
                                                  r"'always' or 'never', got 'maybe'"):
         RunSpec(approve={"write_file": "maybe"})

@@ -82,7 +82,9 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
             continue
         tool = ctx.tools.get(action["tool"])
         assert tool is not None  # validate checked it
-        reason = approval_reason(tool.name, options_of(tool).approval, action.get("args") or {}, ctx.spec.approve)
+        options = options_of(tool)
+        reason = approval_reason(tool.name, options.approval, action.get("args") or {}, ctx.spec.approve,
+                                 options.side_effects)
         if reason is None:
             continue
         action = {k: v for k, v in action.items() if k != "awaiting"}  # type: ignore[assignment]

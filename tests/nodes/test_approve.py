@@ -152,6 +152,19 @@ def test_the_runs_spec_overrides_the_tools_own_setting():
     assert graph.invoke({"task": "t"}, CONFIG)["status"] == "done" and sent == [("bob", "hi")]
 
 
+def test_the_side_effects_rule_asks_for_tools_with_side_effects_only_and_a_named_rule_wins():
+    sent = []
+    calc = tool_call("calculator", {"expression": "1+1"}, id="c1")
+    graph, _ = graph_with([[mail(), calc], "ok"], sent, approve={"*side_effects": "ask"})
+    out = graph.invoke({"task": "t"}, CONFIG)
+    [waiting] = out["__interrupt__"][0].value["calls"]
+    assert waiting["tool"] == "send_mail" and "tool with side effects" in waiting["reason"] and sent == []
+    calc_done = next(a for a in out["pending"]["actions"] if a["id"] == "c1")
+    assert calc_done["observation"] == "2"  # the calculator declares no side effects: it ran
+    graph, _ = graph_with([[mail()], "ok"], sent, approve={"*side_effects": "ask", "send_mail": "never"})
+    assert graph.invoke({"task": "t"}, CONFIG)["status"] == "done" and sent == [("bob", "hi")]
+
+
 def test_calls_left_without_a_decision_keep_waiting():
     sent = []
     graph, _ = graph_with([[mail("a", "m1"), mail("b", "m2")], "ok"], sent, approval=True)

@@ -299,7 +299,8 @@ def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai
     db = str(tmp_path / "runs.db")
     openai_server.responses += [completion(tool_calls=[{"name": "add_note", "args": {"text": "from the cli"}}])]
     code = main(["run", "note it", "--base-url", openai_server.base_url, "--tools", "get_weather", "--mcp",
-                 str(tmp_path / "servers.json"), "--json", "--quiet", "--thread", "m1", "--db", db, "--max-steps", "1"])
+                 str(tmp_path / "servers.json"), "--json", "--quiet", "--thread", "m1", "--db", db, "--max-steps", "1",
+                 "--approve", "none"])
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (code, out["paused"]) == (3, True)  # the step limit paused it after the note
     shown = {t["function"]["name"] for t in openai_server.requests[0]["tools"]}
@@ -313,6 +314,22 @@ def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai
     assert (code, out["status"], out["answer"]) == (0, "done", "3")
     assert out["observations"][-1]["observation"] == "3"
     assert notes(tmp_path) == ["from the cli"]
+
+
+def test_the_cli_asks_approval_for_a_destructive_mcp_tool_by_default_and_not_for_a_read_only_one(
+        tmp_path, openai_server, capsys):
+    from reinloop.cli import main
+    from tests.openai_server import completion
+
+    (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
+    openai_server.responses += [completion(tool_calls=[{"name": "lookup", "args": {"key": "gamma"}},
+                                                       {"name": "add_note", "args": {"text": "unasked"}}])]
+    code = main(["run", "note it", "--base-url", openai_server.base_url, "--tools", "get_weather", "--mcp",
+                 str(tmp_path / "servers.json"), "--json", "--quiet", "--thread", "m2", "--db", str(tmp_path / "r.db")])
+    out = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert (code, out["status"]) == (4, "waiting")
+    assert [c["tool"] for c in out["waiting"]] == ["add_note"]  # lookup is read-only: it ran
+    assert notes(tmp_path) == []  # the destructive call never ran unasked
 
 
 def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_path, openai_server, capsys):
