@@ -442,7 +442,7 @@ def mcp(
     try:
         return McpTools(parsed)
     except McpServerGone as exc:
-        raise ConfigurationError(f"{parsed.source}: {exc.args[0].split('; it is started again')[0]}; check its "
+        raise ConfigurationError(f"{parsed.source}: MCP server {exc.server!r} {exc.reason}; check its "
                                  "command or url (run the command by hand to see its errors)") from None
 
 
