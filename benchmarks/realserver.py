@@ -100,6 +100,40 @@ def check_llama_cpp() -> None:
         raise RealModelUnavailable(f"llama-cpp-python is not installed ({exc}): {how}") from None
 
 
+PROBE = ("import sys\nfrom llama_cpp import Llama\n"
+         "Llama(model_path=sys.argv[1], n_ctx=64, n_threads=1, verbose=False)('Hi', max_tokens=1)\n")
+"""Load a model and write one token: the first decode runs the CPU kernels a prebuilt wheel may lack."""
+_decodes: dict[Path, str | None] = {}
+
+
+def check_decodes(path: Path, timeout: float = 300.0) -> None:
+    """Raise :class:`RealModelUnavailable` when llama-cpp-python dies writing one token of ``path`` here.
+
+    A wheel built for another CPU imports fine and then dies of ``SIGILL`` at its first decode (the shared
+    wheel uses AVX-VNNI, which AMD EPYC lacks). The probe runs in a child process, once per model file and
+    process, so a crash is a reason to skip, not a dead test session."""
+    if path not in _decodes:
+        try:
+            done = subprocess.run([sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True,
+                                  timeout=timeout)
+            _decodes[path] = None if done.returncode == 0 else _probe_failure(done.returncode, done.stderr)
+        except subprocess.TimeoutExpired:
+            _decodes[path] = f"llama-cpp-python wrote no token of {path.name} within {timeout:g} s"
+    if _decodes[path]:
+        raise RealModelUnavailable(_decodes[path])
+
+
+def _probe_failure(returncode: int, stderr: str) -> str:
+    import signal
+
+    if returncode < 0:
+        name = signal.Signals(-returncode).name
+        return (f"llama-cpp-python died of {name} at its first decode: its libggml-cpu.so uses CPU instructions "
+                f"this machine lacks; rebuild that library for this CPU with .ci/rebuild-ggml-cpu (about a minute)")
+    last = stderr.strip().splitlines()[-1:] or ["(no output)"]
+    return f"llama-cpp-python could not write one token (exit {returncode}): {last[0][:300]}"
+
+
 def sha256_of(path: Path) -> str:
     """The file's sha256 (hex), as recorded beside benchmark results."""
     import hashlib
@@ -133,6 +167,7 @@ def serving(name: str, *, max_tokens: int = 256, n_ctx: int = 4096, threads: int
     """Serve model ``name`` from a child process on a free port for the ``with`` block, then stop it."""
     check_llama_cpp()
     path = model_path(name)
+    check_decodes(path)
     command = [sys.executable, "-m", "benchmarks.realserver", name, "--port", "0",
                "--max-tokens", str(max_tokens), "--n-ctx", str(n_ctx), "--threads", str(threads or os.cpu_count() or 2)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}

@@ -53,13 +53,35 @@ def test_a_template_without_tools_gets_them_in_the_system_message_and_results_as
     assert out[3] == {"role": "user", "content": "Result of calculator: 391"}
 
 
-def test_a_model_file_that_does_not_load_stops_the_start_with_the_servers_error(tmp_path, monkeypatch):
+def test_a_model_file_that_does_not_load_stops_the_start_with_the_librarys_error(tmp_path, monkeypatch):
     import pytest
 
     from benchmarks.realserver import MODELS, RealModelUnavailable, serving
 
     (tmp_path / MODELS["smol135m"].file).write_bytes(b"not a GGUF file")
     monkeypatch.setenv("REINLOOP_MODELS", str(tmp_path))
-    with pytest.raises(RealModelUnavailable, match=r"exited with code 1: \S|llama-cpp-python is not installed"):
+    with pytest.raises(RealModelUnavailable, match=r"could not write one token \(exit 1\): ValueError: Failed to load "
+                                                   r"model from file|llama-cpp-python is not installed"):
         with serving("smol135m", start_timeout=60):
             pass
+
+
+def test_a_library_that_dies_of_a_signal_at_its_first_decode_makes_the_model_unavailable_with_the_fix(
+        tmp_path, monkeypatch):
+    import pytest
+
+    from benchmarks import realserver
+
+    model = tmp_path / "m.gguf"
+    monkeypatch.setattr(realserver, "_decodes", {})
+    monkeypatch.setattr(realserver, "PROBE", "import os, signal\nos.kill(os.getpid(), signal.SIGILL)\n")
+    with pytest.raises(realserver.RealModelUnavailable, match=r"died of SIGILL at its first decode: .*"
+                                                              r"rebuild that library .* \.ci/rebuild-ggml-cpu"):
+        realserver.check_decodes(model)
+    monkeypatch.setattr(realserver, "PROBE", "import sys\nsys.exit('no such model')\n")
+    monkeypatch.setattr(realserver, "_decodes", {})
+    with pytest.raises(realserver.RealModelUnavailable, match=r"could not write one token \(exit 1\): no such model"):
+        realserver.check_decodes(model)
+    monkeypatch.setattr(realserver, "PROBE", "pass\n")
+    monkeypatch.setattr(realserver, "_decodes", {})
+    realserver.check_decodes(model)  # a library that decodes: no complaint

@@ -13,14 +13,14 @@ from typing import Any
 
 import pytest
 
-from benchmarks.realserver import RealModelUnavailable, Server, check_llama_cpp, model_path, serving
+from benchmarks.realserver import RealModelUnavailable, Server, check_decodes, check_llama_cpp, model_path, serving
 
 
 def unavailable(name: str) -> str | None:
-    """Why model ``name`` cannot be served here, or ``None``."""
+    """Why model ``name`` cannot be served here (no llama-cpp-python, no model file, a library that crashes), or ``None``."""
     try:
         check_llama_cpp()
-        model_path(name)
+        check_decodes(model_path(name))
     except RealModelUnavailable as exc:
         return str(exc)
     return None
