@@ -28,7 +28,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_safely
-from ..answers import echo_problem, grounding_problem, too_few_calls_problem, written_call
+from ..answers import echo_problem, grounding_problem, too_few_calls_problem, tool_talk_problem, written_call
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
 from ..protocols.json_protocol import JsonProtocol
@@ -113,6 +113,8 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
     if rules.grounded_numbers:
         sources = [str(state.get("task") or ""), *(r["observation"] for r in done)]
         if problem := grounding_problem(answer, sources):
+            return error_pending(problem, thought)
+        if problem := tool_talk_problem(answer, ctx.tools.names(), [r["observation"] for r in done]):
             return error_pending(problem, thought)
     return pending
 
