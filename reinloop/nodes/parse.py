@@ -21,6 +21,9 @@ applies the rules that need more than the reply:
   writes the calls it has made again, then the next one
   (``read_file {...}`` then ``calculator {"expression": "3*12.5"}``), and
   reading only its first object ran the old call again and lost the new one.
+  Native tool calls are read the same way (:func:`past_made_calls`): a reply whose
+  calls start with one already made keeps only its first new call (the rest of
+  such a list was every other tool, with example arguments).
 """
 
 from __future__ import annotations
@@ -84,11 +87,27 @@ def listed_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
+def made_calls(state: AgentState) -> set[str]:
+    """The keys (:func:`~reinloop.repeats.action_keys`) of the calls this run made successfully."""
+    return action_keys(a for step in current_steps(state) for a in step.get("actions") or []
+                       if not a.get("error") and not a.get("problem") and a.get("observation") is not None)
+
+
+def past_made_calls(state: AgentState, pending: Pending) -> Pending:
+    """``pending`` with only its first new call when its calls start with one the run already made; a reply
+    of fresh parallel calls, or of repeats only, is kept whole."""
+    actions = pending.get("actions") or []
+    made = made_calls(state) if len(actions) > 1 else set()
+    if not made or not action_keys(actions[:1]) <= made:
+        return pending
+    new = next((a for a in actions if not action_keys([a]) <= made), None)
+    return pending if new is None else {**pending, "actions": [new]}
+
+
 def first_new_call(state: AgentState, text: str) -> Pending | None:
     """The first call listed in ``text`` that the run has not made successfully, when the list starts with
     such repeats or has more than one call; else None (a lone call is read as the protocol reads it)."""
-    made = action_keys(a for step in current_steps(state) for a in step.get("actions") or []
-                       if not a.get("error") and not a.get("problem") and a.get("observation") is not None)
+    made = made_calls(state)
     calls = [p for p in map(interpret, listed_objects(text)) if p.get("actions") and not p.get("parse_error")]
     if len(calls) < 2 and not (calls and action_keys(calls[0]["actions"]) <= made):
         return None
@@ -169,7 +188,7 @@ def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -
 def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
     """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
     reply = state.get("reply") or {}
-    pending = parse_reply(protocol, reply)
+    pending = past_made_calls(state, parse_reply(protocol, reply))
     if state.get("wrap_up") and not reply.get("truncated"):
         return wrap_up_reading(pending, reply.get("text") or "", ctx.tools.names())
     if reply.get("truncated"):

@@ -65,6 +65,17 @@ def test_a_cut_native_reply_listing_calls_already_made_runs_its_first_new_call(m
     assert out["answer"] == "12"
 
 
+def test_native_calls_starting_with_one_already_made_run_only_the_first_new_call(make_graph):
+    made = tool_call("calculator", {"expression": "2+2"})
+    dump = [tool_call("calculator", {"expression": "2+2"}), tool_call("calculator", {"expression": "4*3"}),
+            tool_call("get_weather", {"city": "Paris"})]  # Qwen 0.5B: the calls it made, then every other tool
+    graph, _ = make_graph([[made], dump, "12"])
+    out = graph.invoke({"task": "(2+2)*3?"})
+    assert [a["args"] for a in out["scratchpad"][1]["actions"]] == [{"expression": "4*3"}]
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1+1"}), tool_call("calculator", {"expression": "2+2"})], "2 and 4"])
+    assert len(graph.invoke({"task": "1+1 and 2+2?"})["scratchpad"][0]["actions"]) == 2  # fresh parallel calls all run
+
+
 def test_a_cut_native_reply_repeating_only_calls_already_made_stays_a_failed_step(make_graph):
     cut = cut_off("\n".join([READ] * 6) + '\n{"name": "calcul')
     graph, _ = make_graph([[tool_call("calculator", {"expression": "2+2"})], cut, "4"])
