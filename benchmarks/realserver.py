@@ -163,13 +163,17 @@ class Server:
 
 @contextlib.contextmanager
 def serving(name: str, *, max_tokens: int = 256, n_ctx: int = 4096, threads: int | None = None,
-            start_timeout: float = 120.0) -> Iterator[Server]:
-    """Serve model ``name`` from a child process on a free port for the ``with`` block, then stop it."""
+            start_timeout: float = 120.0, log: Path | None = None) -> Iterator[Server]:
+    """Serve model ``name`` from a child process on a free port for the ``with`` block, then stop it.
+
+    ``log``: the server appends every request and raw reply to this JSON-lines file.
+    """
     check_llama_cpp()
     path = model_path(name)
     check_decodes(path)
     command = [sys.executable, "-m", "benchmarks.realserver", name, "--port", "0",
                "--max-tokens", str(max_tokens), "--n-ctx", str(n_ctx), "--threads", str(threads or os.cpu_count() or 2)]
+    command += ["--log", str(Path(log).resolve())] if log else []
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     # own session: a Ctrl-C reaches only the parent, which then stops the server in ``finally``;
     # stderr goes to a file, which never fills up and blocks the server as an unread pipe would
@@ -323,7 +327,7 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
 class ModelServer:
     """One loaded model, answering one chat completion at a time, with running counters."""
 
-    def __init__(self, path: Path, *, max_tokens: int, n_ctx: int, threads: int) -> None:
+    def __init__(self, path: Path, *, max_tokens: int, n_ctx: int, threads: int, log: Path | None = None) -> None:
         from llama_cpp import Llama
 
         self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
@@ -333,6 +337,7 @@ class ModelServer:
         self.counters: Counter[str] = Counter()
         self.timings = {"prompt_ms": 0.0, "generation_ms": 0.0}
         self.finish_reasons: list[str] = []
+        self.log = log
 
     def complete(self, request: dict[str, Any]) -> dict[str, Any]:
         """An OpenAI chat completion for ``request`` (``stream`` is answered by the handler)."""
@@ -354,6 +359,11 @@ class ModelServer:
                  "function": {"name": name, "arguments": json.dumps(args, ensure_ascii=False)}} for name, args in calls]}
             finish = "tool_calls"
         self.finish_reasons.append(finish)
+        if self.log is not None:  # what the model was sent and wrote, to explain a run after the fact
+            with self.log.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"messages": request.get("messages"), "tools": [t.get("function", t).get("name")
+                                     for t in tools or []], "text": text, "finish_reason": finish,
+                                     "usage": reply["usage"]}, ensure_ascii=False) + "\n")
         return {"id": "chatcmpl-" + uuid.uuid4().hex[:16], "object": "chat.completion", "created": int(time.time()),
                 "model": request.get("model") or "local",
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": reply["usage"]}
@@ -455,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=256, help="cap on every reply's length [256]")
     parser.add_argument("--n-ctx", type=int, default=4096, help="context window in tokens [4096]")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--log", type=Path, help="append every request's messages, the raw reply and its finish "
+                        "reason to this JSON-lines file")
     args = parser.parse_args(argv)
     try:
         path = Path(args.model) if args.model.endswith(".gguf") else model_path(args.model)
@@ -462,7 +474,7 @@ def main(argv: list[str] | None = None) -> int:
     except RealModelUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    model = ModelServer(path, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads)
+    model = ModelServer(path, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads, log=args.log)
     # a thread per connection (clients keep theirs open), one generation at a time (ModelServer.lock)
     httpd = ThreadingHTTPServer(("127.0.0.1", args.port), _handler(model, args.model))
     httpd.daemon_threads = True

@@ -20,6 +20,11 @@ distrust). These rules always hold:
   in a tool result (or be one rounded). "17*23 = 421" with no calculator
   result 421 is refused and the model is told to compute it with a tool.
   Off by default: a strong model's derived numbers ("3 files") are fine.
+  Under it, an answer that names one of the run's tools must also repeat a
+  value of a tool result (:func:`tool_talk_problem`): "The task still needs the
+  function `db_insert`." talks about the tools and is refused; "The calculator
+  returned 492." repeats a result and is an answer (Qwen2.5-Coder-0.5B wrote
+  the first under native tool calling, where any text ends the run).
 - ``wrap_up`` (off by default, so that a limit means exactly its number of
   model calls): when a run is about to break because it is
   stuck (the same action, the same error, errors in a row, or the step
@@ -210,6 +215,19 @@ def grounding_problem(answer: str, sources: Sequence[str]) -> str | None:
     shown = ", ".join(missing[:5])
     return (f"your answer has {shown}, which no tool result and not the task contains; compute it with a tool "
             "(the calculator for arithmetic) and answer with the tool's result")
+
+
+def tool_talk_problem(answer: str, tool_names: Iterable[str], results: Sequence[str]) -> str | None:
+    """Why ``answer`` is refused as talk about the tools (it names a tool and repeats no result), else None."""
+    from .protocols.prose import repeats_a_result
+    from .tools.registry import loose
+
+    words = {loose(w) for w in re.findall(r"[\w-]+", answer)}
+    named = next((n for n in tool_names if loose(n) in words), None)
+    if named is None or repeats_a_result(answer, results):
+        return None
+    return (f"your answer talks about the tool {named!r} and repeats no tool result, so it answers nothing; "
+            "call the tool the task still needs, or answer the task with the values the tools returned")
 
 
 def too_few_calls_problem(made: int, needed: int) -> str:

@@ -91,6 +91,16 @@ def test_grounded_numbers_refuses_a_number_no_tool_gave(make_graph):
     assert "421" in out["scratchpad"][1]["parse_error"] and "calculator" in out["scratchpad"][1]["parse_error"]
 
 
+def test_grounded_answers_refuse_talk_about_a_tool_that_repeats_no_result(make_graph):
+    # Qwen2.5-Coder-0.5B under tool calling, after db_insert had answered: its "answer" was this sentence
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})],
+                           "The task still needs the function `calculator`.", "The calculator returned 391."],
+                          answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["answer"] == "The calculator returned 391."
+    assert "talks about the tool 'calculator'" in out["scratchpad"][1]["parse_error"]
+
+
 def test_without_the_rules_a_number_from_memory_is_accepted(make_graph):
     graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})], "17*23 = 421"])
     assert graph.invoke({"task": "compute 17*23"})["answer"] == "17*23 = 421"

@@ -178,6 +178,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="--real: llama.cpp threads [1: on a busy 2-core "
                         "machine, 2 threads generated 10x slower than 1]")
     parser.add_argument("--max-tokens", type=int, default=256, help="--real: cap on every reply [256]")
+    parser.add_argument("--server-log", metavar="FILE", help="--real: the server appends every request's messages "
+                        "and the model's raw reply to this JSON-lines file")
     parser.add_argument("--rules", type=answer_rules, help="the *_ruled contestants' AnswerRules as JSON, e.g. "
                         "'{\"min_tool_calls\": 1, \"vary_repeats\": true}' [README's small-model rules]")
     parser.add_argument("--save", help="append every run, as it ends, to this JSON-lines file")
@@ -245,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
     """The suite against a small local model this process serves (and stops, also on error or Ctrl-C)."""
     signal.signal(signal.SIGTERM, _terminated)  # so that ``serving`` stops the server on ``kill`` too
-    with serving(args.real, max_tokens=args.max_tokens, threads=args.threads) as server:
+    with serving(args.real, max_tokens=args.max_tokens, threads=args.threads, log=args.server_log) as server:
         args.chat_model, args.loop_options = real.chat_model(server), real.loop_options()
         results: dict[str, list[tuple[RunResult, bool]]] = {}
         try:

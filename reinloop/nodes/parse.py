@@ -14,7 +14,16 @@ applies the rules that need more than the reply:
   (small models write the same call again and again until the cap stops
   them): that first call is whole, so it runs;
 - in a text protocol, plain prose right after a tool result can be the final
-  answer (:mod:`reinloop.protocols.prose` says when).
+  answer (:mod:`reinloop.protocols.prose` says when);
+- a reply that lists calls one after another, as JSON objects in its text, is
+  read for its first call that is not one the run already made successfully
+  (:func:`first_new_call`), cut off or not and in every protocol: Qwen2.5-Coder-0.5B
+  writes the calls it has made again, then the next one
+  (``read_file {...}`` then ``calculator {"expression": "3*12.5"}``), and
+  reading only its first object ran the old call again and lost the new one.
+  Native tool calls are read the same way (:func:`past_made_calls`): a reply whose
+  calls start with one already made keeps only its first new call (the rest of
+  such a list was every other tool, with example arguments).
 """
 
 from __future__ import annotations
@@ -28,10 +37,11 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_safely
-from ..answers import echo_problem, grounding_problem, too_few_calls_problem, written_call
+from ..answers import echo_problem, grounding_problem, too_few_calls_problem, tool_talk_problem, written_call
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
-from ..protocols.json_protocol import JsonProtocol
+from ..protocols.json_protocol import JsonProtocol, interpret
+from ..repeats import action_keys
 from ..protocols.prose import call_like, prose_answer
 from ..state import AgentState, Pending
 
@@ -57,11 +67,62 @@ def whole_first_object(text: str) -> str | None:
     return text[start:end] if isinstance(value, dict) else None
 
 
-def whole_call_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | None:
-    """The first call of a cut-off reply in a text protocol, when the cut came after it; else None."""
+LISTED_CALLS = 20
+"""At most this many JSON objects of one reply are read for a new call."""
+
+
+def listed_objects(text: str) -> list[dict[str, Any]]:
+    """The whole JSON objects ``text`` lists one after another (after an optional fence), up to a cut or prose."""
+    decoder, found, at = json.JSONDecoder(), [], 0
+    while len(found) < LISTED_CALLS:
+        start = text.find("{", at)
+        if start < 0 or text[at:start].strip(" \t\r\n,`json"):
+            break
+        try:
+            value, at = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            break
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def made_calls(state: AgentState) -> set[str]:
+    """The keys (:func:`~reinloop.repeats.action_keys`) of the calls this run made successfully."""
+    return action_keys(a for step in current_steps(state) for a in step.get("actions") or []
+                       if not a.get("error") and not a.get("problem") and a.get("observation") is not None)
+
+
+def past_made_calls(state: AgentState, pending: Pending) -> Pending:
+    """``pending`` with only its first new call when its calls start with one the run already made; a reply
+    of fresh parallel calls, or of repeats only, is kept whole."""
+    actions = pending.get("actions") or []
+    made = made_calls(state) if len(actions) > 1 else set()
+    if not made or not action_keys(actions[:1]) <= made:
+        return pending
+    new = next((a for a in actions if not action_keys([a]) <= made), None)
+    return pending if new is None else {**pending, "actions": [new]}
+
+
+def first_new_call(state: AgentState, text: str) -> Pending | None:
+    """The first call listed in ``text`` that the run has not made successfully, when the list starts with
+    such repeats or has more than one call; else None (a lone call is read as the protocol reads it)."""
+    made = made_calls(state)
+    calls = [p for p in map(interpret, listed_objects(text)) if p.get("actions") and not p.get("parse_error")]
+    if len(calls) < 2 and not (calls and action_keys(calls[0]["actions"]) <= made):
+        return None
+    return next((p for p in calls if not action_keys(p["actions"]) <= made), None)
+
+
+def whole_call_of_cut_reply(reply: Any, protocol: OutputProtocol, state: AgentState) -> Pending | None:
+    """The call a cut-off reply gives: its first new listed call (any protocol), else, in a text protocol,
+    its first call when the cut came after it; else None."""
+    text = reply.get("text") or ""
+    if (new := first_new_call(state, text)) is not None:
+        return new
     if protocol.native_tools:
         return None
-    head = whole_first_object(reply.get("text") or "")
+    head = whole_first_object(text)
     if head is None:
         return None
     pending = parse_reply(protocol, {**reply, "text": head, "truncated": False})
@@ -100,7 +161,7 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
     thought = pending.get("thought") or ""
     call, call_shaped = written_call(answer, ctx.tools.names())
     if call is not None and protocol.native_tools and not state.get("wrap_up"):
-        return parse_reply(WRITTEN_CALLS, {"text": json.dumps(call, ensure_ascii=False)})
+        return first_new_call(state, answer) or parse_reply(WRITTEN_CALLS, {"text": json.dumps(call, ensure_ascii=False)})
     if call_shaped:
         return error_pending("the answer is a tool call written out as text, not an answer"
                              + ("; call tools through the tool-calling API" if protocol.native_tools else ""), thought)
@@ -114,6 +175,8 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
         sources = [str(state.get("task") or ""), *(r["observation"] for r in done)]
         if problem := grounding_problem(answer, sources):
             return error_pending(problem, thought)
+        if problem := tool_talk_problem(answer, ctx.tools.names(), [r["observation"] for r in done]):
+            return error_pending(problem, thought)
     return pending
 
 
@@ -125,15 +188,17 @@ def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -
 def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
     """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
     reply = state.get("reply") or {}
-    pending = parse_reply(protocol, reply)
+    pending = past_made_calls(state, parse_reply(protocol, reply))
     if state.get("wrap_up") and not reply.get("truncated"):
         return wrap_up_reading(pending, reply.get("text") or "", ctx.tools.names())
     if reply.get("truncated"):
-        whole = whole_call_of_cut_reply(reply, protocol)
+        whole = whole_call_of_cut_reply(reply, protocol, state)
         if whole is not None:
             return whole
         return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),
                              pending.get("thought") or "")
+    if pending.get("actions") and not protocol.native_tools and (new := first_new_call(state, reply.get("text") or "")):
+        return new
     if pending.get("parse_error") and not protocol.native_tools:
         steps = current_steps(state)
         last = (steps[-1].get("actions") or []) if steps else []

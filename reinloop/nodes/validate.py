@@ -12,6 +12,10 @@ format placeholder (``"<expression>"``), or an example value from the tool's
 description or schema (``"(22*1.8)+32"``) that neither the task nor any result
 of the run contains. Small models copy the first concrete value they see.
 
+An optional argument whose value alone makes the call invalid (``"limit": 1000000``
+where at most 20 is allowed) is left out, as an argument the tool does not take is:
+the tool's default stands in, and the step lists it in ``ignored_args``.
+
 A refused call is not an exception: its problem (the list of available tools,
 or the field-level validation errors and the expected schema) becomes the
 call's observation, so the model can correct itself on the next step.
@@ -66,6 +70,10 @@ def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action
     if ignored:  # not part of the call: neither run nor shown again to the model
         action = {**action, "ignored_args": ignored}
     problem = tools.validate_args(name, args)
+    if problem is not None and (defaulted := tools.invalid_optional_args(name, args)):
+        # an optional argument with a bad value is left out: the tool's default stands in, and the replay omits it
+        args, problem = {k: v for k, v in args.items() if k not in defaulted}, None
+        action = {**action, "ignored_args": [*action.get("ignored_args", []), *defaulted]}
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")

@@ -162,6 +162,21 @@ class ToolRegistry:
         ignored = [k for k in args if k not in names]
         return ({k: v for k, v in args.items() if k in names}, ignored) if ignored else (args, [])
 
+    def invalid_optional_args(self, name: str, args: dict[str, Any]) -> list[str]:
+        """The optional arguments whose values alone make ``args`` invalid, when leaving them out makes the call
+        valid (``search_docs(query=..., limit=1000000)``: ``limit``); else ``[]``.
+
+        An optional argument has a default: the call can run without it. Qwen 0.5B wrote ``"limit": 1000000``
+        on every try, and a refusal of the whole call made the run break on the same error three times.
+        """
+        required = set(self.schema(name).get("required") or [])
+        base = {k: v for k, v in args.items() if k in required}
+        if len(base) == len(args) or self.validate_args(name, base) is not None:
+            return []
+        bad = [k for k in args if k not in required and self.validate_args(name, {**base, k: args[k]}) is not None]
+        rest = {k: v for k, v in args.items() if k not in bad}
+        return bad if bad and self.validate_args(name, rest) is None else []
+
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
         tool = self._tools[name]

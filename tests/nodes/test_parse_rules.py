@@ -43,6 +43,46 @@ def test_a_cut_off_reply_that_begins_with_a_whole_json_call_runs_that_call_once(
     assert out["counters"]["errors"] == 0
 
 
+READ = '{"name": "calculator", "arguments": {"expression": "2+2"}}'
+NEXT = '{"name": "calculator", "arguments": {"expression": "4*3"}}'
+
+
+def test_a_json_reply_listing_a_call_already_made_then_a_new_one_runs_the_new_one(make_graph):
+    # Qwen2.5-Coder-0.5B wrote its earlier read_file call again, then the calculator call the task needed
+    graph, _ = make_graph([READ, READ + "\n" + NEXT, {"final_answer": "12"}], protocol="json")
+    out = graph.invoke({"task": "(2+2)*3?"})
+    second = out["scratchpad"][1]["actions"]
+    assert [a["args"] for a in second] == [{"expression": "4*3"}] and second[0]["observation"] == "12"
+    assert out["answer"] == "12"
+
+
+def test_a_cut_native_reply_listing_calls_already_made_runs_its_first_new_call(make_graph):
+    cut = cut_off("\n".join([READ, READ, NEXT, READ, READ]) + '\n{"name": "calcul')
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2+2"})], cut, "12"])
+    out = graph.invoke({"task": "(2+2)*3?"})
+    second = out["scratchpad"][1]
+    assert [a["args"] for a in second["actions"]] == [{"expression": "4*3"}] and not second["error"]
+    assert out["answer"] == "12"
+
+
+def test_native_calls_starting_with_one_already_made_run_only_the_first_new_call(make_graph):
+    made = tool_call("calculator", {"expression": "2+2"})
+    dump = [tool_call("calculator", {"expression": "2+2"}), tool_call("calculator", {"expression": "4*3"}),
+            tool_call("get_weather", {"city": "Paris"})]  # Qwen 0.5B: the calls it made, then every other tool
+    graph, _ = make_graph([[made], dump, "12"])
+    out = graph.invoke({"task": "(2+2)*3?"})
+    assert [a["args"] for a in out["scratchpad"][1]["actions"]] == [{"expression": "4*3"}]
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1+1"}), tool_call("calculator", {"expression": "2+2"})], "2 and 4"])
+    assert len(graph.invoke({"task": "1+1 and 2+2?"})["scratchpad"][0]["actions"]) == 2  # fresh parallel calls all run
+
+
+def test_a_cut_native_reply_repeating_only_calls_already_made_stays_a_failed_step(make_graph):
+    cut = cut_off("\n".join([READ] * 6) + '\n{"name": "calcul')
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2+2"})], cut, "4"])
+    out = graph.invoke({"task": "2+2?"})
+    assert out["scratchpad"][1]["actions"] == [] and out["scratchpad"][1]["error"] and out["answer"] == "4"
+
+
 def test_a_cut_off_reply_whose_first_call_is_cut_still_runs_nothing(make_graph):
     pretty = cut_off('{\n  "tool": "calculator",\n  "args": {\n    "expression": "12*4')  # cut inside the call
     graph, _ = make_graph([pretty, cut_off("The answer is 492, because"), CALL, {"final_answer": "492"}],

@@ -164,3 +164,24 @@ def test_arguments_the_tool_does_not_take_are_left_out_of_the_call_and_its_repla
     assert action["args"] == {"expression": "2+2"} and action["ignored_args"] == ["content"]
     assert action["observation"] == "4"
     assert "10 items" not in "\n".join(str(m.content) for m in model.prompts[1])
+
+
+def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stands_in(make_graph):
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel, Field
+
+    class Search(BaseModel):
+        query: str
+        limit: int = Field(default=5, ge=1, le=20)
+
+    search = StructuredTool.from_function(lambda query, limit=5: f"{limit} hits for {query}", name="search",
+                                          description="Search the notes.", args_schema=Search)
+    # Qwen 0.5B wrote "limit": 1000000 on every try; the query alone is a valid call
+    graph, model = make_graph([{"tool": "search", "args": {"query": "tea", "limit": 1000000}},
+                               {"tool": "search", "args": {"query": 7, "limit": 3}}, {"final_answer": "5 hits"}],
+                              protocol="json", tools=[search])
+    first, second = (s["actions"][0] for s in graph.invoke({"task": "search tea"})["scratchpad"][:2])
+    assert first["args"] == {"query": "tea"} and first["ignored_args"] == ["limit"]
+    assert first["observation"] == "5 hits for tea"
+    assert "1000000" not in "\n".join(str(m.content) for m in model.prompts[1])
+    assert second["problem"] and "query" in second["problem"]  # a bad required argument is still refused
