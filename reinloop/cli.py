@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .cli_options import add_spec_flags, spec_changes
-from .errors import ConfigurationError, ReinloopError, ToolDatabaseError
+from .cli_options import add_spec_flags, in_flag_terms, spec_changes
+from .errors import ConfigurationError, ModelSetupError, ReinloopError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
-from .terminal import safe_json, safe_text
+from .terminal import ReaderSafe, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MODEL_VARIABLE = "REINLOOP_MODEL"
@@ -47,17 +47,23 @@ class Command:
     example: str
     options: Callable[[argparse.ArgumentParser], None]
     handler: Handler
+    outcome: bool = False
+    """True when ``--json`` ends with an outcome line, which an error then also gets."""
 
 
 COMMANDS: list[Command] = []
 """Every subcommand, in the order of ``reinloop --help``."""
 
 
-def command(words: str, *, help: str, example: str, options: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:  # noqa: A002
-    """Register the decorated handler as ``reinloop WORDS``, with its help, example and options."""
+def command(words: str, *, help: str, example: str, options: Callable[[argparse.ArgumentParser], None],  # noqa: A002
+            outcome: bool = False) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as ``reinloop WORDS``, with its help, example and options.
+
+    ``outcome``: the command's ``--json`` output ends with an outcome line (an error's included).
+    """
 
     def register(handler: Handler) -> Handler:
-        COMMANDS.append(Command(tuple(words.split()), help, f"example: {example}", options, handler))
+        COMMANDS.append(Command(tuple(words.split()), help, f"example: {example}", options, handler, outcome))
         return handler
 
     return register
@@ -174,36 +180,44 @@ def write_output(data: str | bytes, output: str | None) -> None:
 # --- run, demo, graph ----------------------------------------------------------------------------
 
 
+def task_text(text: str) -> str:
+    """A task argument: refused when empty or only whitespace (a run with nothing to do)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"the task is empty ({text!r}): say what the run should do, e.g. 'What is 6*7?'")
+    return text
+
+
 def run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", help="the task, in any language")
+    p.add_argument("task", type=task_text, help="the task, in any language")
     p.add_argument("--thread", help="thread id [a new id, printed]")
     add_output_flags(p)
     add_db_flag(p)
     add_spec_flags(p)
 
 
-@command("run", help="run one task", options=run_options,
+@command("run", help="run one task", options=run_options, outcome=True,
          example='reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5')
 def cmd_run(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .memory.tokens import active_counter
     from .models import resolve_model
     from .cli_approve import answer_inline, interactive
-    from .runs import db_location, new_thread_id, open_db, run
+    from .runs import db_location, new_thread_id, run
 
     spec = spec_from(args)
     resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
     spec.tool_settings.check_run_database(db_location(args.db))  # a usage error, said before the run database is touched
-    with open_db(args.db, write=True, create=True):  # an unusable --db is one line, before the run's header
-        pass
     thread_id = args.thread or new_thread_id()
     console = make_console(args, spec.limits)
-    if isinstance(console, RunConsole):
-        console.print(f"thread {thread_id}")
-        console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
+
+    def header(thread_id: str) -> None:  # once every input is checked: a bad one is the only line
+        if isinstance(console, RunConsole):
+            console.print(f"thread {thread_id}")
+            console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
+
     with console or contextlib.nullcontext():
         outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                      progress=None if args.json or args.quiet else print_index_progress)
+                      progress=None if args.json or args.quiet else print_index_progress, on_start=header)
     if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
         outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
@@ -224,7 +238,7 @@ def demo_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE", help="log every node event to the 'node_events' table of this run database [no log]")
 
 
-@command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options,
+@command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options, outcome=True,
          example="reinloop demo")
 def cmd_demo(args: argparse.Namespace) -> int:
     from .console import RunConsole
@@ -295,7 +309,7 @@ def resume_options(p: argparse.ArgumentParser) -> None:
     add_spec_flags(p, defaults="stored")  # each given flag overrides the run's stored spec
 
 
-@command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options,
+@command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options, outcome=True,
          example="reinloop resume 3f2a9c1b7d04 --extra-steps 5 --hint 'answer with what you have'")
 def cmd_resume(args: argparse.Namespace) -> int:
     from .runs import resume, run_limits
@@ -524,25 +538,49 @@ def build_parser() -> argparse.ArgumentParser:
             sub = nested[cmd.words[0]]
         p = sub.add_parser(cmd.words[-1], help=cmd.help, epilog=cmd.example)
         cmd.options(p)
-        p.set_defaults(func=cmd.handler)
+        p.set_defaults(func=cmd.handler, outcome_lines=cmd.outcome)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reinloop`` command; returns the exit code."""
+    """Entry point of the ``reinloop`` command; returns the exit code.
+
+    stdout outlives its reader (:class:`~reinloop.terminal.ReaderSafe`): ``reinloop run ... | head -1`` lets the
+    run go on to its end, stored. An error after the arguments are parsed is one line on stderr and, with
+    ``--json``, the outcome line too (``"status": "error"``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not isinstance(sys.stdout, ReaderSafe):
+        sys.stdout = ReaderSafe(sys.stdout)
     try:
         return int(args.func(args))
-    except ToolDatabaseError as exc:  # a misuse of the flags, not a failure: a usage error
-        print(f"reinloop: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except ReinloopError as exc:
-        say(f"reinloop: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        code = exit_code_of(exc)
+        print_error(args, exc, code)
+        return code
     except KeyboardInterrupt:
         say("reinloop: interrupted", file=sys.stderr)
         return EXIT_ERROR
+
+
+def exit_code_of(exc: ReinloopError) -> int:
+    """2 for a value the command line gave (a bad flag, an unknown tool, a missing --sandbox), 1 for the rest.
+
+    A missing API key is not a bad flag: the environment lacks it (exit 1, as for an endpoint that is down).
+    """
+    if isinstance(exc, ModelSetupError) and exc.key_variable is not None:
+        return EXIT_ERROR
+    return EXIT_USAGE if isinstance(exc, ConfigurationError) else EXIT_ERROR
+
+
+def print_error(args: argparse.Namespace, exc: ReinloopError, code: int) -> None:
+    """The error as one line on stderr; with ``--json`` on a command that prints outcomes, its outcome line too."""
+    message = in_flag_terms(exc)
+    say(f"reinloop: error: {message}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False) and getattr(args, "outcome_lines", False):
+        say(safe_json({"type": "outcome", "status": "error", "error": type(exc).__name__, "message": message,
+                       "thread_id": getattr(exc, "thread_id", None), "exit_code": code}), flush=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

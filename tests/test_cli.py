@@ -132,4 +132,4 @@ def test_max_output_tokens_is_sent_and_none_switches_it_off(openai_server, capsy
     with pytest.raises(SystemExit) as exc:
         main(["run", "x", "--max-output-tokens", "0"])
     assert exc.value.code == 2
-    assert '--max-output-tokens: must be a positive integer or "none", got \'0\'' in capsys.readouterr().err
+    assert '--max-output-tokens: must be a positive whole number or none, got \'0\'' in capsys.readouterr().err

@@ -242,4 +242,4 @@ def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["resume", "r1", "--window-steps", "zero"])
     assert exc.value.code == 2
-    assert '--window-steps: must be a positive integer or "none", got \'zero\'' in capsys.readouterr().err
+    assert '--window-steps: must be a positive whole number or none, got \'zero\'' in capsys.readouterr().err
