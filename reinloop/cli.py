@@ -30,7 +30,7 @@ from .cli_options import add_spec_flags, in_flag_terms, spec_changes
 from .errors import ConfigurationError, ModelSetupError, ReinloopError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
-from .terminal import ReaderSafe, safe_json, safe_text
+from .terminal import ReaderSafe, counted, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MODEL_VARIABLE = "REINLOOP_MODEL"
@@ -143,9 +143,9 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
             say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
                 f" -> {_short(result['observation'], 100)}")
     say(
-        f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
-        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, {spent(c)}"
-        f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
+        f"thread {outcome.thread_id}: {counted(c.get('steps', 0), 'step')}, "
+        f"{counted(c.get('prompt_tokens', 0) + c.get('completion_tokens', 0), 'token')}, {spent(c)}"
+        f"{counted(c.get('errors', 0), 'error')}, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
     if outcome.waiting:
         from .cli_approve import print_waiting
@@ -235,23 +235,21 @@ def resume_shown(args: argparse.Namespace, thread_id: str, limits: Any, decision
 
 def demo_options(p: argparse.ArgumentParser) -> None:
     add_output_flags(p)
-    p.add_argument("--db", metavar="FILE", help="log every node event to the 'node_events' table of this run database [no log]")
+    p.add_argument("--db", metavar="PATH|URL",
+                   help="store the demo's runs (threads demo-0 ... demo-3) in this run database, for `runs list` "
+                        "and `runs show` [kept in memory]")
 
 
 @command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options, outcome=True,
-         example="reinloop demo")
+         example="reinloop demo --db demo.db && reinloop runs show demo-3 --db demo.db")
 def cmd_demo(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .demo.scenarios import BANNER, as_expected, demo
     from .limits import Limits
-    from .runlog import RunLog
     from .runs import open_db
 
-    sinks = []
-    if args.db:  # an unusable --db is one line, before the banner
-        with open_db(args.db, write=True, create=True):  # a run database: reinloop's tables, migrated
-            pass
-        sinks = [RunLog(args.db)]
+    # an unusable --db is one line, before the banner; the demo's runs are stored as `reinloop run` stores them
+    database = open_db(args.db, write=True, create=True) if args.db else None
     console = make_console(args, Limits())
     text = console if isinstance(console, RunConsole) else None
     if text is not None:
@@ -269,9 +267,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     "as_expected": as_expected(scenario, outcome)}
             say(safe_json(line), flush=True)
 
-    with console or contextlib.nullcontext():
-        results = demo(on_event=console.handle if console else None, on_scenario=announce,
-                       on_outcome=report, sinks=sinks)
+    with database or contextlib.nullcontext(), console or contextlib.nullcontext():
+        results = demo(on_event=console.handle if console else None, on_scenario=announce, on_outcome=report,
+                       db=database)
     ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
         say(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
@@ -330,9 +328,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def runs_list_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--status", choices=["running", "done", "broken"], help="only runs with this status")
-    p.add_argument("--json", action="store_true", help="print a JSON list")
+    from .rundb import STATUSES
+
+    p.add_argument("--status", choices=STATUSES,
+                   help="only runs with this status, as the list shows it (broken includes paused)")
+    p.add_argument("--json", action="store_true", help="print a JSON list (whole thread ids)")
     add_db_flag(p)
+
+
+RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 8), ("STEPS", 5), ("COST", 9), ("UPDATED", 19), ("TASK", 40), ("OUTCOME", 40))
+"""``runs list``'s columns and their widths in terminal cells (a CJK character takes two)."""
 
 
 @command("runs list", help="the stored runs, newest first", options=runs_list_options,
@@ -347,13 +352,33 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return EXIT_DONE
     if not records:
         say("no runs" + (f" with status {args.status}" if args.status else ""))
+        return EXIT_DONE
+    say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
-        status = "paused" if r.paused else (r.status or "?")
         outcome = r.answer if r.status == "done" else r.break_reason or ""
-        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {spent(r.counters or {}, ''):>9}  "
-            f"{(r.updated_at or '')[:19]}  "
-            f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
+        say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
+                       (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))
     return EXIT_DONE
+
+
+def table_row(cells: Sequence[Any]) -> str:
+    """One row of ``runs list``: each cell cut and padded to its column's width in terminal cells."""
+    widths = [width for _, width in RUNS_COLUMNS]
+    numbers = {2, 3}  # right-aligned
+    return "  ".join(fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+
+
+def fit(text: Any, width: int, *, right: bool = False) -> str:
+    """``text`` on one line, cut with ``…`` and padded to ``width`` cells as a terminal shows them (rich's cell_len)."""
+    from rich.cells import cell_len
+
+    flat = safe_text(" ".join(str(text if text is not None else "").split()))
+    if cell_len(flat) > width:
+        while cell_len(flat) > width - 1:
+            flat = flat[:-1]
+        flat += "…"
+    pad = " " * (width - cell_len(flat))
+    return pad + flat if right else flat + pad
 
 
 def runs_show_options(p: argparse.ArgumentParser) -> None:
@@ -426,9 +451,9 @@ def print_detail(detail: Any) -> None:
     for call in waiting_calls(state):
         say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
             f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
-    for b in detail.breaks:
+    for number, b in enumerate(detail.breaks, 1):  # within the thread: b.id counts across the database
         resolved = safe_json(b.resolution) if b.resolution else "pending"
-        say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
+        say(f"break #{number} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
 
 
 def runs_prune_options(p: argparse.ArgumentParser) -> None:
@@ -448,7 +473,7 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
     if args.json:
         say(safe_json(report.as_dict()))
         return EXIT_DONE
-    say(f"pruned {report.threads} runs: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
+    say(f"pruned {counted(report.threads, 'run')}: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
         + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
     return EXIT_DONE
 

@@ -49,6 +49,11 @@ def safe_text(value: Any) -> str:
     return UNSAFE.sub(_escape, text)
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 step``, ``2 steps``: a count with its noun, plural when it is not one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def safe_json(value: Any, **kwargs: Any) -> str:
     """``json.dumps(value, ensure_ascii=False)`` with every :data:`UNSAFE` character as a JSON escape."""
     text = json.dumps(value, ensure_ascii=False, **kwargs)

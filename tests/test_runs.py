@@ -121,7 +121,7 @@ def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
     assert detail["state"]["counters"]["steps"] == 1
     assert detail["state"]["scratchpad"][0]["actions"][0]["observation"] == "42"
     assert detail["breaks"][0]["reason"] == "max_steps" and detail["breaks"][0]["resolution"] is None
-    assert detail["pending_break"]["message"] == "reached the step limit: 1 of 1 steps"
+    assert detail["pending_break"]["message"] == "reached the step limit: 1 of 1 step"
     assert detail["run"]["model"] == "openai:gpt-4o-mini"
     assert main(["runs", "show", "w1"]) == 0
     text = capsys.readouterr().out
