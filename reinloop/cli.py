@@ -180,6 +180,36 @@ def write_output(data: str | bytes, output: str | None) -> None:
 # --- run, demo, graph ----------------------------------------------------------------------------
 
 
+def whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``, refused in the flag's terms (``must be a whole number >= 1``)."""
+
+    def parse(text: str) -> int:
+        if not text.strip().lstrip("+").isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"must be {'a positive whole number' if minimum == 1 else f'a whole number >= {minimum}'}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number >= 0 (of seconds, or dollars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
 def task_text(text: str) -> str:
     """A task argument: refused when empty or only whitespace (a run with nothing to do)."""
     if not text.strip():
@@ -296,10 +326,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--extra-steps", type=int, default=0, metavar="N", help="raise the step limit by N")
-    p.add_argument("--extra-seconds", type=float, default=0.0, metavar="S", help="raise the time limit by S seconds")
-    p.add_argument("--extra-tokens", type=int, default=0, metavar="N", help="raise the token budget by N")
-    p.add_argument("--extra-cost", type=float, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
+    p.add_argument("--extra-steps", type=whole(0), default=0, metavar="N", help="raise the step limit by N")
+    p.add_argument("--extra-seconds", type=seconds, default=0.0, metavar="S", help="raise the time limit by S seconds")
+    p.add_argument("--extra-tokens", type=whole(0), default=0, metavar="N", help="raise the token budget by N")
+    p.add_argument("--extra-cost", type=seconds, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     add_output_flags(p)
@@ -417,9 +447,12 @@ def print_detail(detail: Any) -> None:
     """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
     from .pricing import cost_breakdown
 
+    from .approval import waiting_calls
+
     state, record = detail.state, detail.run
-    say(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
-        + (" (paused at a break)" if state.get("decision") == "pause" else ""))
+    status = state.get("status", record.status if record else "?")  # named as `runs list` names it
+    status = "paused" if state.get("decision") == "pause" else "waiting" if waiting_calls(state) else status
+    say(f"thread {detail.thread_id}: {status}" + (" (at a break: `reinloop resume` goes on)" if status == "paused" else ""))
     say(f"task: {state.get('task', record.task if record else '')}")
     if detail.spec is not None:
         spec = RunSpec.from_dict(detail.spec)
@@ -446,7 +479,6 @@ def print_detail(detail: Any) -> None:
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
-    from .approval import waiting_calls
 
     for call in waiting_calls(state):
         say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
@@ -457,8 +489,8 @@ def print_detail(detail: Any) -> None:
 
 
 def runs_prune_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keep-last", type=int, required=True, metavar="N", help="checkpoints kept per run")
-    p.add_argument("--older-than", type=float, metavar="DAYS", help="only runs not updated for DAYS days")
+    p.add_argument("--keep-last", type=whole(0), required=True, metavar="N", help="checkpoints kept per run")
+    p.add_argument("--older-than", type=seconds, metavar="DAYS", help="only runs not updated for DAYS days")
     p.add_argument("--vacuum", action="store_true", help="then shrink the file (VACUUM)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_db_flag(p)
@@ -502,8 +534,8 @@ def batch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("tasks", help='a file with one JSON object per line: {"task": "...", "thread_id": "..."} and any '
                                  'run spec key, e.g. "tools": "calculator", "limits": {"max_steps": 5}, "memory": '
                                  '{"window_steps": 2}, "protocol": "json"')
-    p.add_argument("--concurrency", "-n", type=int, default=4, metavar="N", help="tasks run at once by this worker [4]")
-    p.add_argument("--lease", type=float, default=DEFAULT_LEASE, metavar="S",
+    p.add_argument("--concurrency", "-n", type=whole(1), default=4, metavar="N", help="tasks run at once by this worker [4]")
+    p.add_argument("--lease", type=positive_seconds, default=DEFAULT_LEASE, metavar="S",
                    help=f"seconds before another worker takes over a task whose worker stopped [{DEFAULT_LEASE:g}]")
     p.add_argument("--json", action="store_true",
                    help='one JSON object per finished task ("type": "task"), then the summary ("type": "summary")')

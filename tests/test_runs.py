@@ -125,7 +125,7 @@ def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
     assert detail["run"]["model"] == "openai:gpt-4o-mini"
     assert main(["runs", "show", "w1"]) == 0
     text = capsys.readouterr().out
-    assert "thread w1: broken (paused at a break)" in text
+    assert "thread w1: paused (at a break: `reinloop resume` goes on)" in text
     assert 'calculator {"expression": "6*7"} -> 42' in text
     assert "break #1" in text and "-> pending" in text
 
