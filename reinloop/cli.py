@@ -26,11 +26,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .cli_options import add_spec_flags, in_flag_terms, spec_changes
+from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
 from .errors import ConfigurationError, ModelSetupError, ReinloopError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
-from .terminal import ReaderSafe, counted, safe_json, safe_text
+from .terminal import ReaderSafe, counted, fit, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MODEL_VARIABLE = "REINLOOP_MODEL"
@@ -171,50 +171,12 @@ def write_output(data: str | bytes, output: str | None) -> None:
     elif isinstance(data, bytes):
         if sys.stdout.isatty():
             raise ConfigurationError("this format is binary: write it to a file with -o FILE (e.g. -o graph.png)")
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
+        (sys.stdout if isinstance(sys.stdout, ReaderSafe) else ReaderSafe(sys.stdout)).write_bytes(data)
     else:
         sys.stdout.write(safe_text(data if data.endswith("\n") else data + "\n"))
 
 
 # --- run, demo, graph ----------------------------------------------------------------------------
-
-
-def whole(minimum: int) -> Callable[[str], int]:
-    """An argparse type: a whole number >= ``minimum``, refused in the flag's terms (``must be a whole number >= 1``)."""
-
-    def parse(text: str) -> int:
-        if not text.strip().lstrip("+").isdigit() or int(text) < minimum:
-            raise argparse.ArgumentTypeError(f"must be {'a positive whole number' if minimum == 1 else f'a whole number >= {minimum}'}, got {text!r}")
-        return int(text)
-
-    return parse
-
-
-def seconds(text: str) -> float:
-    """An argparse type: a finite number >= 0 (of seconds, or dollars)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0."""
-    value = seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
-    return value
-
-
-def task_text(text: str) -> str:
-    """A task argument: refused when empty or only whitespace (a run with nothing to do)."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError(f"the task is empty ({text!r}): say what the run should do, e.g. 'What is 6*7?'")
-    return text
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
@@ -398,19 +360,6 @@ def table_row(cells: Sequence[Any]) -> str:
     return "  ".join(fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
 
 
-def fit(text: Any, width: int, *, right: bool = False) -> str:
-    """``text`` on one line, cut with ``…`` and padded to ``width`` cells as a terminal shows them (rich's cell_len)."""
-    from rich.cells import cell_len
-
-    flat = safe_text(" ".join(str(text if text is not None else "").split()))
-    if cell_len(flat) > width:
-        while cell_len(flat) > width - 1:
-            flat = flat[:-1]
-        flat += "…"
-    pad = " " * (width - cell_len(flat))
-    return pad + flat if right else flat + pad
-
-
 def runs_show_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
     p.add_argument("--format", choices=("text", "json", "html"), default="text",
@@ -552,10 +501,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .batches import BatchInterrupted, batch
     from .models import resolve_model
     from .runs import db_location
+    from .tools.catalog import BUILTINS, builtin
 
     spec = spec_from(args)
     resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
     spec.tool_settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
+    unknown = [name for name in spec.tools if name not in BUILTINS]
+    if unknown:  # a task line may name other tools; the flags' own are checked before the bar is shown
+        builtin(unknown[0])  # raises UnknownToolError, naming the built-in tools
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, spec, concurrency=args.concurrency, db=args.db, lease=args.lease,

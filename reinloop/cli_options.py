@@ -331,3 +331,43 @@ def spec_changes(args: argparse.Namespace) -> dict[str, Any]:
         for name, implied in (spec_flag.alias.implies if spec_flag.alias else {}).items():
             group.setdefault(name, implied)
     return changes
+
+
+# --- the values of the other flags (--concurrency, --extra-steps, the task) -----------------------
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``, refused in the flag's terms (``must be a whole number >= 1``)."""
+
+    def parse(text: str) -> int:
+        if not text.strip().lstrip("+").isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"must be {'a positive whole number' if minimum == 1 else f'a whole number >= {minimum}'}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number >= 0 (of seconds, or dollars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def task_text(text: str) -> str:
+    """A task argument: refused when empty or only whitespace (a run with nothing to do)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"the task is empty ({text!r}): say what the run should do, e.g. 'What is 6*7?'")
+    return text

@@ -116,3 +116,16 @@ class ReaderSafe:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.stream, name)
+
+
+def fit(text: Any, width: int, *, right: bool = False) -> str:
+    """``text`` on one line, cut with ``…`` and padded to ``width`` cells as a terminal shows them (rich's cell_len)."""
+    from rich.cells import cell_len
+
+    flat = safe_text(" ".join(str(text if text is not None else "").split()))
+    if cell_len(flat) > width:
+        while cell_len(flat) > width - 1:
+            flat = flat[:-1]
+        flat += "…"
+    pad = " " * (width - cell_len(flat))
+    return pad + flat if right else flat + pad
