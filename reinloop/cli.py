@@ -20,14 +20,14 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
 from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
-from .errors import ConfigurationError, ModelSetupError, ReinloopError
+from .errors import ConfigurationError, ModelSetupError, ReinloopError, ToolDatabaseError, UsageError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
 from .terminal import ReaderSafe, counted, fit, safe_json, safe_text
@@ -196,20 +196,26 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .cli_approve import answer_inline, interactive
     from .runs import db_location, new_thread_id, run
 
-    spec = spec_from(args)
-    resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
-    spec.tool_settings.check_run_database(db_location(args.db))  # a usage error, said before the run database is touched
+    with checking_input():
+        spec = spec_from(args)
+        resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
+        spec.tool_settings.check_run_database(db_location(args.db))  # said before the run database is touched
     thread_id = args.thread or new_thread_id()
     console = make_console(args, spec.limits)
+    started: list[str] = []
 
     def header(thread_id: str) -> None:  # once every input is checked: a bad one is the only line
+        started.append(thread_id)
         if isinstance(console, RunConsole):
             console.print(f"thread {thread_id}")
             console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
 
     with console or contextlib.nullcontext():
-        outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                      progress=None if args.json or args.quiet else print_index_progress, on_start=header)
+        try:
+            outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
+                          progress=None if args.json or args.quiet else print_index_progress, on_start=header)
+        except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
+            raise exc if started else usage_error(exc)
     if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
         outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
@@ -503,12 +509,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .runs import db_location
     from .tools.catalog import BUILTINS, builtin
 
-    spec = spec_from(args)
-    resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
-    spec.tool_settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
-    unknown = [name for name in spec.tools if name not in BUILTINS]
-    if unknown:  # a task line may name other tools; the flags' own are checked before the bar is shown
-        builtin(unknown[0])  # raises UnknownToolError, naming the built-in tools
+    with checking_input():  # said before anything is shown
+        spec = spec_from(args)
+        resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
+        spec.tool_settings.check_run_database(db_location(args.db))
+        unknown = [name for name in spec.tools if name not in BUILTINS]
+        if unknown:  # a task line may name other tools; the flags' own are checked before the bar is shown
+            builtin(unknown[0])  # raises UnknownToolError, naming the built-in tools
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, spec, concurrency=args.concurrency, db=args.db, lease=args.lease,
@@ -575,22 +582,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def exit_code_of(exc: ReinloopError) -> int:
-    """2 for a value the command line gave (a bad flag, an unknown tool, a missing --sandbox), 1 for the rest.
-
-    A missing API key is not a bad flag: the environment lacks it (exit 1, as for an endpoint that is down).
-    """
-    if isinstance(exc, ModelSetupError) and exc.key_variable is not None:
-        return EXIT_ERROR
-    return EXIT_USAGE if isinstance(exc, ConfigurationError) else EXIT_ERROR
+    """2 for a value the command line gave (a bad flag, an unknown tool, a missing --sandbox), 1 for the rest."""
+    return EXIT_USAGE if isinstance(exc, (UsageError, ToolDatabaseError)) else EXIT_ERROR
 
 
-def print_error(args: argparse.Namespace, exc: ReinloopError, code: int) -> None:
-    """The error as one line on stderr; with ``--json`` on a command that prints outcomes, its outcome line too."""
-    message = in_flag_terms(exc)
-    say(f"reinloop: error: {message}", file=sys.stderr, flush=True)
-    if getattr(args, "json", False) and getattr(args, "outcome_lines", False):
-        say(safe_json({"type": "outcome", "status": "error", "error": type(exc).__name__, "message": message,
-                       "thread_id": getattr(exc, "thread_id", None), "exit_code": code}), flush=True)
+@contextlib.contextmanager
+def checking_input() -> Iterator[None]:
+    """Until the run starts, a configuration error is the command line's: a :class:`UsageError` (exit 2)."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        raise usage_error(exc) from exc
+
+
+def usage_error(exc: ConfigurationError) -> ConfigurationError:
+    """``exc`` as a :class:`UsageError` in flag terms; a missing API key stays itself (exit 1: no flag is wrong)."""
+    if isinstance(exc, (UsageError, ToolDatabaseError)) or (isinstance(exc, ModelSetupError) and exc.key_variable):
+        return exc
+    return UsageError(in_flag_terms(exc), cause=exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

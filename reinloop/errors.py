@@ -7,7 +7,8 @@ Errors are split by who has to act::
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
-    │   └── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
+    │   ├── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
+    │   └── UsageError            the command line: a value refused before the run started (exit 2)
     ├── RunError                  the run: something went wrong while the loop was running
     │   ├── ModelCallError        the model endpoint failed and retries did not help
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
@@ -91,6 +92,17 @@ class ToolDatabaseError(ConfigurationError):
     def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+
+class UsageError(ConfigurationError):
+    """A command-line value refused before the run started (an unknown tool, ``read_file`` without ``--sandbox``).
+
+    ``cause`` is the library's own error; the message says it in flag terms. The ``reinloop`` command exits 2.
+    """
+
+    def __init__(self, message: str, *, cause: ConfigurationError) -> None:
+        super().__init__(message)
+        self.cause = cause
 
 
 class RunError(ReinloopError):
