@@ -568,8 +568,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not isinstance(sys.stdout, ReaderSafe):
-        sys.stdout = ReaderSafe(sys.stdout)
+    given = sys.stdout
+    sys.stdout = given if isinstance(given, ReaderSafe) else ReaderSafe(given)
     try:
         return int(args.func(args))
     except ReinloopError as exc:
@@ -579,6 +579,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         say("reinloop: interrupted", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        sys.stdout.flush()
+        sys.stdout = given  # its file descriptor points at /dev/null if the reader left: the last flush cannot fail
 
 
 def exit_code_of(exc: ReinloopError) -> int:
