@@ -11,7 +11,11 @@ argparse, not click or typer: it is in the standard library (no import cost,
 no dependency), and every existing flag and message kept working.
 
 Exit codes: 0 the run finished with an answer, 3 a guard broke it, 4 calls
-wait for approval, 1 an error (one line on stderr), 2 a usage error.
+wait for approval, 1 an error (one line on stderr), 2 a usage error: a bad
+flag value, or any value the command line gave that is refused before the
+run starts (:class:`~reinloop.errors.UsageError`, said in flag terms). With
+``--json``, an error also ends the output with an outcome line
+(``"status": "error"``). A closed stdout (``| head``) never stops a run.
 """
 
 from __future__ import annotations
