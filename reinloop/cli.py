@@ -609,5 +609,14 @@ def usage_error(exc: ConfigurationError) -> ConfigurationError:
     return UsageError(in_flag_terms(exc), cause=exc)
 
 
+def print_error(args: argparse.Namespace, exc: ReinloopError, code: int) -> None:
+    """The error as one line on stderr; with ``--json`` on a command that prints outcomes, its outcome line too."""
+    message = in_flag_terms(exc)
+    say(f"reinloop: error: {message}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False) and getattr(args, "outcome_lines", False):
+        say(safe_json({"type": "outcome", "status": "error", "error": type(exc).__name__, "message": message,
+                       "thread_id": getattr(exc, "thread_id", None), "exit_code": code}), flush=True)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
