@@ -104,12 +104,12 @@ def test_runs_list_filters_by_status_and_prints_json(openai_server, capsys, db_u
     main(["run", "two", "--base-url", openai_server.base_url, "--thread", "l2", "--max-steps", "1"])
     capsys.readouterr()
     code, rows = cli_json(capsys, "runs", "list", "--json")
-    assert code == 0 and {r["thread_id"]: r["status"] for r in rows} == {"l1": "done", "l2": "broken"}
+    assert code == 0 and {r["thread_id"]: r["status"] for r in rows} == {"l1": "done", "l2": "paused"}  # as listed
     code, rows = cli_json(capsys, "runs", "list", "--status", "broken", "--json")
     assert [(r["thread_id"], r["paused"], r["break_reason"]) for r in rows] == [("l2", True, "max_steps")]
     assert main(["runs", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["l2", "paused", "1", "steps"]
+    assert lines[0].split()[:3] == ["THREAD", "STATUS", "STEPS"] and lines[1].split()[:3] == ["l2", "paused", "1"]
 
 
 def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
