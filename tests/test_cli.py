@@ -217,3 +217,14 @@ def test_one_step_is_said_in_the_singular(openai_server, capsys):
     openai_server.responses += [completion("42")]
     assert main(["run", "What is 6*7?", "--base-url", openai_server.base_url, "--no-color", "--tools", "calculator"]) == 0
     assert re.search(r"thread \w+: 1 step, 19 tokens, 0 errors", capsys.readouterr().out)
+
+
+def test_a_run_waiting_for_approval_is_listed_as_waiting(openai_server, tmp_path, capsys):
+    openai_server.responses += [completion(tool_calls=[{"name": "write_file", "args": {"path": "a.txt", "content": "hi"}}])]
+    assert main(["run", "Write hi to a.txt", "--base-url", openai_server.base_url, "--tools", "write_file",
+                 "--sandbox", str(tmp_path), "--thread", "w1", "-q"]) == 4
+    capsys.readouterr()
+    assert main(["runs", "list", "--status", "waiting", "--json"]) == 0
+    assert [(r["thread_id"], r["status"]) for r in json.loads(capsys.readouterr().out)] == [("w1", "waiting")]
+    assert main(["runs", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["w1", "waiting"]
