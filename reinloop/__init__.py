@@ -48,6 +48,7 @@ EXPORTS = {
     "ToolDatabaseError": ".errors",
     "ToolRegistry": ".tools.registry",
     "UnknownToolError": ".errors",
+    "UsageError": ".errors",
     "approve": ".pending",
     "batch": ".batches",
     "build_graph": ".graph",

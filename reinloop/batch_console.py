@@ -21,7 +21,7 @@ from rich.table import Table
 from .batches import BatchReport, TaskOutcome
 from .console import short
 from .pricing import cost_text, spent
-from .terminal import safe_json, safe_text
+from .terminal import counted, safe_json, safe_text
 
 MARKS = {"done": ("✓", "green"), "broken": ("✗", "red"), "waiting": ("…", "yellow"), "error": ("!", "red")}
 
@@ -51,7 +51,7 @@ class BatchConsole:
         """The batch is queued: say what runs, and show the bar on a terminal."""
         if self.as_json:
             return
-        self.console.print(safe_text(f"batch {name}: {total} tasks ({added} new), {concurrency} at a time, "
+        self.console.print(safe_text(f"batch {name}: {counted(total, 'task')} ({added} new), {concurrency} at a time, "
                                      f"worker {worker}"), markup=False)
         if self.console.is_terminal and self.console.color_system is not None:
             self.bar = Progress(TextColumn("[bold]batch"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -89,7 +89,7 @@ class BatchConsole:
         self.console.print(table)
         mine = len(report.outcomes)
         rate = mine / report.seconds if report.seconds else 0.0
-        self.console.print(f"this worker ran {mine} of {len(report.tasks)} tasks in {report.seconds:.1f} s "
+        self.console.print(f"this worker ran {mine} of {counted(len(report.tasks), 'task')} in {report.seconds:.1f} s "
                            f"({rate:.1f} tasks/s)", markup=False)
         if report.counts.get("broken") or report.counts.get("error"):
             self.console.print("resume a broken or failed task with: reinloop resume THREAD", markup=False)

@@ -11,7 +11,11 @@ argparse, not click or typer: it is in the standard library (no import cost,
 no dependency), and every existing flag and message kept working.
 
 Exit codes: 0 the run finished with an answer, 3 a guard broke it, 4 calls
-wait for approval, 1 an error (one line on stderr), 2 a usage error.
+wait for approval, 1 an error (one line on stderr), 2 a usage error: a bad
+flag value, or any value the command line gave that is refused before the
+run starts (:class:`~reinloop.errors.UsageError`, said in flag terms). With
+``--json``, an error also ends the output with an outcome line
+(``"status": "error"``). A closed stdout (``| head``) never stops a run.
 """
 
 from __future__ import annotations
@@ -20,17 +24,17 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .cli_options import add_spec_flags, spec_changes
-from .errors import ConfigurationError, ReinloopError, ToolDatabaseError
+from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
+from .errors import ConfigurationError, ModelSetupError, ReinloopError, ToolDatabaseError, UsageError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
-from .terminal import safe_json, safe_text
+from .terminal import ReaderSafe, counted, fit, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MODEL_VARIABLE = "REINLOOP_MODEL"
@@ -47,17 +51,23 @@ class Command:
     example: str
     options: Callable[[argparse.ArgumentParser], None]
     handler: Handler
+    outcome: bool = False
+    """True when ``--json`` ends with an outcome line, which an error then also gets."""
 
 
 COMMANDS: list[Command] = []
 """Every subcommand, in the order of ``reinloop --help``."""
 
 
-def command(words: str, *, help: str, example: str, options: Callable[[argparse.ArgumentParser], None]) -> Callable[[Handler], Handler]:  # noqa: A002
-    """Register the decorated handler as ``reinloop WORDS``, with its help, example and options."""
+def command(words: str, *, help: str, example: str, options: Callable[[argparse.ArgumentParser], None],  # noqa: A002
+            outcome: bool = False) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as ``reinloop WORDS``, with its help, example and options.
+
+    ``outcome``: the command's ``--json`` output ends with an outcome line (an error's included).
+    """
 
     def register(handler: Handler) -> Handler:
-        COMMANDS.append(Command(tuple(words.split()), help, f"example: {example}", options, handler))
+        COMMANDS.append(Command(tuple(words.split()), help, f"example: {example}", options, handler, outcome))
         return handler
 
     return register
@@ -137,9 +147,9 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
             say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
                 f" -> {_short(result['observation'], 100)}")
     say(
-        f"thread {outcome.thread_id}: {c.get('steps', 0)} steps, "
-        f"{c.get('prompt_tokens', 0) + c.get('completion_tokens', 0)} tokens, {spent(c)}"
-        f"{c.get('errors', 0)} errors, {c.get('elapsed_seconds', 0.0):.1f} s"
+        f"thread {outcome.thread_id}: {counted(c.get('steps', 0), 'step')}, "
+        f"{counted(c.get('prompt_tokens', 0) + c.get('completion_tokens', 0), 'token')}, {spent(c)}"
+        f"{counted(c.get('errors', 0), 'error')}, {c.get('elapsed_seconds', 0.0):.1f} s"
     )
     if outcome.waiting:
         from .cli_approve import print_waiting
@@ -165,8 +175,7 @@ def write_output(data: str | bytes, output: str | None) -> None:
     elif isinstance(data, bytes):
         if sys.stdout.isatty():
             raise ConfigurationError("this format is binary: write it to a file with -o FILE (e.g. -o graph.png)")
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
+        (sys.stdout if isinstance(sys.stdout, ReaderSafe) else ReaderSafe(sys.stdout)).write_bytes(data)
     else:
         sys.stdout.write(safe_text(data if data.endswith("\n") else data + "\n"))
 
@@ -175,35 +184,42 @@ def write_output(data: str | bytes, output: str | None) -> None:
 
 
 def run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("task", help="the task, in any language")
+    p.add_argument("task", type=task_text, help="the task, in any language")
     p.add_argument("--thread", help="thread id [a new id, printed]")
     add_output_flags(p)
     add_db_flag(p)
     add_spec_flags(p)
 
 
-@command("run", help="run one task", options=run_options,
+@command("run", help="run one task", options=run_options, outcome=True,
          example='reinloop run "What is (22*1.8)+32?" --model openai:gpt-4o-mini --max-steps 5')
 def cmd_run(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .memory.tokens import active_counter
     from .models import resolve_model
     from .cli_approve import answer_inline, interactive
-    from .runs import db_location, new_thread_id, open_db, run
+    from .runs import db_location, new_thread_id, run
 
-    spec = spec_from(args)
-    resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
-    spec.tool_settings.check_run_database(db_location(args.db))  # a usage error, said before the run database is touched
-    with open_db(args.db, write=True, create=True):  # an unusable --db is one line, before the run's header
-        pass
+    with checking_input():
+        spec = spec_from(args)
+        resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
+        spec.tool_settings.check_run_database(db_location(args.db))  # said before the run database is touched
     thread_id = args.thread or new_thread_id()
     console = make_console(args, spec.limits)
-    if isinstance(console, RunConsole):
-        console.print(f"thread {thread_id}")
-        console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
+    started: list[str] = []
+
+    def header(thread_id: str) -> None:  # once every input is checked: a bad one is the only line
+        started.append(thread_id)
+        if isinstance(console, RunConsole):
+            console.print(f"thread {thread_id}")
+            console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
+
     with console or contextlib.nullcontext():
-        outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                      progress=None if args.json or args.quiet else print_index_progress)
+        try:
+            outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
+                          progress=None if args.json or args.quiet else print_index_progress, on_start=header)
+        except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
+            raise exc if started else usage_error(exc)
     if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
         outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
@@ -221,23 +237,21 @@ def resume_shown(args: argparse.Namespace, thread_id: str, limits: Any, decision
 
 def demo_options(p: argparse.ArgumentParser) -> None:
     add_output_flags(p)
-    p.add_argument("--db", metavar="FILE", help="log every node event to the 'node_events' table of this run database [no log]")
+    p.add_argument("--db", metavar="PATH|URL",
+                   help="store the demo's runs (threads demo-0 ... demo-3) in this run database, for `runs list` "
+                        "and `runs show` [kept in memory]")
 
 
-@command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options,
-         example="reinloop demo")
+@command("demo", help="run the seeds' examples offline with a scripted model", options=demo_options, outcome=True,
+         example="reinloop demo --db demo.db && reinloop runs show demo-3 --db demo.db")
 def cmd_demo(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .demo.scenarios import BANNER, as_expected, demo
     from .limits import Limits
-    from .runlog import RunLog
     from .runs import open_db
 
-    sinks = []
-    if args.db:  # an unusable --db is one line, before the banner
-        with open_db(args.db, write=True, create=True):  # a run database: reinloop's tables, migrated
-            pass
-        sinks = [RunLog(args.db)]
+    # an unusable --db is one line, before the banner; the demo's runs are stored as `reinloop run` stores them
+    database = open_db(args.db, write=True, create=True) if args.db else None
     console = make_console(args, Limits())
     text = console if isinstance(console, RunConsole) else None
     if text is not None:
@@ -255,9 +269,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
                     "as_expected": as_expected(scenario, outcome)}
             say(safe_json(line), flush=True)
 
-    with console or contextlib.nullcontext():
-        results = demo(on_event=console.handle if console else None, on_scenario=announce,
-                       on_outcome=report, sinks=sinks)
+    with database or contextlib.nullcontext(), console or contextlib.nullcontext():
+        results = demo(on_event=console.handle if console else None, on_scenario=announce, on_outcome=report,
+                       db=database)
     ok = all(as_expected(scenario, outcome) for scenario, outcome in results)
     if not args.json:
         say(f"\n{len(results)} scenarios, {'all' if ok else 'NOT all'} ended as expected.")
@@ -284,10 +298,10 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--extra-steps", type=int, default=0, metavar="N", help="raise the step limit by N")
-    p.add_argument("--extra-seconds", type=float, default=0.0, metavar="S", help="raise the time limit by S seconds")
-    p.add_argument("--extra-tokens", type=int, default=0, metavar="N", help="raise the token budget by N")
-    p.add_argument("--extra-cost", type=float, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
+    p.add_argument("--extra-steps", type=whole(0), default=0, metavar="N", help="raise the step limit by N")
+    p.add_argument("--extra-seconds", type=seconds, default=0.0, metavar="S", help="raise the time limit by S seconds")
+    p.add_argument("--extra-tokens", type=whole(0), default=0, metavar="N", help="raise the token budget by N")
+    p.add_argument("--extra-cost", type=seconds, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
     p.add_argument("--hint", help="a hint shown to the model on its next call")
     p.add_argument("--abort", action="store_true", help="end the paused run as broken")
     add_output_flags(p)
@@ -295,7 +309,7 @@ def resume_options(p: argparse.ArgumentParser) -> None:
     add_spec_flags(p, defaults="stored")  # each given flag overrides the run's stored spec
 
 
-@command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options,
+@command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options, outcome=True,
          example="reinloop resume 3f2a9c1b7d04 --extra-steps 5 --hint 'answer with what you have'")
 def cmd_resume(args: argparse.Namespace) -> int:
     from .runs import resume, run_limits
@@ -316,9 +330,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def runs_list_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--status", choices=["running", "done", "broken"], help="only runs with this status")
-    p.add_argument("--json", action="store_true", help="print a JSON list")
+    from .rundb import STATUSES
+
+    p.add_argument("--status", choices=STATUSES,
+                   help="only runs with this status, as the list shows it (broken includes paused)")
+    p.add_argument("--json", action="store_true", help="print a JSON list (whole thread ids)")
     add_db_flag(p)
+
+
+RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 8), ("STEPS", 5), ("COST", 9), ("UPDATED", 19), ("TASK", 40), ("OUTCOME", 40))
+"""``runs list``'s columns and their widths in terminal cells (a CJK character takes two)."""
 
 
 @command("runs list", help="the stored runs, newest first", options=runs_list_options,
@@ -333,13 +354,20 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return EXIT_DONE
     if not records:
         say("no runs" + (f" with status {args.status}" if args.status else ""))
+        return EXIT_DONE
+    say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
-        status = "paused" if r.paused else (r.status or "?")
         outcome = r.answer if r.status == "done" else r.break_reason or ""
-        say(f"{r.thread_id:<14} {status:<8} {r.steps or 0:>4} steps  {spent(r.counters or {}, ''):>9}  "
-            f"{(r.updated_at or '')[:19]}  "
-            f"{_short(r.task, 40):<40}  {_short(outcome, 40)}")
+        say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
+                       (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))
     return EXIT_DONE
+
+
+def table_row(cells: Sequence[Any]) -> str:
+    """One row of ``runs list``: each cell cut and padded to its column's width in terminal cells."""
+    widths = [width for _, width in RUNS_COLUMNS]
+    numbers = {2, 3}  # right-aligned
+    return "  ".join(fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
 
 
 def runs_show_options(p: argparse.ArgumentParser) -> None:
@@ -378,9 +406,12 @@ def print_detail(detail: Any) -> None:
     """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
     from .pricing import cost_breakdown
 
+    from .approval import waiting_calls
+
     state, record = detail.state, detail.run
-    say(f"thread {detail.thread_id}: {state.get('status', record.status if record else '?')}"
-        + (" (paused at a break)" if state.get("decision") == "pause" else ""))
+    status = state.get("status", record.status if record else "?")  # named as `runs list` names it
+    status = "paused" if state.get("decision") == "pause" else "waiting" if waiting_calls(state) else status
+    say(f"thread {detail.thread_id}: {status}" + (" (at a break: `reinloop resume` goes on)" if status == "paused" else ""))
     say(f"task: {state.get('task', record.task if record else '')}")
     if detail.spec is not None:
         spec = RunSpec.from_dict(detail.spec)
@@ -407,19 +438,18 @@ def print_detail(detail: Any) -> None:
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
-    from .approval import waiting_calls
 
     for call in waiting_calls(state):
         say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
             f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
-    for b in detail.breaks:
+    for number, b in enumerate(detail.breaks, 1):  # within the thread: b.id counts across the database
         resolved = safe_json(b.resolution) if b.resolution else "pending"
-        say(f"break #{b.id} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
+        say(f"break #{number} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
 
 
 def runs_prune_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keep-last", type=int, required=True, metavar="N", help="checkpoints kept per run")
-    p.add_argument("--older-than", type=float, metavar="DAYS", help="only runs not updated for DAYS days")
+    p.add_argument("--keep-last", type=whole(0), required=True, metavar="N", help="checkpoints kept per run")
+    p.add_argument("--older-than", type=seconds, metavar="DAYS", help="only runs not updated for DAYS days")
     p.add_argument("--vacuum", action="store_true", help="then shrink the file (VACUUM)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     add_db_flag(p)
@@ -434,7 +464,7 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
     if args.json:
         say(safe_json(report.as_dict()))
         return EXIT_DONE
-    say(f"pruned {report.threads} runs: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
+    say(f"pruned {counted(report.threads, 'run')}: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
         + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
     return EXIT_DONE
 
@@ -463,8 +493,8 @@ def batch_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("tasks", help='a file with one JSON object per line: {"task": "...", "thread_id": "..."} and any '
                                  'run spec key, e.g. "tools": "calculator", "limits": {"max_steps": 5}, "memory": '
                                  '{"window_steps": 2}, "protocol": "json"')
-    p.add_argument("--concurrency", "-n", type=int, default=4, metavar="N", help="tasks run at once by this worker [4]")
-    p.add_argument("--lease", type=float, default=DEFAULT_LEASE, metavar="S",
+    p.add_argument("--concurrency", "-n", type=whole(1), default=4, metavar="N", help="tasks run at once by this worker [4]")
+    p.add_argument("--lease", type=positive_seconds, default=DEFAULT_LEASE, metavar="S",
                    help=f"seconds before another worker takes over a task whose worker stopped [{DEFAULT_LEASE:g}]")
     p.add_argument("--json", action="store_true",
                    help='one JSON object per finished task ("type": "task"), then the summary ("type": "summary")')
@@ -481,10 +511,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .batches import BatchInterrupted, batch
     from .models import resolve_model
     from .runs import db_location
+    from .tools.catalog import BUILTINS, builtin
 
-    spec = spec_from(args)
-    resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
-    spec.tool_settings.check_run_database(db_location(args.db))  # a usage error: said before anything is shown
+    with checking_input():  # said before anything is shown
+        spec = spec_from(args)
+        resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
+        spec.tool_settings.check_run_database(db_location(args.db))
+        unknown = [name for name in spec.tools if name not in BUILTINS]
+        if unknown:  # a task line may name other tools; the flags' own are checked before the bar is shown
+            builtin(unknown[0])  # raises UnknownToolError, naming the built-in tools
     try:
         with BatchConsole(color=not args.no_color, as_json=args.json) as view:
             report = batch(args.tasks, spec, concurrency=args.concurrency, db=args.db, lease=args.lease,
@@ -524,25 +559,63 @@ def build_parser() -> argparse.ArgumentParser:
             sub = nested[cmd.words[0]]
         p = sub.add_parser(cmd.words[-1], help=cmd.help, epilog=cmd.example)
         cmd.options(p)
-        p.set_defaults(func=cmd.handler)
+        p.set_defaults(func=cmd.handler, outcome_lines=cmd.outcome)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``reinloop`` command; returns the exit code."""
+    """Entry point of the ``reinloop`` command; returns the exit code.
+
+    stdout outlives its reader (:class:`~reinloop.terminal.ReaderSafe`): ``reinloop run ... | head -1`` lets the
+    run go on to its end, stored. An error after the arguments are parsed is one line on stderr and, with
+    ``--json``, the outcome line too (``"status": "error"``).
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    given = sys.stdout
+    sys.stdout = given if isinstance(given, ReaderSafe) else ReaderSafe(given)
     try:
         return int(args.func(args))
-    except ToolDatabaseError as exc:  # a misuse of the flags, not a failure: a usage error
-        print(f"reinloop: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except ReinloopError as exc:
-        say(f"reinloop: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
+        code = exit_code_of(exc)
+        print_error(args, exc, code)
+        return code
     except KeyboardInterrupt:
         say("reinloop: interrupted", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        sys.stdout.flush()
+        sys.stdout = given  # its file descriptor points at /dev/null if the reader left: the last flush cannot fail
+
+
+def exit_code_of(exc: ReinloopError) -> int:
+    """2 for a value the command line gave (a bad flag, an unknown tool, a missing --sandbox), 1 for the rest."""
+    return EXIT_USAGE if isinstance(exc, (UsageError, ToolDatabaseError)) else EXIT_ERROR
+
+
+@contextlib.contextmanager
+def checking_input() -> Iterator[None]:
+    """Until the run starts, a configuration error is the command line's: a :class:`UsageError` (exit 2)."""
+    try:
+        yield
+    except ConfigurationError as exc:
+        raise usage_error(exc) from exc
+
+
+def usage_error(exc: ConfigurationError) -> ConfigurationError:
+    """``exc`` as a :class:`UsageError` in flag terms; a missing API key stays itself (exit 1: no flag is wrong)."""
+    if isinstance(exc, (UsageError, ToolDatabaseError)) or (isinstance(exc, ModelSetupError) and exc.key_variable):
+        return exc
+    return UsageError(in_flag_terms(exc), cause=exc)
+
+
+def print_error(args: argparse.Namespace, exc: ReinloopError, code: int) -> None:
+    """The error as one line on stderr; with ``--json`` on a command that prints outcomes, its outcome line too."""
+    message = in_flag_terms(exc)
+    say(f"reinloop: error: {message}", file=sys.stderr, flush=True)
+    if getattr(args, "json", False) and getattr(args, "outcome_lines", False):
+        say(safe_json({"type": "outcome", "status": "error", "error": type(exc).__name__, "message": message,
+                       "thread_id": getattr(exc, "thread_id", None), "exit_code": code}), flush=True)
 
 
 if __name__ == "__main__":  # pragma: no cover

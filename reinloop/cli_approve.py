@@ -140,7 +140,7 @@ def approve_options(p: argparse.ArgumentParser) -> None:
     add_db_flag(p)
 
 
-@command("approve", help="answer a run waiting for approval, then let it go on", options=approve_options,
+@command("approve", help="answer a run waiting for approval, then let it go on", options=approve_options, outcome=True,
          example="reinloop approve 3f2a9c1b7d04 call_1 --edit '{\"path\": \"notes.txt\", \"content\": \"hi\"}'")
 def cmd_approve(args: argparse.Namespace) -> int:
     from .pending import approve

@@ -11,7 +11,9 @@ what the user gives becomes :meth:`RunSpec.replace` changes
 (:func:`spec_changes`), so a new ``RunSpec`` field is a new flag by itself.
 
 A bad value is a usage error (exit 2) that names the flag in command-line
-terms: ``argument --max-steps: must be a positive integer or "none", got '0'``.
+terms: ``argument --max-steps: must be a positive whole number or none, got '0'``;
+an error found later (a combination of flags, an unknown tool) has its spec
+names put in flag terms by :func:`in_flag_terms`.
 This module imports no LangChain.
 """
 
@@ -166,8 +168,28 @@ class SpecFlag:
         try:
             _changes_for(self.path, value, RunSpec())
         except ConfigurationError as exc:
+            if self.kind.startswith(("int", "float")):
+                raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}") from None
             raise argparse.ArgumentTypeError(f"{_plain_reason(exc)}, got {text!r}") from None
         return value
+
+    def wanted(self) -> str:
+        """What a number flag takes, in its own terms: ``a positive whole number or none``."""
+        off = " or none" if "None" in self.kind else ""
+        if self.path in SIZES:
+            return f"a size in bytes such as 10000000, 10MB or 512KB{off}"
+        if self.kind.startswith("int"):
+            return ("a whole number >= 0" if self.path in ZERO_ALLOWED else "a positive whole number") + off
+        unit = "dollars" if self.path == ("limits", "max_cost") else "seconds"
+        return (f"a number of {unit} >= 0" if self._takes(0.0) else f"a positive number of {unit}") + off
+
+    def _takes(self, value: Any) -> bool:
+        """Does the spec accept ``value`` for this field?"""
+        try:
+            _changes_for(self.path, value, RunSpec())
+        except ConfigurationError:
+            return False
+        return True
 
     def _convert(self, text: str) -> Any:
         """The text as the field's type: a number (``none`` switches an optional one off), a size, names, text."""
@@ -180,25 +202,22 @@ class SpecFlag:
         optional = "None" in self.kind
         if optional and text.lower() in ("none", "off"):
             return None
-        off = ' or "none"' if optional else ""
         if self.path in SIZES:
             found = re.fullmatch(r"(\d+)\s*([kmg]?)b?", text.lower())
             if found is None:
-                raise argparse.ArgumentTypeError(f"must be a size in bytes such as 10000000, 10MB or 512KB{off}, got {text!r}")
+                raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}")
             return int(found[1]) * {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[found[2]]
         if self.kind.startswith("int"):
             if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and self.path not in ZERO_ALLOWED):
-                kind = "a whole number >= 0" if self.path in ZERO_ALLOWED else "a positive integer"
-                raise argparse.ArgumentTypeError(f"must be {kind}{off}, got {text!r}")
+                raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}")
             return int(text)
         if self.kind.startswith("float"):
             try:
                 number = float(text)
             except ValueError:
                 number = -1.0
-            if not number >= 0:
-                unit = "dollars" if self.path == ("limits", "max_cost") else "seconds"
-                raise argparse.ArgumentTypeError(f"must be a number of {unit}{off}, got {text!r}")
+            if not number >= 0 or number != number or number == float("inf"):
+                raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}")
             return number
         if self.kind.startswith("dict"):
             try:
@@ -206,7 +225,13 @@ class SpecFlag:
             except json.JSONDecodeError:
                 raise argparse.ArgumentTypeError(f"must be a JSON object, got {text!r}") from None
         if self.kind.startswith("tuple"):
-            return tuple(n.strip() for n in text.split(",") if n.strip())
+            names = tuple(n.strip() for n in text.split(",") if n.strip())
+            if not names:  # `--tools ""` is a slip, not "no tools": the default would be used without a word
+                raise argparse.ArgumentTypeError(f"must name at least one, comma-separated (e.g. {self.shown_default()}), "
+                                                 f"got {text!r}")
+            return names
+        if not text and optional:
+            raise argparse.ArgumentTypeError(f"must not be empty (leave the flag out for the default), got {text!r}")
         return text
 
     def shown_default(self) -> str:
@@ -224,7 +249,26 @@ class SpecFlag:
 def _plain_reason(exc: ConfigurationError) -> str:
     """A spec's error without its Python names: ``Limits.max_steps must be ...; use None ...`` -> ``must be ...``."""
     text = str(exc).split("; use None")[0]
+    text = re.sub(r",? got [^;]*$", "", text)  # the flag's error ends with the text given instead
     return re.sub(r"^(?:\w+: )?(?:\w+\.)?\w+ must", "must", text)
+
+
+def in_flag_terms(exc: Exception) -> str:
+    """An error's message with the spec's Python names as the flags that set them (``Limits.max_steps`` -> ``--max-steps``).
+
+    Only the wording changes, for a person reading one line; code goes on deciding by the exception's type and fields.
+    """
+    text = str(exc)
+    flags = {".".join(f.path): f.flag for f in spec_flags()}
+    classes = {cls.__name__: name for name, cls in GROUPS.items()}
+
+    def flag_of(match: re.Match[str]) -> str:
+        owner, name = match[1], match[2]
+        path = name if owner == "RunSpec" else f"{classes.get(owner, '')}.{name}"
+        return flags.get(path, match[0])
+
+    text = re.sub(r"\b(RunSpec|" + "|".join(classes) + r")\.(\w+)\b", flag_of, text)
+    return text.replace("use None to switch it off", "use none to switch it off").replace(" or None", " or none")
 
 
 def _changes_for(path: tuple[str, ...], value: Any, spec: RunSpec) -> RunSpec:
@@ -287,3 +331,43 @@ def spec_changes(args: argparse.Namespace) -> dict[str, Any]:
         for name, implied in (spec_flag.alias.implies if spec_flag.alias else {}).items():
             group.setdefault(name, implied)
     return changes
+
+
+# --- the values of the other flags (--concurrency, --extra-steps, the task) -----------------------
+
+
+def whole(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= ``minimum``, refused in the flag's terms (``must be a whole number >= 1``)."""
+
+    def parse(text: str) -> int:
+        if not text.strip().lstrip("+").isdigit() or int(text) < minimum:
+            raise argparse.ArgumentTypeError(f"must be {'a positive whole number' if minimum == 1 else f'a whole number >= {minimum}'}, got {text!r}")
+        return int(text)
+
+    return parse
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number >= 0 (of seconds, or dollars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text!r}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    value = seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def task_text(text: str) -> str:
+    """A task argument: refused when empty or only whitespace (a run with nothing to do)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"the task is empty ({text!r}): say what the run should do, e.g. 'What is 6*7?'")
+    return text

@@ -52,7 +52,7 @@ def _same(limits: Limits, c: dict[str, Any]) -> str:
 
 
 def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = None) -> str:
-    """``step 2/10 · 0.3s/120s · tokens 30 · errors 1/5 · repeats 0/3``: where the run stands."""
+    """``step 2/10 · 0.3s/120s · tokens 30 · errors 1/5 · repeats 2/3``: where the run stands."""
     c = counters
     seconds = c.get("elapsed_seconds", 0.0) if elapsed is None else elapsed
     tokens = c.get("prompt_tokens", 0) + c.get("completion_tokens", 0)
@@ -62,8 +62,31 @@ def progress(limits: Limits, counters: dict[str, Any], elapsed: float | None = N
         "tokens " + _of(str(tokens), limits.token_budget),
         *_cost(limits, c),
         "errors " + _of(str(c.get("consecutive_errors", 0)), limits.max_consecutive_errors) + _same(limits, c),
-        "repeats " + _of(str(c.get("repeats", 0)), limits.max_repeats),
+        *_repeats(limits, c),
     ])
+
+
+def _repeats(limits: Limits, c: dict[str, Any]) -> list[str]:
+    """``repeats 2/3`` once the same action came twice in a row (a first action repeats nothing: not shown)."""
+    repeats = c.get("repeats", 0)
+    return ["repeats " + _of(str(repeats), limits.max_repeats)] if repeats >= 2 else []
+
+
+def doing(event: NodeEvent | None) -> str:
+    """What the run does after ``event``'s node, in words: ``waiting for the model``, ``running calculator``."""
+    node = (event or {}).get("node")
+    tools = ", ".join(dict.fromkeys(str(a.get("tool")) for a in (event or {}).get("actions") or [] if not a.get("error")))
+    if node in (None, "", "guard"):
+        return "waiting for the model"
+    if node == "decide":
+        return "reading the reply"
+    if node == "parse" and tools:
+        return "checking the calls"
+    if node in ("validate", "approve") and tools:
+        return f"running {tools}"
+    if node == "memorize":
+        return "checking limits"
+    return "noting the step"
 
 
 def _cost(limits: Limits, c: dict[str, Any]) -> list[str]:
@@ -85,7 +108,7 @@ class _Status:
         o = self.owner
         elapsed = o.counters.get("elapsed_seconds", 0.0) + (time.time() - o.since)
         line = progress(o.limits, {**o.counters, "steps": o.counters.get("steps", 0) + 1}, elapsed)
-        return Text.assemble(("● ", "cyan"), line, (f" · after {safe_text(o.node)}" if o.node else "", "dim"))
+        return Text.assemble(("● ", "cyan"), line, (f" · {safe_text(doing(o.last))}", "dim"))
 
 
 class RunConsole:
@@ -109,6 +132,8 @@ class RunConsole:
         self.counters: dict[str, Any] = {}
         self.since = time.time()
         self.node = ""
+        self.last: NodeEvent | None = None
+        """The latest event: the live line says what comes after it (:func:`doing`)."""
 
     def __enter__(self) -> RunConsole:
         return self
@@ -134,7 +159,7 @@ class RunConsole:
         if event.get("node") == "decide" and self.events and self.events[-1].get("node") == "guard":
             self.events = []
         self.events.append(event)
-        self.node = event.get("node", "")
+        self.node, self.last = event.get("node", ""), event
         if event.get("counters"):
             self.counters, self.since = dict(event["counters"] or {}), time.time()
         if event.get("summary", "").startswith("raised "):

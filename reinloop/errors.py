@@ -7,7 +7,8 @@ Errors are split by who has to act::
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
-    │   └── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
+    │   ├── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
+    │   └── UsageError            the command line: a value refused before the run started (exit 2)
     ├── RunError                  the run: something went wrong while the loop was running
     │   ├── ModelCallError        the model endpoint failed and retries did not help
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
@@ -93,6 +94,17 @@ class ToolDatabaseError(ConfigurationError):
         self.path = path
 
 
+class UsageError(ConfigurationError):
+    """A command-line value refused before the run started (an unknown tool, ``read_file`` without ``--sandbox``).
+
+    ``cause`` is the library's own error; the message says it in flag terms. The ``reinloop`` command exits 2.
+    """
+
+    def __init__(self, message: str, *, cause: ConfigurationError) -> None:
+        super().__init__(message)
+        self.cause = cause
+
+
 class RunError(ReinloopError):
     """A run failed in a way the loop could not turn into an observation."""
 
@@ -152,7 +164,7 @@ class ModelCallError(RunError):
     @property
     def problem(self) -> str:
         """What failed and where, with the fix; without the advice on resuming."""
-        detail = self.detail or self.error_type
+        detail = (self.detail or self.error_type).rstrip(". ")  # the advice follows after "; ", never ".;"
         if self.malformed:
             return f"model endpoint {self.endpoint} sent a malformed response: {self.error_type}: {detail}"
         if self.status_code is not None:
@@ -164,7 +176,7 @@ class ModelCallError(RunError):
     def advice(self) -> str:
         """Why no further attempt was made, and that the run is saved ("" for a permanent failure)."""
         if self.stopped_by == "attempts":
-            return (f"; gave up after {self.attempts} attempts. "
+            return (f"; gave up after {self.attempts} attempt{'' if self.attempts == 1 else 's'}. "
                     "The run is saved: resume it when the endpoint is back")
         if self.stopped_by == "deadline":
             return (f"; not retrying: the next wait ({self.next_wait or 0:.1f} s) is longer than the "
@@ -176,7 +188,7 @@ class RunStoppedError(RunError):
     """A stored run stopped on a failure (``reason``); its progress up to it is saved under ``thread_id``."""
 
     def __init__(self, thread_id: str, reason: str) -> None:
-        self.thread_id, self.reason = thread_id, reason
+        self.thread_id, self.reason = thread_id, reason.rstrip(". ")  # "...: Connection error.; its progress" reads badly
         super().__init__(
             f"run {thread_id} stopped: {reason}; its progress is saved: resume it with `reinloop resume {thread_id}`"
         )

@@ -14,6 +14,7 @@ from typing import Any
 from .errors import ConfigurationError
 from .settings import replace_known
 from .state import Counters, Extensions
+from .terminal import counted
 
 COST_WARNING = 0.8
 """Share of ``max_cost`` at which the model is told to finish soon."""
@@ -89,7 +90,7 @@ class Limits:
         """Reason to stop if the step limit is reached."""
         limit = self.effective_steps(ext)
         if limit is not None and c["steps"] >= limit:
-            return f"reached the step limit: {c['steps']} of {limit} steps"
+            return f"reached the step limit: {c['steps']} of {counted(limit, 'step')}"
         return None
 
     def check_time(self, c: Counters, ext: Extensions) -> str | None:

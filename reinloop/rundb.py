@@ -56,7 +56,31 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
+STATUSES = ("running", "waiting", "paused", "done", "broken")
+"""What ``runs list`` says a run is, and what ``--status`` takes: the same names.
+
+``waiting``: calls wait for an operator's approval (``reinloop approve``); ``paused``: a guard broke it and it
+waits at the break for ``reinloop resume``; ``broken``: a guard broke it for good. ``--status broken`` also
+lists the paused runs (each was broken by a guard), ``--status paused`` only those.
+"""
+
+
 def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
-    """The stored runs, most recently updated first; ``status`` keeps only running, done or broken ones."""
+    """The stored runs, most recently updated first, each with its :data:`STATUSES` name; ``status`` keeps those."""
+    import dataclasses
+
+    from .approval import waiting_calls
+
+    if status is not None and status not in STATUSES:
+        raise ConfigurationError(f"unknown run status {status!r}; choose one of: {', '.join(STATUSES)}")
     with open_db(db) as saver:
-        return saver.runs.list(status=status)
+        records = []
+        for record in saver.runs.list():
+            shown = "paused" if record.paused else record.status or "running"
+            if shown == "running":  # a run waiting for approval is stored as running: its calls are in its state
+                latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
+                shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
+            records.append(dataclasses.replace(record, status=shown))
+    if status is None:
+        return records
+    return [r for r in records if r.status == status or (status == "broken" and r.status == "paused")]

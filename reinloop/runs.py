@@ -169,6 +169,7 @@ def run(
     thread_id: str | None = None,
     on_event: EventHandler | None = None,
     progress: Progress | None = None,
+    on_start: Callable[[str], None] | None = None,
     **changes: Any,
 ) -> Outcome:
     """Run one task as ``spec`` says (with ``changes``, see :meth:`RunSpec.replace`), stored in the run database.
@@ -189,20 +190,24 @@ def run(
         chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
         with open_db(db, write=True, create=True) as saver:
             return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol), thread_id=thread_id,
-                            on_event=on_event)
+                            on_event=on_event, on_start=on_start)
     finally:
         close_mcp(opened_here(tools, given))
 
 
 def run_with(
     saver: Database, task: str, spec: RunSpec, given: Given, *, thread_id: str | None = None,
-    on_event: EventHandler | None = None,
+    on_event: EventHandler | None = None, on_start: Callable[[str], None] | None = None,
 ) -> Outcome:
     """:func:`run` on an open run database, with the chat model and the tools in ``given``."""
+    if not isinstance(task, str) or not task.strip():
+        raise ConfigurationError(f"the task is empty ({task!r}): say what the run should do, e.g. 'What is 6*7?'")
     thread_id = thread_id or new_thread_id()
     tools = tool_list(spec, given)
     try:
         graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
+        if on_start is not None:
+            on_start(thread_id)
         record_spec(saver, thread_id, spec)
         return stream_stored(graph, {"task": task}, thread_id, on_event)
     finally:

@@ -27,6 +27,7 @@ need them, and they move nothing.
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Any
 
@@ -48,6 +49,11 @@ def safe_text(value: Any) -> str:
     return UNSAFE.sub(_escape, text)
 
 
+def counted(n: int, noun: str) -> str:
+    """``1 step``, ``2 steps``: a count with its noun, plural when it is not one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def safe_json(value: Any, **kwargs: Any) -> str:
     """``json.dumps(value, ensure_ascii=False)`` with every :data:`UNSAFE` character as a JSON escape."""
     text = json.dumps(value, ensure_ascii=False, **kwargs)
@@ -57,3 +63,69 @@ def safe_json(value: Any, **kwargs: Any) -> str:
 def safe_html(page: str) -> str:
     """An HTML page with every :data:`UNSAFE` character as a character reference."""
     return UNSAFE.sub(lambda m: f"&#x{ord(m.group()):x};", page)
+
+
+class ReaderSafe:
+    """A text stream that outlives its reader: once the reader closes the pipe (``| head``), writes are dropped.
+
+    A closed stdout must never stop a run (its events and outcome are stored
+    whatever is printed) nor print a traceback: the first ``BrokenPipeError``
+    points file descriptor 1 at ``/dev/null``, so the interpreter's last flush
+    at exit cannot fail either, and ``reader_gone`` says it happened.
+    """
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+        self.reader_gone = False
+
+    def write(self, text: str) -> int:
+        """Write ``text``, or drop it once the reader is gone."""
+        if not self.reader_gone:
+            try:
+                return int(self.stream.write(text))
+            except BrokenPipeError:
+                self._gone()
+        return len(text)
+
+    def flush(self) -> None:
+        """Flush, or do nothing once the reader is gone."""
+        if not self.reader_gone:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write bytes to the underlying binary stream (a PNG drawing), or drop them once the reader is gone."""
+        self.flush()
+        if not self.reader_gone:
+            try:
+                self.stream.buffer.write(data)
+                self.stream.buffer.flush()
+            except BrokenPipeError:
+                self._gone()
+
+    def _gone(self) -> None:
+        self.reader_gone = True
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError):  # not a real file (a test's StringIO): nothing to flush later
+            pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def fit(text: Any, width: int, *, right: bool = False) -> str:
+    """``text`` on one line, cut with ``…`` and padded to ``width`` cells as a terminal shows them (rich's cell_len)."""
+    from rich.cells import cell_len
+
+    flat = safe_text(" ".join(str(text if text is not None else "").split()))
+    if cell_len(flat) > width:
+        while cell_len(flat) > width - 1:
+            flat = flat[:-1]
+        flat += "…"
+    pad = " " * (width - cell_len(flat))
+    return pad + flat if right else flat + pad

@@ -14,7 +14,7 @@ import pytest
 
 from reinloop import Limits, RunSpec
 from reinloop.cli import build_parser, main
-from reinloop.cli_options import spec_changes
+from reinloop.cli_options import in_flag_terms, spec_changes, spec_flags
 
 from .openai_server import completion
 
@@ -81,10 +81,12 @@ def test_usage_errors_exit_2(capsys):
     assert exc.value.code == 2
 
 
-def test_unknown_tool_name_is_a_one_line_error(capsys):
+def test_unknown_tool_name_is_a_one_line_usage_error_before_the_header(capsys):
     code = main(["run", "x", "--base-url", "http://127.0.0.1:9/v1", "--tools", "calculator,web"])
-    assert code == 1
-    assert capsys.readouterr().err.strip() == (
+    assert code == 2
+    out, err = capsys.readouterr()
+    assert out == ""  # no `thread <id>` line first
+    assert err.strip() == (
         "reinloop: error: no built-in tool named 'web'; built-in tools: calculator, db_insert, db_query, "
         "get_weather, read_file, search_docs, sql_query, translate, wait, write_file"
     )
@@ -132,4 +134,97 @@ def test_max_output_tokens_is_sent_and_none_switches_it_off(openai_server, capsy
     with pytest.raises(SystemExit) as exc:
         main(["run", "x", "--max-output-tokens", "0"])
     assert exc.value.code == 2
-    assert '--max-output-tokens: must be a positive integer or "none", got \'0\'' in capsys.readouterr().err
+    assert '--max-output-tokens: must be a positive whole number or none, got \'0\'' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [f.flag for f in spec_flags() if f.kind.startswith(("int", "float"))])
+def test_every_number_flag_refuses_a_negative_value_in_flag_terms(flag, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "x", flag, "-1"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert f"argument {flag}: must be " in err and "got '-1'" in err
+    assert not re.search(r"\b(Limits|RetryPolicy|Memory|ToolSettings|AnswerRules|RunSpec)\.|None", err)
+
+
+def test_max_steps_minus_one_says_what_the_flag_takes(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "x", "--max-steps", "-1"])
+    assert "argument --max-steps: must be a positive whole number or none, got '-1'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["run", ""], ["run", "   "], ["run", "x", "--tools", ""], ["run", "x", "--tools", " , "],
+                                  ["batch", "t.jsonl", "--concurrency", "0"], ["resume", "t", "--extra-steps", "-1"],
+                                  ["runs", "prune", "--keep-last", "-1"]])
+def test_empty_or_impossible_values_are_usage_errors(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    assert capsys.readouterr().out == ""
+
+
+def test_a_spec_error_found_after_parsing_is_worded_in_flags():
+    from reinloop.errors import ConfigurationError
+
+    error = ConfigurationError("Limits.max_steps must be positive, got -1; use None to switch it off")
+    assert in_flag_terms(error) == "--max-steps must be positive, got -1; use none to switch it off"
+    assert in_flag_terms(ConfigurationError("RetryPolicy.attempts must be at least 1")) == "--model-retries must be at least 1"
+
+
+def paused_run(openai_server, thread, *extra):
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}}])]
+    return main(["run", "What is 6*7?", "--base-url", openai_server.base_url, "--max-steps", "1", "--tools",
+                 "calculator", "--thread", thread, "-q", *extra])
+
+
+def test_runs_list_shows_the_status_names_status_accepts(openai_server, capsys):
+    assert paused_run(openai_server, "p1") == 3
+    capsys.readouterr()
+    assert main(["runs", "list"]) == 0
+    header, row = capsys.readouterr().out.splitlines()
+    assert header.split() == ["THREAD", "STATUS", "STEPS", "COST", "UPDATED", "TASK", "OUTCOME"]
+    assert row.split()[:3] == ["p1", "paused", "1"]
+    for status, listed in (("paused", ["p1"]), ("broken", ["p1"]), ("done", [])):
+        assert main(["runs", "list", "--status", status, "--json"]) == 0
+        assert [r["thread_id"] for r in json.loads(capsys.readouterr().out)] == listed
+
+
+def test_runs_list_aligns_columns_by_display_width_and_shortens_long_ids():
+    from rich.cells import cell_len
+
+    from reinloop.cli import table_row
+
+    rows = [table_row(["t" * 30, "done", "1", "-", "2026-12-01 20:00:00", "查询用户ID为1的信息，然后计算他的年龄乘以2的结果" * 2, "60"]),
+            table_row(["short", "broken", "12", "$0.0010", "2026-12-01 20:00:00", "plain task", "max_steps"])]
+    assert rows[0].startswith("t" * 13 + "…  done")
+    starts = [[cell_len(row[:row.index(word)]) for word in ("2026", row.split()[-1])] for row in rows]
+    assert starts[0] == starts[1]  # the UPDATED and OUTCOME columns start at the same cell in both rows
+
+
+def test_runs_show_numbers_breaks_within_the_thread_and_shows_the_protocol_after_resume(openai_server, capsys):
+    assert paused_run(openai_server, "first", "--protocol", "json") == 3
+    assert paused_run(openai_server, "second", "--protocol", "json") == 3
+    openai_server.responses += [completion("6*7 = 42")]
+    assert main(["resume", "second", "--extra-steps", "1", "--protocol", "tool_calling", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["runs", "show", "second"]) == 0
+    out = capsys.readouterr().out
+    assert "protocol: tool_calling" in out
+    assert re.findall(r"break #\d+", out) == ["break #1"]
+
+
+def test_one_step_is_said_in_the_singular(openai_server, capsys):
+    openai_server.responses += [completion("42")]
+    assert main(["run", "What is 6*7?", "--base-url", openai_server.base_url, "--no-color", "--tools", "calculator"]) == 0
+    assert re.search(r"thread \w+: 1 step, 19 tokens, 0 errors", capsys.readouterr().out)
+
+
+def test_a_run_waiting_for_approval_is_listed_as_waiting(openai_server, tmp_path, capsys):
+    openai_server.responses += [completion(tool_calls=[{"name": "write_file", "args": {"path": "a.txt", "content": "hi"}}])]
+    assert main(["run", "Write hi to a.txt", "--base-url", openai_server.base_url, "--tools", "write_file",
+                 "--sandbox", str(tmp_path), "--thread", "w1", "-q"]) == 4
+    capsys.readouterr()
+    assert main(["runs", "list", "--status", "waiting", "--json"]) == 0
+    assert [(r["thread_id"], r["status"]) for r in json.loads(capsys.readouterr().out)] == [("w1", "waiting")]
+    assert main(["runs", "list"]) == 0
+    assert capsys.readouterr().out.splitlines()[1].split()[:2] == ["w1", "waiting"]

@@ -10,7 +10,7 @@ import pytest
 
 from reinloop import Limits, RunLog
 from reinloop.cli import main
-from reinloop.console import JsonConsole, RunConsole, progress
+from reinloop.console import JsonConsole, RunConsole, doing, progress
 from reinloop.testing import tool_call
 
 from .openai_server import completion
@@ -42,12 +42,12 @@ def test_plain_text_shows_each_step_with_progress_errors_hint_and_break(make_gra
     assert not ANSI.search(out)  # a StringIO is not a terminal: plain text
     lines = re.sub(r"\d+\.\ds/", "0.0s/", out).splitlines()
     assert lines[:3] == [
-        "[step 1/10 · 0.0s/120s · tokens 15 · errors 1/5 · repeats 0/3]",
+        "[step 1/10 · 0.0s/120s · tokens 15 · errors 1/5]",
         "  parse error: no JSON object found in the reply: '我认为答案是……'",
         "  guard:       continue",
     ]
     assert lines[3:7] == [
-        "[step 2/10 · 0.0s/120s · tokens 30 · errors 2/5 · repeats 1/3]",
+        "[step 2/10 · 0.0s/120s · tokens 30 · errors 2/5]",
         '  action:      calculator {"expression": "1/0"}',
         "  observation: ERROR: CalculatorError: division by zero",
         "  guard:       continue",
@@ -78,16 +78,33 @@ def test_no_color_on_a_terminal_prints_no_escape_codes(make_graph):
 
 def test_progress_shows_each_limit_or_just_the_value_when_the_limit_is_off():
     counters = {"steps": 2, "elapsed_seconds": 1.25, "prompt_tokens": 20, "completion_tokens": 10,
-                "consecutive_errors": 1, "repeats": 0}
+                "consecutive_errors": 1, "repeats": 2}
     assert progress(Limits(token_budget=100, max_seconds=2.5), counters) == (
-        "step 2/10 · 1.2s/2.5s · tokens 30/100 · errors 1/5 · repeats 0/3")
+        "step 2/10 · 1.2s/2.5s · tokens 30/100 · errors 1/5 · repeats 2/3")
     off = Limits(max_steps=None, max_seconds=None, max_consecutive_errors=None, max_same_errors=None, max_repeats=None)
-    assert progress(off, counters) == "step 2 · 1.2s · tokens 30 · errors 1 · repeats 0"
+    assert progress(off, counters) == "step 2 · 1.2s · tokens 30 · errors 1 · repeats 2"
+
+
+@pytest.mark.parametrize("repeats", [0, 1])
+def test_progress_shows_no_repeats_for_a_first_action(repeats):
+    assert "repeats" not in progress(Limits(), {"steps": 1, "repeats": repeats})
+
+
+@pytest.mark.parametrize(("event", "said"), [
+    (None, "waiting for the model"),
+    ({"node": "guard", "decision": "continue"}, "waiting for the model"),
+    ({"node": "decide"}, "reading the reply"),
+    ({"node": "parse", "actions": [{"tool": "calculator"}]}, "checking the calls"),
+    ({"node": "validate", "actions": [{"tool": "calculator"}, {"tool": "get_weather"}]}, "running calculator, get_weather"),
+    ({"node": "memorize"}, "checking limits"),
+])
+def test_the_live_line_says_what_happens_next(event, said):
+    assert doing(event) == said
 
 
 def test_progress_shows_the_same_way_count_once_two_failures_in_a_row_are_alike():
     counters = {"steps": 3, "consecutive_errors": 2, "same_errors": 2, "repeats": 0}
-    assert "errors 2/5 (2/3 the same way) · repeats" in progress(Limits(), counters)
+    assert progress(Limits(), counters).endswith("errors 2/5 (2/3 the same way)")
     assert "the same way" not in progress(Limits(), {**counters, "same_errors": 1})
 
 

@@ -104,12 +104,12 @@ def test_runs_list_filters_by_status_and_prints_json(openai_server, capsys, db_u
     main(["run", "two", "--base-url", openai_server.base_url, "--thread", "l2", "--max-steps", "1"])
     capsys.readouterr()
     code, rows = cli_json(capsys, "runs", "list", "--json")
-    assert code == 0 and {r["thread_id"]: r["status"] for r in rows} == {"l1": "done", "l2": "broken"}
+    assert code == 0 and {r["thread_id"]: r["status"] for r in rows} == {"l1": "done", "l2": "paused"}  # as listed
     code, rows = cli_json(capsys, "runs", "list", "--status", "broken", "--json")
     assert [(r["thread_id"], r["paused"], r["break_reason"]) for r in rows] == [("l2", True, "max_steps")]
     assert main(["runs", "list"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["l2", "paused", "1", "steps"]
+    assert lines[0].split()[:3] == ["THREAD", "STATUS", "STEPS"] and lines[1].split()[:3] == ["l2", "paused", "1"]
 
 
 def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
@@ -121,11 +121,11 @@ def test_runs_show_has_steps_counters_and_breaks(openai_server, capsys, db_url):
     assert detail["state"]["counters"]["steps"] == 1
     assert detail["state"]["scratchpad"][0]["actions"][0]["observation"] == "42"
     assert detail["breaks"][0]["reason"] == "max_steps" and detail["breaks"][0]["resolution"] is None
-    assert detail["pending_break"]["message"] == "reached the step limit: 1 of 1 steps"
+    assert detail["pending_break"]["message"] == "reached the step limit: 1 of 1 step"
     assert detail["run"]["model"] == "openai:gpt-4o-mini"
     assert main(["runs", "show", "w1"]) == 0
     text = capsys.readouterr().out
-    assert "thread w1: broken (paused at a break)" in text
+    assert "thread w1: paused (at a break: `reinloop resume` goes on)" in text
     assert 'calculator {"expression": "6*7"} -> 42' in text
     assert "break #1" in text and "-> pending" in text
 
@@ -242,4 +242,4 @@ def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["resume", "r1", "--window-steps", "zero"])
     assert exc.value.code == 2
-    assert '--window-steps: must be a positive integer or "none", got \'zero\'' in capsys.readouterr().err
+    assert '--window-steps: must be a positive whole number or none, got \'zero\'' in capsys.readouterr().err

@@ -13,11 +13,12 @@ from typing import Any, TextIO
 
 from langchain_core.messages import AIMessage
 
+from ..checkpoints import Database, open_database
 from ..events import EventSink
-from ..graph import build_graph
 from ..limits import Limits
 from ..outcome import Outcome
-from ..runs import EventHandler, stream_run
+from ..runs import EventHandler, Given, run_with
+from ..spec import RunSpec, object_label
 from ..testing import ScriptedChatModel, tool_call
 from ..tools.catalog import builtins
 
@@ -96,25 +97,57 @@ BANNER = (
 )
 
 
+DEMO_TOOLS = ("calculator", "db_query", "get_weather")
+
+
 def demo(
     on_event: EventHandler | None = None,
     on_scenario: Callable[[Scenario], None] | None = None,
     out: TextIO | None = None,
     sinks: Sequence[EventSink] = (),
     on_outcome: Callable[[Scenario, Outcome], None] | None = None,
+    db: Database | None = None,
 ) -> list[tuple[Scenario, Outcome]]:
-    """Run every scenario; return each with its outcome."""
-    results = []
-    for scenario in SCENARIOS:
-        if on_scenario is not None:
-            on_scenario(scenario)
-        graph = build_graph(scenario.model(), builtins("calculator,db_query,get_weather"), protocol=scenario.protocol,
-                            limits=scenario.limits, sinks=sinks)
-        outcome = stream_run(graph, {"task": scenario.task}, f"demo-{SCENARIOS.index(scenario)}", on_event)
-        results.append((scenario, outcome))
-        if on_outcome is not None:
-            on_outcome(scenario, outcome)
-    return results
+    """Run every scenario as thread ``demo-N``; return each with its outcome.
+
+    Each is a stored run of ``db`` (its spec, checkpoints, node events and breaks, as ``reinloop run`` stores
+    one), so ``runs list`` and ``runs show demo-3`` read it back; without ``db``, an in-memory database.
+    A thread left by an earlier demo in the same database is replaced.
+    """
+    database = db if db is not None else open_database(":memory:")
+    try:
+        results = []
+        for number, scenario in enumerate(SCENARIOS):
+            if on_scenario is not None:
+                on_scenario(scenario)
+            thread_id = f"demo-{number}"
+            database.checkpointer.delete_thread(thread_id)  # a new demo run, not a new task on the old one
+            model = scenario.model()
+            spec = RunSpec(model=object_label(model), protocol=scenario.protocol, tools=DEMO_TOOLS, limits=scenario.limits)
+            tools = tuple(builtins(",".join(DEMO_TOOLS)))
+            outcome = run_with(database, scenario.task, spec, Given(model, tools), thread_id=thread_id,
+                               on_event=_to_sinks(on_event, sinks))
+            results.append((scenario, outcome))
+            if on_outcome is not None:
+                on_outcome(scenario, outcome)
+        return results
+    finally:
+        if db is None:
+            database.close()
+
+
+def _to_sinks(on_event: EventHandler | None, sinks: Sequence[EventSink]) -> EventHandler | None:
+    """``on_event``, and every extra sink given (a :class:`~reinloop.RunLog` of another database)."""
+    if not sinks:
+        return on_event
+
+    def handle(event: dict[str, Any]) -> None:
+        for sink in sinks:
+            sink(event)
+        if on_event is not None:
+            on_event(event)
+
+    return handle
 
 
 def as_expected(scenario: Scenario, outcome: Outcome) -> bool:

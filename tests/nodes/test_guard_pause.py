@@ -85,7 +85,7 @@ def test_abort_ends_the_run_as_aborted_and_keeps_the_reason_in_the_message(make_
     graph.invoke({"task": "t"}, CONFIG)
     out = graph.invoke(Command(resume={"action": "abort"}), CONFIG)
     assert out["status"] == "broken" and out["break_reason"] == "aborted"
-    assert out["break_message"] == "aborted by the operator at the max_steps break: reached the step limit: 1 of 1 steps"
+    assert out["break_message"] == "aborted by the operator at the max_steps break: reached the step limit: 1 of 1 step"
     assert out["history"] == [{"task": "t", "answer": None, "status": "broken"}]
     assert graph.get_state(CONFIG).next == ()
     assert saver.db.runs.breaks("t1")[0].reason == "max_steps"

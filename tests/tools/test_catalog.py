@@ -84,7 +84,7 @@ def test_cli_tool_settings_reach_the_tools(places, openai_server, capsys, monkey
 
 def test_cli_says_which_flag_a_tool_needs(capsys):
     code = main(["run", "x", "--base-url", "http://127.0.0.1:9/v1", "--tools", "calculator,read_file"])
-    assert code == 1
+    assert code == 2  # a usage error, said before the run header
     assert capsys.readouterr().err.strip() == (
         "reinloop: error: tool 'read_file' needs a sandbox directory: give --sandbox DIR "
         "(from Python: builtin('read_file', root=DIR))"

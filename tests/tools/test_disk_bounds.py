@@ -140,7 +140,7 @@ def test_size_flags_take_units_and_none(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["run", "x", "--write-quota", "lots"])
     assert exc.value.code == 2
-    assert ('--write-quota: must be a size in bytes such as 10000000, 10MB or 512KB or "none", got \'lots\''
+    assert ('--write-quota: must be a size in bytes such as 10000000, 10MB or 512KB or none, got \'lots\''
             in capsys.readouterr().err)
 
 

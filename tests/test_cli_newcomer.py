@@ -1,0 +1,121 @@
+"""The command line as a new user meets it, in subprocesses: honest exits, closed pipes, the demo's runs read back.
+
+Every test here starts ``reinloop`` processes (slow: listed in ``SLOW_PLACES``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reinloop.runs import show_run
+
+from .openai_server import completion
+
+REINLOOP = [sys.executable, "-m", "reinloop"]
+SCRIPT = Path(sys.executable).parent / "reinloop"  # the console script ./install.sh installs
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on: a model endpoint that is down."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*REINLOOP, *argv], capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                          env={**os.environ, "OPENAI_API_KEY": "sk-test", **(env or {})}, timeout=300)
+
+
+def closed_early(*argv: str, lines: int = 0) -> tuple[int, list[str], str]:
+    """Run ``reinloop ARGV`` with a reader that reads ``lines`` lines of stdout, then closes the pipe."""
+    proc = subprocess.Popen([*REINLOOP, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            stdin=subprocess.DEVNULL, env={**os.environ, "OPENAI_API_KEY": "sk-test"})
+    assert proc.stdout is not None and proc.stderr is not None
+    read = [proc.stdout.readline() for _ in range(lines)]
+    proc.stdout.close()
+    err = proc.stderr.read()
+    return proc.wait(timeout=300), read, err
+
+
+def test_a_json_run_whose_endpoint_is_down_ends_with_an_error_outcome_line(tmp_path):
+    db = tmp_path / "runs.db"
+    proc = cli("run", "hi", "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--model-retries", "0",
+               "--json", "--thread", "down", "--db", str(db))
+    assert proc.returncode == 1
+    outcome = json.loads(proc.stdout.splitlines()[-1])
+    assert outcome["type"] == "outcome" and outcome["status"] == "error" and outcome["thread_id"] == "down"
+    assert "Connection error" in outcome["message"] and outcome["exit_code"] == 1
+    assert ".;" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert show_run("down", db).run is not None  # the run was stored, as the thread id says
+
+
+def test_a_json_run_refused_before_it_starts_still_ends_with_an_outcome_line():
+    proc = cli("run", "hi", "--json", env={"OPENAI_API_KEY": ""})
+    assert proc.returncode == 1
+    outcome = json.loads(proc.stdout.splitlines()[-1])
+    assert outcome["status"] == "error" and outcome["thread_id"] is None and "OPENAI_API_KEY" in outcome["message"]
+
+
+def test_a_reader_that_closes_after_the_first_line_does_not_stop_the_run(openai_server, tmp_path):
+    db = tmp_path / "runs.db"
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}}]),
+                                completion("6*7 = 42")]
+    code, first, err = closed_early("run", "What is 6*7?", "--base-url", openai_server.base_url, "--tools",
+                                    "calculator", "--json", "--thread", "piped", "--db", str(db), lines=1)
+    assert json.loads(first[0])["type"] == "event"
+    assert code == 0 and "Traceback" not in err and err == ""
+    detail = show_run("piped", db)
+    assert detail.state["status"] == "done" and detail.state["answer"] == "6*7 = 42"
+
+
+@pytest.fixture(scope="module")
+def demo_db(tmp_path_factory) -> Path:
+    db = tmp_path_factory.mktemp("demo") / "demo.db"
+    proc = subprocess.run([str(SCRIPT), "demo", "--db", str(db)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    return db
+
+
+@pytest.mark.parametrize("argv", [["runs", "list"], ["runs", "list", "--json"], ["runs", "show", "demo-3"],
+                                  ["runs", "show", "demo-3", "--format", "html"], ["demo"]])
+def test_a_reader_that_closes_at_once_gets_no_traceback(demo_db, argv):
+    code, _, err = closed_early(*argv, "--db", str(demo_db))
+    assert code == 0 and err == ""
+
+
+def test_bad_input_is_refused_before_anything_is_printed(tmp_path):
+    base = ["--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--db", str(tmp_path / "runs.db")]
+    for argv, code in ((["hi", "--tools", "nosuch"], 2), (["hi", "--tools", "read_file"], 2),
+                       (["hi", "--tools", "read_file", "--sandbox", str(tmp_path / "missing")], 2),
+                       (["hi", "--tools", ""], 2), ([""], 2), (["  "], 2)):
+        proc = cli("run", *argv, *base)
+        assert (proc.returncode, proc.stdout) == (code, ""), (argv, proc.stderr)
+        assert len(proc.stderr.strip().splitlines()) == 1 or proc.stderr.startswith("usage:"), proc.stderr
+    proc = cli("run", "hi", "--db", str(tmp_path / "missing" / "runs.db"), *base[:2])
+    assert proc.returncode == 1 and proc.stdout == "" and "does not exist" in proc.stderr
+
+
+def test_a_newcomer_runs_the_demo_then_reads_its_runs_back(demo_db):
+    """The README's first commands with the installed console script: exit 0, no traceback, no warning."""
+    listed = subprocess.run([str(SCRIPT), "runs", "list", "--db", str(demo_db)], capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stderr == ""
+    rows = listed.stdout.splitlines()
+    assert rows[0].split()[:2] == ["THREAD", "STATUS"]
+    assert sorted(row.split()[0] for row in rows[1:]) == ["demo-0", "demo-1", "demo-2", "demo-3"]
+    for fmt in ("text", "json", "html"):
+        shown = subprocess.run([str(SCRIPT), "runs", "show", "demo-3", "--db", str(demo_db), "--format", fmt],
+                               capture_output=True, text=True)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stderr == "", shown.stderr  # no traceback, no warning line
+        assert "demo-3" in shown.stdout
+    assert json.loads(subprocess.run([str(SCRIPT), "runs", "show", "demo-3", "--db", str(demo_db), "--json"],
+                                     capture_output=True, text=True).stdout)["thread_id"] == "demo-3"
