@@ -225,6 +225,8 @@ def test_output_schema_flag_validates_the_answer_and_json_shows_it(openai_server
                  "--output-schema", str(schema), "--json", "--thread", "cli-city"])
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert code == 0 and out["output"] == VALID and out["invalid_output"] is None
+    assert main(["runs", "show", "cli-city", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["state"]["output"] == VALID
     assert main(["runs", "show", "cli-city"]) == 0
     shown = capsys.readouterr().out
     assert f"answer: {json.dumps(VALID)} (structured, valid)" in shown
@@ -250,3 +252,14 @@ def test_output_schema_flag_refuses_a_file_that_is_not_a_schema(tmp_path, capsys
         main(["run", "t", "--output-schema", str(bad)])
     assert exited.value.code == 2
     assert "argument --output-schema: the output schema (RunSpec.output) must describe an object" in capsys.readouterr().err
+
+
+def test_a_wrap_up_answer_is_validated_too():
+    from reinloop.answers import AnswerRules
+    from reinloop.testing import ScriptedChatModel, tool_call
+
+    same = [tool_call("calculator", {"expression": "2+2"})]
+    model = ScriptedChatModel(replies=[same, same, same, "Paris"])  # stuck, then a wrap-up answer in plain text
+    out = build_graph(model, builtins("calculator"), output=City, answers=AnswerRules(wrap_up=True)).invoke({"task": "t"})
+    assert out["status"] == "broken" and out["output"] is None and out["invalid_output"] == "Paris"
+    assert out["answer"] is None

@@ -128,10 +128,11 @@ def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -
     """The reply parsed by ``protocol``, with the cut-off, plain-prose and answer rules applied.
 
     A structured answer (``RunSpec.output``) is read and validated instead of the text-answer checks
-    (a JSON object is what it must be): only the run's own rules apply to it."""
+    (a JSON object is what it must be): only the run's own rules apply to it. A wrap-up's answer too:
+    a stuck run never ends with an answer that was not validated."""
     pending = read_text(state, ctx, protocol)
     schema = getattr(ctx, "output", None)
-    if schema is None or state.get("wrap_up"):
+    if schema is None:
         return check_answer(state, ctx, protocol, pending)
     pending = read_structured(protocol, state.get("reply") or {}, pending, schema)
     return check_rules(state, ctx, pending) if pending.get("output") is not None else pending
