@@ -263,3 +263,16 @@ def test_a_wrap_up_answer_is_validated_too():
     out = build_graph(model, builtins("calculator"), output=City, answers=AnswerRules(wrap_up=True)).invoke({"task": "t"})
     assert out["status"] == "broken" and out["output"] is None and out["invalid_output"] == "Paris"
     assert out["answer"] is None
+
+
+def test_a_batch_line_takes_a_schema_and_a_bad_one_is_refused_by_its_line(tmp_path):
+    from reinloop.batches import read_tasks
+
+    good = tmp_path / "good.jsonl"
+    good.write_text(json.dumps({"task": "t", "output": CITY_SCHEMA}) + "\n", encoding="utf-8")
+    _, tasks = read_tasks(good)
+    assert RunSpec().replace(**{k: v for k, v in tasks[0]["spec"].items() if k != "task"}).output == CITY_SCHEMA
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task": "t", "output": {"type": "string"}}) + "\n", encoding="utf-8")
+    with pytest.raises(ConfigurationError, match=r"bad.jsonl:1: the output schema \(RunSpec.output\) must describe an object"):
+        read_tasks(bad)
