@@ -143,6 +143,8 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
         say(f"answer: {outcome.answer}")
     elif outcome.status != "waiting":
         say(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
+        if outcome.invalid_output is not None:  # kept, and never shown as the answer
+            say(f"last answer, INVALID (it does not match the output schema): {safe_json(outcome.invalid_output)}")
         for result in outcome.observations:  # the answer may be in hand
             say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
                 f" -> {_short(result['observation'], 100)}")
@@ -418,7 +420,9 @@ def print_detail(detail: Any) -> None:
         say(f"model: {spec.model}  protocol: {spec.protocol}  tools: {','.join(spec.tools)} ({spec.tool_detail})")
         say(f"spec: {safe_json(detail.spec)}")
     if state.get("answer") is not None:
-        say(f"answer: {state['answer']}")
+        say(f"answer: {state['answer']}" + (" (structured, valid)" if state.get("output") is not None else ""))
+    elif state.get("invalid_output") is not None:
+        say(f"last answer, INVALID (it does not match the output schema): {safe_json(state['invalid_output'])}")
     if state.get("break_reason"):
         say(f"break: {state['break_reason']}: {state.get('break_message')}")
     say("counters: " + safe_json(state.get("counters") or {}))

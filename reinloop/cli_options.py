@@ -3,7 +3,8 @@
 Every field of a ``RunSpec`` (and of its ``retry``, ``tool_settings``,
 ``limits`` and ``memory``) is one flag: ``--`` and the field's name with
 dashes (``limits.max_steps`` -> ``--max-steps``), unless :data:`ALIASES` keeps
-an older name (``retry.attempts`` -> ``--model-retries``, counted as retries).
+an older name (``retry.attempts`` -> ``--model-retries``, counted as retries)
+or the field's ``flag`` metadata names what the flag takes (``output`` -> ``--output-schema``).
 Its parser comes from the field's type (a number that ``none`` switches off, a
 byte size, a choice, a switch); its help from the field's ``help`` metadata or
 :data:`HELP`. ``reinloop run``, ``batch`` and ``resume`` all take every flag;
@@ -115,7 +116,7 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("approve",): "T1,T2", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
     ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
-    ("prices",): "JSON", ("limits", "max_cost"): "USD",
+    ("prices",): "JSON", ("limits", "max_cost"): "USD", ("output",): "FILE.json",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
 ZERO_ALLOWED = {("retry", "attempts"), ("answers", "min_tool_calls")}
@@ -289,7 +290,7 @@ def spec_flags() -> Iterator[SpecFlag]:
                 yield SpecFlag(path, alias.flag if alias else "--" + g.name.replace("_", "-"), group, str(g.type),
                                HELP.get(path, ""), getattr(getattr(default, f.name), g.name))
         else:
-            yield SpecFlag((f.name,), "--" + f.name.replace("_", "-"), f.metadata.get("group", "run"), str(f.type),
+            yield SpecFlag((f.name,), f.metadata.get("flag", "--" + f.name.replace("_", "-")), f.metadata.get("group", "run"), str(f.type),
                            f.metadata.get("help", ""), getattr(default, f.name))
 
 

@@ -18,6 +18,7 @@ from .answers import AnswerRules
 from .events import EventSink
 from .limits import Limits
 from .memory.config import Memory
+from .output import AnswerSchema
 from .pricing import Pricing
 from .protocols.base import OutputProtocol
 from .retry import RetryPolicy
@@ -53,6 +54,8 @@ class AgentContext:
     """The run's description as given; the options without a field of their own are read from it."""
     pricing: Pricing = field(default_factory=Pricing)
     """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
+    output: AnswerSchema | None = None
+    """What a structured final answer must match (``RunSpec.output``); ``None``: the answer is plain text."""
 
     @property
     def max_output_tokens(self) -> int | None:

@@ -50,6 +50,7 @@ from .nodes import (
     validate,
 )
 from .nodes.guard import read_resume
+from .output import ANSWER_TOOL, AnswerSchema
 from .protocols import OutputProtocol, get_protocol
 from .pricing import Pricing
 from .spec import GROUPS, RunSpec, object_label, protocol_change
@@ -96,6 +97,21 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
             check_answer(input.resume, (await self.aget_state(config)).interrupts, self.reinloop_context)
         async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
             yield chunk
+
+    def with_output(self, result: Any) -> Any:
+        """``result`` with its structured answer as the model instance (``RunSpec.output``; the state keeps JSON)."""
+        schema = self.reinloop_context.output
+        if schema is None or not isinstance(result, dict) or not isinstance(result.get("output"), dict):
+            return result
+        return {**result, "output": schema.instance(result["output"])}
+
+    def invoke(self, *args: Any, **kwargs: Any) -> Any:
+        """LangGraph's ``invoke``; the structured answer (``output``) comes back as the model instance."""
+        return self.with_output(super().invoke(*args, **kwargs))
+
+    async def ainvoke(self, *args: Any, **kwargs: Any) -> Any:
+        """LangGraph's ``ainvoke``; the structured answer (``output``) comes back as the model instance."""
+        return self.with_output(await super().ainvoke(*args, **kwargs))
 
     def get_graph(self, config: Any = None, *, xray: int | bool = False) -> LoopDrawing:
         """LangGraph's drawable graph, with every route name on its edge; ``draw_ascii`` and ``draw_png`` work on it."""
@@ -224,7 +240,12 @@ def graph_for(
     """The loop as ``spec`` says, on a built chat model and tool objects (``protocol``: an object instead of the spec's name)."""
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     registry = registry.with_detail(spec.tool_detail)  # type: ignore[arg-type]
-    proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry)
+    output = AnswerSchema.of(spec.output)
+    if output is not None and ANSWER_TOOL in registry.names():
+        raise ConfigurationError(f"a tool is named {ANSWER_TOOL!r}, the name of the structured answer's tool "
+                                 "(RunSpec.output); rename the tool")
+    proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry,
+                               output.tool() if output is not None else None)
     context = AgentContext(
         model=chat_model,
         llm=llm,
@@ -239,6 +260,7 @@ def graph_for(
         workers=WorkerPool(spec.limits.tool_workers),
         spec=spec,
         pricing=Pricing.of(spec.prices, spec.local_is_free),
+        output=output,
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -101,17 +101,19 @@ def resolve_model(
 
 
 def prepare_model(
-    model: BaseChatModel, protocol: OutputProtocol, tools: ToolRegistry
+    model: BaseChatModel, protocol: OutputProtocol, tools: ToolRegistry, answer_tool: dict[str, Any] | None = None,
 ) -> tuple[OutputProtocol, Runnable[Any, Any]]:
     """The protocol to start with and what the decide node calls (tools bound for native calling).
 
     ``auto`` starts with native tool calling when the model can bind tools and
-    with the JSON protocol when it cannot.
+    with the JSON protocol when it cannot. ``answer_tool`` (a structured answer's tool,
+    :mod:`reinloop.output`) is bound after the run's tools.
     """
-    if not protocol.native_tools or not len(tools):
+    extra = [answer_tool] if answer_tool is not None else []
+    if not protocol.native_tools or not (len(tools) or extra):
         return protocol, model
     try:
-        return protocol, model.bind_tools(tools.bindable())
+        return protocol, model.bind_tools([*tools.bindable(), *extra])
     except NotImplementedError:
         fallback = protocol.without_native_tools()
         if fallback is not None:

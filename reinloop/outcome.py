@@ -39,11 +39,18 @@ class Outcome:
     wrapped_up: str | None = None
     """The break (``repeated_action``, ``max_steps`` ...) a wrap-up answer saved the run from: the answer
     came from the one tool-free call a stuck run gets (:mod:`reinloop.answers`); ``None`` otherwise."""
+    output: Any = None
+    """The structured answer (``RunSpec.output``), validated: the model instance, or a dict for a JSON Schema."""
+    invalid_output: Any = None
+    """The last structured answer that did not validate, as the model gave it (a run that ended without a
+    valid one keeps it here, never in ``output``)."""
 
     @classmethod
-    def from_state(cls, thread_id: str, state: dict[str, Any]) -> Outcome:
-        """Read the outcome fields from a graph state."""
+    def from_state(cls, thread_id: str, state: dict[str, Any], schema: Any = None) -> Outcome:
+        """Read the outcome fields from a graph state (``schema``: the run's
+        :class:`~reinloop.output.AnswerSchema`, which makes ``output`` its model instance)."""
         waiting = waiting_calls(state)
+        output = state.get("output")
         return cls(
             thread_id=thread_id,
             status="waiting" if waiting else state.get("status") or "running",
@@ -57,6 +64,8 @@ class Outcome:
             unpriced_calls=int((state.get("counters") or {}).get("unpriced_calls") or 0),
             waiting=waiting,
             wrapped_up=state.get("wrapped_up"),
+            output=schema.instance(output) if schema is not None and isinstance(output, dict) else output,
+            invalid_output=state.get("invalid_output"),
         )
 
     @property
@@ -65,5 +74,8 @@ class Outcome:
         return {"done": EXIT_DONE, "broken": EXIT_BROKEN, "waiting": EXIT_WAITING}.get(self.status, EXIT_ERROR)
 
     def as_dict(self) -> dict[str, Any]:
-        """The outcome as a JSON-able dict."""
-        return asdict(self)
+        """The outcome as a JSON-able dict (a model instance in ``output`` as its JSON)."""
+        data = asdict(self)
+        dump = getattr(self.output, "model_dump", None)
+        data["output"] = dump(mode="json") if callable(dump) else self.output
+        return data

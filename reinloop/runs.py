@@ -134,7 +134,7 @@ def stream_run(
             last = chunk
     if graph.checkpointer not in (None, False):
         last = graph.get_state(config).values
-    return Outcome.from_state(thread_id, last)
+    return Outcome.from_state(thread_id, last, graph.reinloop_context.output)
 
 
 def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None) -> Outcome:

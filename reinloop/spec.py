@@ -37,6 +37,7 @@ from .approval import SIDE_EFFECTS_WORD, approve_from_text, approve_rules
 from .errors import ConfigurationError
 from .limits import Limits
 from .memory.config import Memory
+from .output import output_field, output_form, read_schema_file
 from .pricing import Pricing
 from .retry import RetryPolicy
 from .settings import replace_known
@@ -134,7 +135,15 @@ class RunSpec:
                                   "local proxy to a paid provider)"})
     """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
 
+    output: Any = field(default=None, metadata={
+        "group": "run", "flag": "--output-schema", "parse": read_schema_file, "shown": "none",
+        "help": "the final answer is a JSON object matching this JSON Schema file; it is validated, and an "
+                "invalid one is sent back with its errors (see README, Structured answers)"})
+    """The final answer's form: a Pydantic model class or a JSON Schema of an object (``None``: plain text);
+    see :mod:`reinloop.output`."""
+
     def __post_init__(self) -> None:
+        object.__setattr__(self, "output", output_field(self.output))
         object.__setattr__(self, "tools", tool_names(self.tools))
         object.__setattr__(self, "prices", plain_prices(self.prices))
         if not isinstance(self.local_is_free, bool):
@@ -192,6 +201,8 @@ class RunSpec:
             value = getattr(self, f.name)
             if f.name in GROUPS:
                 value = {g.name: _plain(getattr(value, g.name)) for g in dataclasses.fields(value)}
+            elif f.name == "output":
+                value = output_form(value)
             data[f.name] = list(value) if isinstance(value, tuple) else value
         return data
 

@@ -24,7 +24,7 @@ Status = Literal["running", "done", "broken"]
 
 BreakReason = Literal[
     "max_steps", "timeout", "token_budget", "cost_budget", "repeated_action", "consecutive_errors", "same_errors",
-    "aborted",
+    "aborted", "invalid_output",
 ]
 """Machine-readable reason a guard stopped the run."""
 
@@ -73,6 +73,8 @@ class Pending(TypedDict, total=False):
     parse_error: str | None
     fallback: str | None  # protocol="auto": the reply showed the model needs this protocol
     prose: bool  # a text protocol took a plain-text reply after a tool result as the answer
+    output: dict[str, Any]  # the structured answer, validated (RunSpec.output), as JSON data
+    invalid_output: Any  # a structured answer that did not validate, as the model gave it
 
 
 class Step(TypedDict, total=False):
@@ -97,6 +99,8 @@ class Step(TypedDict, total=False):
     feedback: str  # the correction the model is shown after this step's unusable reply
     switched_to: str  # protocol="auto": the protocol the run uses from the next step on
     finish_reason: str  # why the model stopped writing, when its provider said
+    output: dict[str, Any]  # the step's structured answer, validated (RunSpec.output)
+    invalid_output: Any  # the step's structured answer that did not validate: never the output
 
 
 class Counters(TypedDict):
@@ -201,6 +205,8 @@ class AgentState(TypedDict, total=False):
     approvals: dict[str, str]  # tool -> "approve" | "reject": the operator's "always" for this thread
     wrap_up: WrapUp | None  # a stuck run's last call for an answer, without tools, is under way (reinloop.answers)
     wrapped_up: str | None  # the break a wrap-up answer saved the run from (set when it ends done that way)
+    output: dict[str, Any] | None  # the run's structured answer, validated, as JSON (RunSpec.output)
+    invalid_output: Any  # the last structured answer that did not validate, kept and marked as such
 
 
 BREAK_KIND = "reinloop.break"

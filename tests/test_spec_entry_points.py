@@ -6,6 +6,7 @@ The lists below are derived from the fields, so a new field that an entry point 
 from __future__ import annotations
 
 import dataclasses
+import json
 import tempfile
 from pathlib import Path
 
@@ -49,6 +50,11 @@ def sample(path: tuple[str, ...]) -> tuple[str, object]:
         servers = Path(tempfile.mkdtemp()) / "servers.json"
         servers.write_text('{"mcpServers": {}}', encoding="utf-8")
         return str(servers), str(servers)
+    if path == ("output",):  # a JSON Schema file, read when the flag is parsed
+        schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        answer = Path(tempfile.mkdtemp()) / "answer.json"
+        answer.write_text(json.dumps(schema), encoding="utf-8")
+        return str(answer), schema
     if path == ("approve",):
         return "write_file,db_insert=always", {"write_file": "ask", "db_insert": "always"}
     field_type = str(next(f for f in dataclasses.fields(GROUPS[path[0]] if len(path) == 2 else RunSpec)

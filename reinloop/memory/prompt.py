@@ -78,7 +78,9 @@ def memory_of(ctx: Any) -> Memory:
 def system_message(ctx: Any) -> SystemMessage:
     """System rules plus the protocol's instructions."""
     system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
-    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools)}")
+    output = getattr(ctx, "output", None)  # a structured answer: its form and schema, in the protocol's terms
+    shape = f"\n{output.instructions(ctx.protocol.name)}" if output is not None else ""
+    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools)}{shape}")
 
 
 def tool_tokens(ctx: Any, counter: TokenCounter) -> int:

@@ -55,6 +55,8 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "memory_cursor": new_cursor(),
         "wrap_up": None,
         "wrapped_up": None,
+        "output": None,
+        "invalid_output": None,
         "history": history_with_summary(state),
     }
 

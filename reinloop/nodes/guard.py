@@ -85,6 +85,10 @@ def cost_hint(c: Counters, limit: float) -> str:
             "Finish soon: give your final answer as soon as you can.")
 
 
+ERROR_BREAKS = ("same_errors", "consecutive_errors")
+"""The error breakers: when the step that trips one gave an invalid structured answer, the break is ``invalid_output``."""
+
+
 def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = None) -> tuple[BreakReason, str] | None:
     """The first breaker that trips, most specific first (``last``: the step just recorded)."""
     checks: list[tuple[BreakReason, str | None]] = [
@@ -96,7 +100,10 @@ def tripped(limits: Limits, c: Counters, ext: Extensions, last: Step | None = No
         ("timeout", limits.check_time(c, ext)),
         ("max_steps", limits.check_steps(c, ext)),
     ]
-    return next(((reason, msg) for reason, msg in checks if msg), None)
+    trip = next(((reason, msg) for reason, msg in checks if msg), None)
+    if trip and trip[0] in ERROR_BREAKS and last is not None and "invalid_output" in last:
+        return "invalid_output", f"{trip[1]}; the last answer did not match the output schema: {short(last.get('parse_error') or '', 240)}"
+    return trip
 
 
 def hints_for(state: AgentState, limits: Limits, c: Counters, ext: Extensions) -> list[str]:
@@ -198,6 +205,9 @@ HOW_TO_RESUME: dict[str, str] = {
     "consecutive_errors": "continue (the error count restarts), ideally with a hint (reinloop resume THREAD --hint TEXT)",
     "same_errors": "continue (the error count restarts), with a hint that says how to fix the mistake "
                    "(reinloop resume THREAD --hint TEXT)",
+    "invalid_output": "continue (the error count restarts), with a hint that says how to fix the answer "
+                      "(reinloop resume THREAD --hint TEXT); an abort keeps the last answer as invalid_output, "
+                      "never as the output",
 }
 """What an operator can do about each break, shown with the pending break."""
 

@@ -59,6 +59,8 @@ def failure(step: Step | None) -> str:
     """
     if step is None or not step.get("error"):
         return ""
+    if "invalid_output" in step:
+        return "invalid structured answer"
     if step.get("parse_error"):
         return "unreadable reply"
     kinds = {f"{a.get('tool')}: {'call refused' if a.get('problem') else 'tool failed'}"
@@ -142,6 +144,7 @@ def build_step(state: AgentState) -> Step:
         memory=reply.get("memory") or [],
         **({"switched_to": pending["fallback"]} if pending.get("fallback") else {}),
         **({"finish_reason": reply["finish_reason"]} if reply.get("finish_reason") else {}),
+        **{k: pending[k] for k in ("output", "invalid_output") if k in pending},  # type: ignore[literal-required]
     )
 
 
@@ -176,6 +179,10 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     }
     if step["answer"] is not None:
         update["answer"] = step["answer"]
+    if "output" in step:  # a valid structured answer replaces any invalid one kept before
+        update.update(output=step["output"], invalid_output=None)
+    elif "invalid_output" in step:
+        update["invalid_output"] = step["invalid_output"]
     if switch is not None:
         update["protocol"] = switch
     return update

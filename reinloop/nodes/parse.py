@@ -43,6 +43,7 @@ from ..memory.wrapup import REQUEST
 from ..protocols.json_protocol import JsonProtocol, interpret
 from ..repeats import action_keys
 from ..protocols.prose import call_like, prose_answer
+from ..protocols.structured import read_structured
 from ..state import AgentState, Pending
 
 
@@ -167,6 +168,12 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
                              + ("; call tools through the tool-calling API" if protocol.native_tools else ""), thought)
     if problem := echo_problem(answer, our_messages(state, ctx, protocol)):
         return error_pending(problem, thought)
+    return check_rules(state, ctx, pending)
+
+
+def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pending:
+    """``pending`` with its answer checked by the run's own rules: ``min_tool_calls``, ``grounded_numbers``."""
+    answer, thought = pending.get("answer") or "", pending.get("thought") or ""
     rules = ctx.answers
     done = results(current_steps(state))
     if len(done) < rules.min_tool_calls:
@@ -181,8 +188,17 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
 
 
 def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
-    """The reply parsed by ``protocol``, with the cut-off, plain-prose and answer rules applied."""
-    return check_answer(state, ctx, protocol, read_text(state, ctx, protocol))
+    """The reply parsed by ``protocol``, with the cut-off, plain-prose and answer rules applied.
+
+    A structured answer (``RunSpec.output``) is read and validated instead of the text-answer checks
+    (a JSON object is what it must be): only the run's own rules apply to it. A wrap-up's answer too:
+    a stuck run never ends with an answer that was not validated."""
+    pending = read_text(state, ctx, protocol)
+    schema = getattr(ctx, "output", None)
+    if schema is None:
+        return check_answer(state, ctx, protocol, pending)
+    pending = read_structured(protocol, state.get("reply") or {}, pending, schema)
+    return check_rules(state, ctx, pending) if pending.get("output") is not None else pending
 
 
 def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
@@ -216,6 +232,7 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         summary = f"parse error: {pending['parse_error']}"
     elif pending.get("answer") is not None:
         summary = "final answer" + (" (plain text after a tool result)" if pending.get("prose") else "")
+        summary += " (structured, valid)" if pending.get("output") is not None else ""
     else:
         summary = "actions: " + ", ".join(a["tool"] for a in pending["actions"])
         if (state.get("reply") or {}).get("truncated"):

@@ -226,3 +226,17 @@ def test_a_run_that_breaks_keeps_the_answer_in_hand_in_its_outcome_and_break(mak
                                                          "args": {"expression": "8+4"}, "observation": "12"}
         (pending,) = graph.get_state(config).interrupts
         assert pending.value["observations"][-1]["observation"] == "12"
+
+
+def test_the_error_breaker_tripped_by_an_invalid_structured_answer_breaks_as_invalid_output():
+    from reinloop.nodes.guard import tripped
+    from reinloop.state import new_counters, new_extensions
+
+    counters = {**new_counters(), "steps": 3, "errors": 3, "consecutive_errors": 3, "same_errors": 3}
+    invalid = {"error": True, "parse_error": "the final answer '{}' does not match the answer schema: city: Field required",
+               "invalid_output": {}, "actions": []}
+    unreadable = {"error": True, "parse_error": "the reply is empty", "actions": []}
+    reason, message = tripped(Limits(), counters, new_extensions(), invalid)
+    assert reason == "invalid_output" and "city: Field required" in message
+    assert tripped(Limits(), counters, new_extensions(), unreadable)[0] == "same_errors"
+    assert failure(invalid) == "invalid structured answer" != failure(unreadable)

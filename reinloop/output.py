@@ -1,0 +1,214 @@
+"""Structured final answers: ``RunSpec.output``, a Pydantic model class or a JSON Schema of an object.
+
+How the model is asked for the answer depends on the protocol:
+
+- native tool calling: one more tool, :data:`ANSWER_TOOL`, whose arguments are the
+  schema; calling it is the answer (the other tools still run as before);
+- JSON: ``{"thought": ..., "final_answer": {<an object matching the schema>}}``;
+- ReAct: ``Final Answer:`` followed by that object.
+
+The schema is shown compactly in the system prompt (titles dropped, no spaces).
+An answer is validated (pydantic for a model, ``jsonschema`` for a schema); an
+invalid one becomes the step's parse error, the errors quoted with their field
+paths, so the model is told what to fix and the error breakers count it. When
+they trip, the break is ``invalid_output`` (:mod:`reinloop.nodes.guard`).
+
+In the spec's JSON form a model class is kept as its JSON Schema plus its import
+path (``"module:QualName"``), so a resume in another process imports it again; a
+class that cannot be imported by that path (defined in a function or in
+``__main__``) is kept as its schema alone, and a resumed run returns dicts.
+
+This module imports neither pydantic nor jsonschema until a run asks for an answer schema.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigurationError
+
+ANSWER_TOOL = "final_answer"
+"""The tool a model calls, under native tool calling, to give a structured answer."""
+MAX_QUOTED_ERRORS = 5
+"""How many validation errors an invalid answer's correction quotes."""
+
+
+def is_model_class(value: Any) -> bool:
+    """True for a Pydantic model class (told by its methods: pydantic is not imported for this)."""
+    return isinstance(value, type) and hasattr(value, "model_json_schema") and hasattr(value, "model_validate")
+
+
+def import_path(model: type) -> str | None:
+    """``"module:QualName"`` when importing it gives ``model`` back, else ``None``."""
+    path = f"{model.__module__}:{model.__qualname__}"
+    return path if model.__module__ != "__main__" and imported(path) is model else None
+
+
+def imported(path: str) -> Any:
+    """The object at ``"module:QualName"``, or ``None`` when it cannot be imported."""
+    module_name, _, qualname = path.partition(":")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError, ValueError):
+        return None
+    return value
+
+
+def check_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` as a plain dict when it is a valid JSON Schema of an object; else a ConfigurationError."""
+    import jsonschema
+
+    schema = json.loads(json.dumps(schema))  # plain JSON data: what is stored is what is used
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ConfigurationError(f"the output schema (RunSpec.output) is not a valid JSON Schema: {exc.message} "
+                                 f"(at {'/'.join(map(str, exc.path)) or 'the top'}); fix the schema") from None
+    if schema.get("type") != "object":
+        raise ConfigurationError(f"the output schema (RunSpec.output) must describe an object (\"type\": \"object\"), "
+                                 f"got type {schema.get('type')!r}; wrap the value in an object with one property")
+    return schema
+
+
+def output_field(value: Any) -> Any:
+    """``RunSpec.output`` checked: ``None``, a model class, or a JSON Schema dict.
+
+    The stored form (``{"schema": ..., "model": "module:QualName"}``) is read back
+    as the class when it imports, else as the schema.
+    """
+    if value is None or is_model_class(value):
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigurationError(f"RunSpec.output must be a Pydantic model class or a JSON Schema (a dict), "
+                                 f"got {type(value).__name__}")
+    if "schema" in value and isinstance(value["schema"], Mapping) and set(value) <= {"schema", "model"}:
+        model = imported(value["model"]) if isinstance(value.get("model"), str) else None
+        return model if is_model_class(model) else check_schema(value["schema"])
+    return check_schema(value)
+
+
+def output_form(value: Any) -> dict[str, Any] | None:
+    """``RunSpec.output``'s JSON form: ``{"schema": ...}``, with ``"model": "module:QualName"`` when it imports."""
+    if value is None:
+        return None
+    if is_model_class(value):
+        path = import_path(value)
+        return {"schema": value.model_json_schema(), **({"model": path} if path else {})}
+    return {"schema": dict(value)}
+
+
+def compact(schema: Any) -> Any:
+    """``schema`` without its ``title`` keys (pydantic writes one per field): fewer tokens, same meaning."""
+    if isinstance(schema, dict):
+        return {k: compact(v) for k, v in schema.items()
+                if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [compact(v) for v in schema]
+    return schema
+
+
+def field_path(parts: Any) -> str:
+    """A validation error's location as ``items[0].name`` (``(root)`` for the object itself)."""
+    text = ""
+    for part in parts:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(root)"
+
+
+@dataclass(frozen=True)
+class AnswerSchema:
+    """What a structured answer must match, and how to check it and give it back."""
+
+    schema: dict[str, Any]
+    """The JSON Schema shown to the model and used for the answer tool."""
+    model: type | None = None
+    """The Pydantic model class, when the run was given one."""
+
+    @classmethod
+    def of(cls, output: Any) -> AnswerSchema | None:
+        """The answer schema of ``RunSpec.output`` (``None``: answers are plain text)."""
+        output = output_field(output)
+        if output is None:
+            return None
+        if is_model_class(output):
+            return cls(schema=output.model_json_schema(), model=output)
+        return cls(schema=dict(output))
+
+    def shown(self) -> str:
+        """The schema as the prompt shows it: compact JSON."""
+        return json.dumps(compact(self.schema), ensure_ascii=False, separators=(",", ":"))
+
+    def tool(self) -> dict[str, Any]:
+        """The answer tool, in OpenAI's tool format, for ``bind_tools``."""
+        description = "Give the final answer; the arguments are the answer. Call it alone, once you know the answer."
+        return {"type": "function", "function": {"name": ANSWER_TOOL, "description": description,
+                                                 "parameters": compact(self.schema)}}
+
+    def errors(self, value: Any) -> list[str]:
+        """What is wrong with ``value``, one ``path: message`` per problem (``[]``: it is valid)."""
+        if self.model is not None:
+            from pydantic import ValidationError
+
+            try:
+                self.model.model_validate(value)  # type: ignore[attr-defined]
+            except ValidationError as exc:
+                return [f"{field_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
+            return []
+        import jsonschema
+
+        validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+        found = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+        return [f"{field_path(e.absolute_path)}: {e.message}" for e in found]
+
+    def plain(self, value: Any) -> Any:
+        """A valid answer as the state keeps it: JSON data (a model's validated and dumped, defaults filled)."""
+        if self.model is not None:
+            return self.model.model_validate(value).model_dump(mode="json")  # type: ignore[attr-defined]
+        return value
+
+    def instance(self, value: Any) -> Any:
+        """A stored answer as the caller gets it: the model instance, or the dict for a schema."""
+        if value is None or self.model is None:
+            return value
+        return self.model.model_validate(value)  # type: ignore[attr-defined]
+
+    def instructions(self, protocol: str) -> str:
+        """What the system prompt says about the answer's form in ``protocol``."""
+        schema = self.shown()
+        if protocol == "tool_calling":
+            return (f"The final answer is structured: instead of plain text, give it by calling the {ANSWER_TOOL} "
+                    f"tool, alone, with the answer as its arguments (this JSON Schema: {schema}).")
+        if protocol == "react":
+            return f"The final answer is one JSON object matching this JSON Schema: {schema}\nFinal Answer: {{...}}"
+        return (f'The final answer is one JSON object matching this JSON Schema: {schema}\n'
+                f'Give it as the value of "final_answer": {{"thought": "<why>", "final_answer": {{...}}}}')
+
+    def problem(self, value: Any, errors: list[str]) -> str:
+        """The correction of an invalid answer: what it was, the errors with their field paths, the schema."""
+        from .protocols.base import quote
+
+        shown = "; ".join(errors[:MAX_QUOTED_ERRORS])
+        more = f" (and {len(errors) - MAX_QUOTED_ERRORS} more)" if len(errors) > MAX_QUOTED_ERRORS else ""
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return (f"the final answer {quote(text, 200)!r} does not match the answer schema: {shown}{more}. "
+                f"Give the whole answer again, fixed, matching {self.shown()}")
+
+
+def read_schema_file(path: str) -> dict[str, Any]:
+    """The JSON Schema in the file at ``path`` (``--output-schema FILE.json``), checked."""
+    try:
+        with open(path, encoding="utf-8") as file:
+            schema = json.load(file)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the output schema {path!r}: {exc.strerror}; give a JSON Schema file") from None
+    except ValueError as exc:
+        raise ConfigurationError(f"the output schema {path!r} is not JSON ({exc}); give a JSON Schema file") from None
+    if not isinstance(schema, dict):
+        raise ConfigurationError(f"the output schema {path!r} must hold a JSON object, got {type(schema).__name__}")
+    return check_schema(schema)
