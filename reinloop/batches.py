@@ -279,7 +279,7 @@ class Settings:
         # write_file's quota is per run: every task gets its own write_file (cheap to build), not the worker's
         tools = [builtins(["write_file"], **spec.tool_settings.as_dict())[0] if QUOTA_KEY in (t.metadata or {}) else t
                  for t in shared]
-        return Given(model, tuple(tools), self.given.protocol)
+        return Given(model, tuple(tools), self.given.protocol, self.given.fallbacks)
 
     def _model(self, spec: RunSpec) -> BaseChatModel:
         """The batch's chat model, or one built for a task whose line names another model or endpoint."""
@@ -540,7 +540,7 @@ def batch(
     spec = spec.replace(tool_settings=spec.tool_settings.resolved())
     name, specs = read_tasks(tasks, tools=given.tools)
     chat_model = given.model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
-    settings = Settings(spec, Given(chat_model, given.tools, given.protocol), lease,
+    settings = Settings(spec, Given(chat_model, given.tools, given.protocol, given.fallbacks), lease,
                         poll if poll is not None else min(1.0, lease / 10))
     began = time.monotonic()
     with open_db(db, write=True, create=True) as saver:

@@ -116,7 +116,7 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("approve",): "T1,T2", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
     ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
-    ("prices",): "JSON", ("limits", "max_cost"): "USD", ("output",): "FILE.json",
+    ("prices",): "JSON", ("limits", "max_cost"): "USD", ("output",): "FILE.json", ("fallback_models",): "MODEL[@URL]",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
 ZERO_ALLOWED = {("retry", "attempts"), ("answers", "min_tool_calls")}
@@ -312,7 +312,9 @@ def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown") 
             continue
         number = "N" if spec_flag.kind.startswith(("int", "float")) else spec_flag.path[-1].upper()
         metavar = "BYTES" if spec_flag.path in SIZES else METAVARS.get(spec_flag.path, number)
+        repeat = len(spec_flag.path) == 1 and RunSpec.__dataclass_fields__[spec_flag.path[0]].metadata.get("repeat")
         group.add_argument(spec_flag.flag, dest=spec_flag.dest, type=spec_flag.parse, default=argparse.SUPPRESS,
+                           action="append" if repeat else "store",
                            choices=choices if len(spec_flag.path) == 1 or spec_flag.path in CHOICES else None,
                            metavar=None if choices and (len(spec_flag.path) == 1 or spec_flag.path in CHOICES) else metavar, help=spec_flag.help + shown)
 

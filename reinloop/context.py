@@ -9,13 +9,14 @@ it (the Python caller, or ``reinloop resume`` from the run's stored settings).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.runnables import Runnable
 
 from .answers import AnswerRules
 from .events import EventSink
+from .fallback import ChainModel
 from .limits import Limits
 from .memory.config import Memory
 from .output import AnswerSchema
@@ -56,6 +57,8 @@ class AgentContext:
     """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
     output: AnswerSchema | None = None
     """What a structured final answer must match (``RunSpec.output``); ``None``: the answer is plain text."""
+    fallbacks: tuple[ChainModel, ...] = ()
+    """The models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`)."""
 
     @property
     def max_output_tokens(self) -> int | None:
@@ -67,10 +70,23 @@ class AgentContext:
         """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (:mod:`reinloop.answers`)."""
         return self.spec.answers
 
+    def on_model(self, index: int) -> AgentContext:
+        """This context on the run's ``index``-th model (0: the primary, as built)."""
+        if not 0 < index <= len(self.fallbacks):
+            return self
+        chained = self.fallbacks[index - 1]
+        return replace(self, model=chained.model, llm=chained.llm, protocol=chained.protocol)
+
+    def on(self, state: Mapping[str, Any]) -> AgentContext:
+        """This context on the model the run is on (``state["model_index"]``)."""
+        return self.on_model(state.get("model_index") or 0)
+
     def active(self, state: Mapping[str, Any]) -> tuple[OutputProtocol, Runnable[Any, Any]]:
-        """The protocol and model to use now: ``auto`` may have moved on to JSON or ReAct (without bound tools)."""
-        protocol = self.protocol.now(state.get("protocol"))
-        return protocol, (self.llm if protocol is self.protocol else self.model)
+        """The protocol and model to use now: the run's model, in the protocol ``auto`` may have moved on to
+        (JSON or ReAct, without bound tools)."""
+        ctx = self.on(state)
+        protocol = ctx.protocol.now(state.get("protocol"))
+        return protocol, (ctx.llm if protocol is ctx.protocol else ctx.model)
 
     def elapsed(self, state: Mapping[str, Any], now: float) -> float:
         """Active seconds of the run: time between invocations is not counted."""

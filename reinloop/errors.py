@@ -40,6 +40,9 @@ HTTP_FIXES = {
 }
 """What to do about an HTTP status a model endpoint answered, for :class:`ModelCallError`'s message."""
 
+CONTEXT_CODES = frozenset({"context_length_exceeded"})
+"""Error codes an endpoint gives for a prompt longer than the model's context (OpenAI's and compatible servers')."""
+
 StoppedBy = Literal["permanent", "attempts", "deadline"]
 """Why a failed model call was not tried again: the failure cannot pass, the attempts or the run's time ran out."""
 
@@ -119,7 +122,8 @@ class ModelCallError(RunError):
 
     ``status_code`` is the HTTP status the endpoint answered (``None``: no answer,
     e.g. a timeout); ``param`` the request field it named as the cause, if it
-    did; ``retryable`` whether the failure is of a kind that may pass (429, 5xx,
+    did; ``code`` the error code it gave (OpenAI's ``context_length_exceeded``);
+    ``retryable`` whether the failure is of a kind that may pass (429, 5xx,
     timeouts, malformed replies); ``stopped_by`` why it was not tried again,
     after ``attempts`` calls. ``detail`` is the client's own text (escaped,
     credentials removed). A run that stopped on a retryable failure is saved and
@@ -134,6 +138,7 @@ class ModelCallError(RunError):
         detail: str = "",
         status_code: int | None = None,
         param: str | None = None,
+        code: str | None = None,
         retryable: bool = False,
         stopped_by: StoppedBy = "permanent",
         attempts: int = 1,
@@ -142,6 +147,7 @@ class ModelCallError(RunError):
     ) -> None:
         self.endpoint, self.error_type, self.detail = endpoint, error_type, detail
         self.status_code, self.param, self.retryable = status_code, param, retryable
+        self.code = code
         self.stopped_by, self.attempts = stopped_by, attempts
         self.next_wait, self.seconds_left = next_wait, seconds_left
         super().__init__(self.problem + self.advice)
@@ -155,6 +161,11 @@ class ModelCallError(RunError):
     def rejected(self) -> bool:
         """True when the endpoint refused the request itself (HTTP 400 or 422): sending the same again fails again."""
         return self.status_code in (400, 422)
+
+    @property
+    def context_exceeded(self) -> bool:
+        """True when the endpoint refused the prompt as longer than the model's context (its code, or HTTP 413)."""
+        return self.code in CONTEXT_CODES or self.status_code == 413
 
     @property
     def resumable(self) -> bool:

@@ -32,6 +32,7 @@ from .context import AgentContext
 from .drawing import LoopDrawing
 from .errors import ConfigurationError
 from .events import EventSink, observed
+from .fallback import ChainModel, chain_models
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
 from .models import prepare_model, resolve_model
@@ -216,6 +217,10 @@ def build_graph(
     changes = {k: v for k, v in changes.items() if not (v is None and k in GROUPS)}
     given_model = None if isinstance(model, str) else model
     changes["model"] = model if isinstance(model, str) else object_label(model)
+    fallbacks = changes.get("fallback_models")
+    fallbacks = [fallbacks] if fallbacks is not None and not isinstance(fallbacks, (list, tuple)) else fallbacks or []
+    if fallbacks:  # chat model objects are passed beside the spec, which names them
+        changes["fallback_models"] = [m if isinstance(m, str) else object_label(m) for m in fallbacks]
     changes["tools"] = tuple(registry.names())
     spec = (spec or RunSpec()).replace(**changes)
     if spec.mcp is not None:  # the graph has no end to close connections at: the caller owns them
@@ -223,7 +228,8 @@ def build_graph(
                                  "reinloop.tools.mcp(config) and pass [*tools, *mcp_tools] (close them when done)")
     chat_model = given_model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
     return graph_for(spec, chat_model, registry, protocol=protocol if not isinstance(protocol, str) else None,
-                     checkpointer=checkpointer, journal=journal, sinks=sinks, name=name)
+                     checkpointer=checkpointer, journal=journal, sinks=sinks, name=name,
+                     fallbacks=[m for m in fallbacks if not isinstance(m, str)])
 
 
 def graph_for(
@@ -236,8 +242,10 @@ def graph_for(
     journal: ToolJournal | Database | str | os.PathLike[str] | None = None,
     sinks: Sequence[EventSink] = (),
     name: str = "reinloop",
+    fallbacks: Sequence[BaseChatModel] = (),
 ) -> ReinloopGraph:
-    """The loop as ``spec`` says, on a built chat model and tool objects (``protocol``: an object instead of the spec's name)."""
+    """The loop as ``spec`` says, on a built chat model and tool objects (``protocol``: an object instead of the
+    spec's name; ``fallbacks``: the chat model objects ``spec.fallback_models`` names, in order)."""
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     registry = registry.with_detail(spec.tool_detail)  # type: ignore[arg-type]
     output = AnswerSchema.of(spec.output)
@@ -261,6 +269,8 @@ def graph_for(
         spec=spec,
         pricing=Pricing.of(spec.prices, spec.local_is_free),
         output=output,
+        fallbacks=tuple(ChainModel.prepared(m, get_protocol(protocol or spec.protocol), registry)
+                        for m in chain_models(spec.fallback_models, fallbacks, spec.retry.timeout)),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -198,6 +198,8 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "raised": next((e["error"] for e in evs if "raised" in e.get("summary", "")), None),
             "tokens_in": by_node.get("decide", {}).get("tokens_in"), "tokens_out": by_node.get("decide", {}).get("tokens_out"),
             "cost": (by_node.get("decide", {}).get("data") or {}).get("cost") or [],
+            "model": (by_node.get("decide", {}).get("data") or {}).get("model"),
+            "fallbacks": (by_node.get("decide", {}).get("data") or {}).get("fallbacks") or [],
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
             "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
             "memory": [m for e in evs for m in e.get("memory") or []],
@@ -374,7 +376,9 @@ def _step_row(s: dict[str, Any]) -> str:
         word = "PAUSED at" if s["decision"] == "pause" else "BREAK"
         guard = f'<span class="err">{word} {_e(s["reason"])}</span><br>{_e(s["message"])}'
     guard += "".join(f'<div class="hint">hint: {_e(h)}</div>' for h in s["hints"])
-    did = (f"<div><i>{_e(s['thought'])}</i></div>" if s["thought"] else "") + _actions_html(s["actions"])
+    did = "".join(f'<div class="hint">model fallback: {_e(f["from_model"])} &rarr; {_e(f["to_model"])} '
+                  f'({_e(f["reason"])}): {_e(f["problem"])}</div>' for f in s.get("fallbacks") or [])
+    did += (f"<div><i>{_e(s['thought'])}</i></div>" if s["thought"] else "") + _actions_html(s["actions"])
     if s["answer"] is not None:
         did += f"<div><b>answer:</b> {_e(s['answer'])}</div>"
     if s["parse_error"]:

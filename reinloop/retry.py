@@ -103,6 +103,12 @@ def param_of(exc: BaseException) -> str | None:
     return param if isinstance(param, str) and param else None
 
 
+def code_of(exc: BaseException) -> str | None:
+    """The error code the endpoint gave (``openai``'s ``code``: ``context_length_exceeded`` ...), if it did."""
+    code = getattr(exc, "code", None)
+    return code if isinstance(code, str) and code else None
+
+
 def is_client_error(exc: BaseException) -> bool:
     """True for an error a model client raised about a call (as opposed to a bug, or a test's script running out)."""
     every, transient = client_classes()
@@ -141,7 +147,7 @@ def model_call_error(exc: BaseException, endpoint: str, url: str | None = None, 
     detail = scrub(safe_text(" ".join(str(exc).split())[:200]), url)
     return ModelCallError(
         endpoint=endpoint, error_type=type(exc).__name__, detail=detail, status_code=status_of(exc),
-        param=param_of(exc), retryable=is_transient(exc), stopped_by=stopped_by, attempts=attempts,
+        param=param_of(exc), code=code_of(exc), retryable=is_transient(exc), stopped_by=stopped_by, attempts=attempts,
         next_wait=next_wait, seconds_left=seconds_left,
     )
 

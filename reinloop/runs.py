@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace as replaced
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class Given:
     model: BaseChatModel | None = None
     tools: tuple[BaseTool, ...] = ()
     protocol: OutputProtocol | None = None
+    fallbacks: tuple[BaseChatModel, ...] = ()
+    """The chat model objects among the fallback models, in order (the spec names them ``"<X object>"``)."""
 
 
 def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunSpec, Given]:
@@ -97,6 +99,10 @@ def with_objects(spec: RunSpec | None, changes: Mapping[str, Any]) -> tuple[RunS
         given = Given(given.model, given.tools, protocol)
         del changes["protocol"]
         changes.update(protocol_change(protocol))
+    fallbacks = changes.get("fallback_models")
+    if isinstance(fallbacks, (list, tuple)) and not all(isinstance(m, str) for m in fallbacks):
+        given = replaced(given, fallbacks=tuple(m for m in fallbacks if not isinstance(m, str)))
+        changes["fallback_models"] = [m if isinstance(m, str) else object_label(m) for m in fallbacks]
     return (spec or RunSpec()).replace(**changes), given
 
 
@@ -155,7 +161,7 @@ def _graph(saver: Database, spec: RunSpec, given: Given, tools: list[BaseTool], 
     if spec.memory.recall and spec.memory.store is None:
         spec = spec.replace(memory={"store": saver.memories})
     return graph_for(spec, chat_model, tools, protocol=given.protocol, checkpointer=saver.checkpointer,
-                     journal=saver.journal, sinks=[saver.events])
+                     journal=saver.journal, sinks=[saver.events], fallbacks=given.fallbacks)
 
 
 # --- run and resume ------------------------------------------------------------------------------
@@ -189,8 +195,8 @@ def run(
     try:
         chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
         with open_db(db, write=True, create=True) as saver:
-            return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol), thread_id=thread_id,
-                            on_event=on_event, on_start=on_start)
+            return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol, given.fallbacks),
+                            thread_id=thread_id, on_event=on_event, on_start=on_start)
     finally:
         close_mcp(opened_here(tools, given))
 

@@ -35,6 +35,7 @@ from typing import Any, ClassVar
 from .answers import AnswerRules
 from .approval import SIDE_EFFECTS_WORD, approve_from_text, approve_rules
 from .errors import ConfigurationError
+from .fallback import fallback_ref, fallback_refs
 from .limits import Limits
 from .memory.config import Memory
 from .output import output_field, output_form, read_schema_file
@@ -97,6 +98,12 @@ class RunSpec:
         "group": "model", "help": "tokens the model may write per step; a reply cut off at the cap is never used, "
                                   "the model is asked for a shorter one ('none': the provider's default)"})
     """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
+    fallback_models: tuple[str, ...] = field(default=(), metadata={
+        "group": "model", "flag": "--fallback-model", "repeat": True, "shown": "none", "parse": fallback_ref,
+        "help": "a model to move to when the one in use fails for good (retries out on 429/5xx/timeouts, context "
+                "too long, a refusal, tools refused): MODEL or MODEL@BASE_URL; repeat it for a chain"})
+    """Models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`): ``init_chat_model``
+    strings, each optionally ``@`` its own endpoint; ``"<X object>"`` for a chat model given as an object."""
     retry: RetryPolicy = field(default_factory=RetryPolicy, metadata={"group": "model"})
     """How failed model calls are retried, and how long one may take."""
     tools: tuple[str, ...] = field(default=DEFAULT_TOOLS, metadata={
@@ -145,6 +152,7 @@ class RunSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "output", output_field(self.output))
         object.__setattr__(self, "tools", tool_names(self.tools))
+        object.__setattr__(self, "fallback_models", fallback_refs(self.fallback_models))
         object.__setattr__(self, "prices", plain_prices(self.prices))
         if not isinstance(self.local_is_free, bool):
             raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
@@ -175,6 +183,12 @@ class RunSpec:
         if isinstance(embeddings, str) and embeddings not in EMBEDDINGS and not is_object_label(embeddings):
             raise ConfigurationError(f"Memory.embeddings {embeddings!r} is not an embedder reinloop knows by name; "
                                      f"choose one of: {', '.join(EMBEDDINGS)}, or pass an Embeddings object")
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The run's models in the order they are tried: ``model`` (``@base_url`` when set), then the fallbacks."""
+        primary = f"{self.model}@{self.base_url}" if self.base_url else self.model
+        return (primary, *self.fallback_models)
 
     # -- changes ------------------------------------------------------------------------------
 

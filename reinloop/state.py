@@ -17,6 +17,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+from .fallback import Fallback
 from .pricing import CallCost, ModelCost
 
 Status = Literal["running", "done", "broken"]
@@ -62,6 +63,9 @@ class Reply(TypedDict, total=False):
     cost: list[CallCost]  # this step's model calls priced: the agent's, then any summarizer's
     prompt_parts: dict[str, int]  # tokens of each part of the prompt, by the active counter
     memory: list[dict[str, Any]]  # memory events of this step (evicted, summarized, recalled ...)
+    model: str  # the model that answered, by its name (reinloop.models.model_label)
+    protocol: str  # the protocol it answered in (auto's current one: tool_calling, json or react)
+    fallbacks: list[Fallback]  # the moves to a next model this step made before one answered (reinloop.fallback)
 
 
 class Pending(TypedDict, total=False):
@@ -101,6 +105,9 @@ class Step(TypedDict, total=False):
     finish_reason: str  # why the model stopped writing, when its provider said
     output: dict[str, Any]  # the step's structured answer, validated (RunSpec.output)
     invalid_output: Any  # the step's structured answer that did not validate: never the output
+    model: str  # the model that answered this step, by its name
+    protocol: str  # the protocol it answered in
+    fallbacks: list[Fallback]  # moves to a next model before one answered (reinloop.fallback)
 
 
 class Counters(TypedDict):
@@ -184,6 +191,7 @@ class AgentState(TypedDict, total=False):
     task: str
     run: int
     protocol: str  # the protocol in force when protocol="auto" moved on from native tool calling
+    model_index: int  # which of RunSpec.models the run is on (0: the primary; reinloop.fallback)
     scratchpad: Annotated[list[Step], operator.add]
     counters: Counters
     extensions: Extensions

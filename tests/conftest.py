@@ -141,6 +141,8 @@ SLOW_PLACES = (
     "tests/tools/test_crash.py",
     "tests/tools/test_sandbox_race.py",  # seconds of racing symlink swaps
     "tests/test_langgraph_dev.py",  # a langgraph dev server
+    "tests/test_fallback.py::test_the_cli_",  # the CLI in subprocesses
+    "tests/test_fallback.py::test_a_timeout_",  # two requests that time out
     "tests/test_report.py::test_run_html_renders_in_headless_chromium",
     "tests/test_report.py::test_the_chromium_check",
     "tests/test_redact.py::test_credentials_in_base_url_are_never_stored_or_printed",  # the CLI, many times

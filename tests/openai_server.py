@@ -19,9 +19,13 @@ from typing import Any
 
 
 def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
-               prompt_tokens: int = 12, completion_tokens: int = 7, finish_reason: str | None = None) -> dict[str, Any]:
-    """A ``chat.completion`` body with one choice (``finish_reason="length"``: cut off at the token cap)."""
+               prompt_tokens: int = 12, completion_tokens: int = 7, finish_reason: str | None = None,
+               model: str = "scripted", refusal: str | None = None) -> dict[str, Any]:
+    """A ``chat.completion`` body with one choice (``finish_reason="length"``: cut off at the token cap;
+    ``model``: the name the server reports; ``refusal``: OpenAI's field for a model that declined)."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
+    if refusal is not None:
+        message.update(content=None, refusal=refusal)
     if tool_calls:
         message["tool_calls"] = [
             {
@@ -39,7 +43,7 @@ def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
         "id": "chatcmpl-test",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": "scripted",
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": finish_reason or ("tool_calls" if tool_calls else "stop")}],
         "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                   "total_tokens": prompt_tokens + completion_tokens},

@@ -119,6 +119,18 @@ def test_memory_events_are_printed_under_their_step():
         "  answer:      ok", "  memory:      evicted: step 1 left the window", "  guard:       finish"]
 
 
+def test_each_model_fallback_is_printed_first_in_its_step():
+    out = io.StringIO()
+    console = RunConsole(Limits(), out)
+    counters = {"steps": 1}
+    moved = {"from_model": "gpt-4o", "to_model": "gpt-4o-mini", "reason": "context_length", "problem": "HTTP 400"}
+    console.handle({"node": "decide", "summary": "", "data": {"fallbacks": [moved]}})
+    console.handle({"node": "memorize", "summary": "", "step": 1, "answer": "ok", "counters": counters})
+    console.handle({"node": "guard", "summary": "", "step": 1, "decision": "finish", "counters": counters})
+    assert out.getvalue().splitlines()[1:] == [
+        "  fallback:    gpt-4o -> gpt-4o-mini (context_length): HTTP 400", "  answer:      ok", "  guard:       finish"]
+
+
 def test_a_node_that_raises_is_printed_as_an_error_line():
     out = io.StringIO()
     RunConsole(Limits(), out).handle({"node": "decide", "summary": "raised ModelCallError: HTTP 500",

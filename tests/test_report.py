@@ -279,3 +279,19 @@ def test_the_report_shows_a_pending_approval_then_the_operators_decision_on_the_
     assert report["latest"]["status"] == "done" and report["steps"][0]["waiting"] == []
     assert report["steps"][0]["approvals"] == [{"id": "m1", "action": "reject", "always": False, "message": "not today"}]
     assert '<div class="approval">operator: reject <code>m1</code>: not today</div>' in visualize(thread_id="m", db=db)
+
+
+def test_the_report_shows_each_model_fallback_in_its_step(tmp_path):
+    from reinloop import build_graph
+    from reinloop.retry import RetryPolicy
+    from reinloop.testing import ScriptedChatModel
+
+    log = RunLog(tmp_path / "run.db")
+    primary = ScriptedChatModel(replies=[TimeoutError("slow"), TimeoutError("slow")])
+    graph = build_graph(primary, [], fallback_models=[ScriptedChatModel(replies=["42"])], checkpointer=InMemorySaver(),
+                        sinks=[log], retry=RetryPolicy(attempts=2, base_delay=0.0))
+    graph.invoke({"task": "6*7"}, {"configurable": {"thread_id": "moved"}})
+    step = run_report(graph, "moved", db=log.db)["steps"][0]
+    assert [(f["reason"], f["to_model"]) for f in step["fallbacks"]] == [("retries_exhausted", "ScriptedChatModel")]
+    page = visualize(graph, thread_id="moved", db=log.db)
+    assert "model fallback: ScriptedChatModel &rarr; ScriptedChatModel (retries_exhausted)" in page

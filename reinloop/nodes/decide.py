@@ -11,8 +11,9 @@ summarizer calls are counted with the model call, against the same budget.
 
 from __future__ import annotations
 
+import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -22,6 +23,7 @@ from ..bounds import bounded_message, token_count
 from ..context import AgentContext
 from ..errors import ModelCallError
 from ..events import emit
+from ..fallback import Fallback, fallback_reason, refusal_problem, refusal_reason
 from ..location import locate
 from ..memory.explain import event_line
 from ..memory.feedback import prepare_step, prompt_digest
@@ -33,6 +35,8 @@ from ..pricing import CallCost, add_cost
 from ..repeats import VARY_TEMPERATURE, vary_repeat
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
+
+logger = logging.getLogger(__name__)
 
 
 def begin_run(state: AgentState) -> dict[str, Any]:
@@ -57,6 +61,7 @@ def begin_run(state: AgentState) -> dict[str, Any]:
         "wrapped_up": None,
         "output": None,
         "invalid_output": None,
+        "model_index": 0,  # a new task starts on the primary model again (reinloop.fallback)
         "history": history_with_summary(state),
     }
 
@@ -202,19 +207,66 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
     return message, prepared, switched, hints
 
 
+@dataclass
+class Answered:
+    """A step's model call as it ended: the reply, its prompt, the state it changes, and the model that answered."""
+
+    message: BaseMessage
+    prepared: Prepared
+    switched: dict[str, Any]  # the protocol auto moved to, the model the run moved to
+    hints: list[str]
+    ctx: AgentContext  # the context on the model that answered
+    fallbacks: list[Fallback] = field(default_factory=list)
+    refused: list[CallCost] = field(default_factory=list)  # replies of models that refused, priced
+
+
+def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
+    """:func:`ask` the run's model; a failure or refusal the next model may get round moves the run on to it."""
+    index = state.get("model_index") or 0
+    on = ctx.on_model(index)
+    last = index >= len(ctx.fallbacks)
+    try:
+        message, prepared, switched, hints = ask(on, state)
+    except ModelCallError as exc:
+        protocol, _ = on.active(state)  # auto's own retry without tools failed: then the failed request had none
+        tools_sent = protocol.native_tools and on.protocol.after_rejection(protocol, exc) is None
+        reason = None if last else fallback_reason(exc, tools_sent)
+        if reason is None:
+            raise
+        problem, refused = exc.problem, []
+    else:
+        reason = None if last else refusal_reason(message)
+        if reason is None:
+            return Answered(message, prepared, switched, hints, on)
+        problem, refused = refusal_problem(message), [on.pricing.price(message, on.model)]
+    moved = {"model_index": index + 1, "protocol": None}  # the next model starts with the run's protocol afresh
+    fallback = Fallback(from_model=model_label(on.model), to_model=model_label(ctx.on_model(index + 1).model),
+                        reason=reason, problem=problem)
+    logger.warning("model %s: %s (%s); moving on to %s", fallback["from_model"], reason, problem, fallback["to_model"])
+    answered = ask_models(ctx, {**state, **moved})  # type: ignore[typeddict-item]
+    return replace(answered, switched={**moved, **answered.switched}, fallbacks=[fallback, *answered.fallbacks],
+                   refused=[*refused, *answered.refused])
+
+
 def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Call the model once with the prompt built from the state."""
     ctx = runtime.context
     update = start(state)
     view: AgentState = {**state, **{k: v for k, v in update.items() if k != "scratchpad"}}  # type: ignore[typeddict-item]
-    message, prepared, switched, hints = ask(ctx, view)
-    update.update(switched)
+    answered = ask_models(ctx, view)
+    message, prepared, on = answered.message, answered.prepared, answered.ctx
+    update.update(answered.switched)
     for event in prepared.events:
         emit(runtime, "memory", event_line(event), **event)
-    reply = to_reply(message, prepared, hints)
-    reply["cost"] = price_step(ctx, message, prepared)
+    reply = to_reply(message, prepared, answered.hints)
+    protocol, _ = ctx.active({**view, **answered.switched})
+    reply.update(model=model_label(on.model), protocol="tool_calling" if protocol.native_tools else protocol.name)
+    if answered.fallbacks:
+        reply["fallbacks"] = answered.fallbacks
+    reply["cost"] = [*answered.refused, *price_step(on, message, prepared)]
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
+    counters["llm_calls"] += len(answered.refused)
     wrapping = view.get("wrap_up")
     emit(
         runtime,
@@ -222,7 +274,8 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         (f"step {c['steps'] + 1}: wrap-up call without tools, for the answer in hand ({wrapping['reason']}); "
          if wrapping else f"step {c['steps'] + 1}: ") + f"model replied ({reply['prompt_tokens']} prompt tokens, "
         f"{len(reply['tool_calls'])} tool calls)" + "".join(f"; cost unknown: {call['problem']}"
-                                                         for call in reply["cost"] if call.get("problem")),
+                                                         for call in reply["cost"] if call.get("problem"))
+        + "".join(f"; {f['from_model']} failed ({f['reason']}): moved on to {f['to_model']}" for f in answered.fallbacks),
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
@@ -230,8 +283,10 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         prompt_parts=prepared.parts,
         counter=prepared.counter,
         task=view["task"] if "run" in update else None,  # a new task starts: say which
-        model=model_label(ctx.model),
-        endpoint=endpoint_host(ctx.model),  # the host only: reports show it, credentials never reach an event
+        model=reply["model"],
+        protocol=reply["protocol"],
+        fallbacks=answered.fallbacks or None,
+        endpoint=endpoint_host(on.model),  # the host only: reports show it, credentials never reach an event
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,
             "prompt_digest": prepared.digest or prompt_digest(prepared.messages)}

@@ -110,6 +110,7 @@ def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRe
 
 def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters) -> tuple[Step, Counters, str | None]:
     """The step with its correction, the counters, and the protocol ``auto`` moves to (if it does)."""
+    ctx = ctx.on(state)  # the protocol of the model the run is on
     switch = ctx.protocol.after_unreadable(state.get("protocol"), step, counters.get("same_errors", 0))
     if switch is None:
         protocol, _ = ctx.active(state)
@@ -145,6 +146,7 @@ def build_step(state: AgentState) -> Step:
         **({"switched_to": pending["fallback"]} if pending.get("fallback") else {}),
         **({"finish_reason": reply["finish_reason"]} if reply.get("finish_reason") else {}),
         **{k: pending[k] for k in ("output", "invalid_output") if k in pending},  # type: ignore[literal-required]
+        **{k: reply[k] for k in ("model", "protocol", "fallbacks") if reply.get(k)},  # type: ignore[typeddict-item]
     )
 
 
