@@ -59,6 +59,8 @@ ALIASES: dict[tuple[str, ...], Alias] = {
     ("memory", "ledger_max_tokens"): Alias("--ledger-tokens"),
     ("memory", "store"): Alias("--memory-db", implies={"recall": True}),
     ("memory", "user"): Alias("--memory-user"),
+    ("telemetry",): Alias("--otel"),
+    ("telemetry_content",): Alias("--otel-content"),
 }
 """Flags whose names are not the field's own."""
 

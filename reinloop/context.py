@@ -53,6 +53,8 @@ class AgentContext:
     """The run's description as given; the options without a field of their own are read from it."""
     pricing: Pricing = field(default_factory=Pricing)
     """How model calls are priced: overrides, local models free, else genai-prices (:mod:`reinloop.pricing`)."""
+    telemetry: Any = None
+    """A :class:`reinloop.telemetry.Telemetry` when ``spec.telemetry`` is on; ``None``: no spans, nothing done."""
 
     @property
     def max_output_tokens(self) -> int | None:
