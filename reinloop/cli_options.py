@@ -247,8 +247,9 @@ def spec_flags() -> Iterator[SpecFlag]:
                 yield SpecFlag(path, alias.flag if alias else "--" + g.name.replace("_", "-"), group, str(g.type),
                                HELP.get(path, ""), getattr(getattr(default, f.name), g.name))
         else:
-            yield SpecFlag((f.name,), "--" + f.name.replace("_", "-"), f.metadata.get("group", "run"), str(f.type),
-                           f.metadata.get("help", ""), getattr(default, f.name))
+            alias = ALIASES.get((f.name,))
+            yield SpecFlag((f.name,), alias.flag if alias else "--" + f.name.replace("_", "-"),
+                           f.metadata.get("group", "run"), str(f.type), f.metadata.get("help", ""), getattr(default, f.name))
 
 
 def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown") -> None:

@@ -345,9 +345,9 @@ class RunTrace:
         provider = meta.get("ls_provider")
         if provider:
             attributes["gen_ai.provider.name"] = attributes["gen_ai.system"] = str(provider)
-        for key, name in (("ls_max_tokens", "gen_ai.request.max_tokens"), ("ls_temperature", "gen_ai.request.temperature")):
+        for key, attribute in (("ls_max_tokens", "gen_ai.request.max_tokens"), ("ls_temperature", "gen_ai.request.temperature")):
             if isinstance(meta.get(key), (int, float)) and not isinstance(meta.get(key), bool):
-                attributes[name] = meta[key]
+                attributes[attribute] = meta[key]
         if message is not None:
             attributes.update(reply_attributes(message))
         if self.content:
