@@ -283,8 +283,7 @@ class RunTrace:
             self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=start)
             self.last = event
             return
-        step = self.open_step(event, start)
-        step.add_event(f"reinloop.{node}", {"reinloop.latency_ms": float(event.get("latency_ms") or 0.0)}, timestamp=start)
+        step = self.open_step(event, start)  # no span event per node: they cost a fifth of telemetry's time
         for call in calls:
             if call.kind == "chat":
                 self.model_span(call, step, str((event.get("data") or {}).get("model") or ""))
