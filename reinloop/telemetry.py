@@ -299,7 +299,7 @@ class RunTrace:
         elif node == "execute":
             self.tool_spans(step, event, [c for c in calls if c.kind == "tool"], end)
         elif node == "approve":
-            for decision in event.get("decisions") or []:
+            for decision in (event.get("data") or {}).get("decisions") or []:
                 step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
                                                      "reinloop.approval.action": str(decision.get("action", ""))},
                                timestamp=end)

@@ -268,3 +268,28 @@ def test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_n
     assert chat["gen_ai.request.model"].string_value == "gpt-4o-mini"
     assert chat["gen_ai.usage.input_tokens"].int_value == 12
     assert list(chat["gen_ai.response.finish_reasons"].array_value.values)[0].string_value in ("tool_calls", "stop")
+
+
+def test_an_approval_wait_ends_the_part_and_the_decision_is_an_event_of_the_step_that_goes_on(make_graph, spans):
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from reinloop.tools import configure
+
+    @tool
+    def send_mail(to: str) -> str:
+        """Send a mail."""
+        return f"sent to {to}"
+
+    tools = [configure(send_mail, side_effects=True, approval=True)]
+    graph = traced(make_graph, spans, [[tool_call("send_mail", {"to": "bob"}, id="m1")], "sent"], tools=tools,
+                   checkpointer=InMemorySaver())
+    graph.invoke({"task": "mail bob"}, THREAD)
+    graph.invoke(Command(resume={"decisions": {"m1": "approve"}}), THREAD)
+    first, second = named(spans[1], "invoke_agent reinloop")
+    assert first.attributes["reinloop.status"] == "waiting_for_approval" and second.attributes["reinloop.status"] == "done"
+    waiting, resumed, last = named(spans[1], "reinloop.step")
+    assert waiting.attributes["reinloop.step.unfinished"] is True and resumed.attributes["reinloop.first_node"] == "approve"
+    assert [(e.attributes["gen_ai.tool.call.id"], e.attributes["reinloop.approval.action"])
+            for e in resumed.events if e.name == "reinloop.approval"] == [("m1", "approve")]
+    assert children(spans[1], resumed) == ["execute_tool send_mail"]
