@@ -62,6 +62,8 @@ ALIASES: dict[tuple[str, ...], Alias] = {
     ("memory", "ledger_max_tokens"): Alias("--ledger-tokens"),
     ("memory", "store"): Alias("--memory-db", implies={"recall": True}),
     ("memory", "user"): Alias("--memory-user"),
+    ("telemetry",): Alias("--otel"),
+    ("telemetry_content",): Alias("--otel-content"),
 }
 """Flags whose names are not the field's own."""
 
@@ -290,8 +292,9 @@ def spec_flags() -> Iterator[SpecFlag]:
                 yield SpecFlag(path, alias.flag if alias else "--" + g.name.replace("_", "-"), group, str(g.type),
                                HELP.get(path, ""), getattr(getattr(default, f.name), g.name))
         else:
-            yield SpecFlag((f.name,), f.metadata.get("flag", "--" + f.name.replace("_", "-")), f.metadata.get("group", "run"), str(f.type),
-                           f.metadata.get("help", ""), getattr(default, f.name))
+            alias = ALIASES.get((f.name,))
+            yield SpecFlag((f.name,), alias.flag if alias else f.metadata.get("flag", "--" + f.name.replace("_", "-")),
+                           f.metadata.get("group", "run"), str(f.type), f.metadata.get("help", ""), getattr(default, f.name))
 
 
 def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown") -> None:

@@ -59,6 +59,8 @@ class AgentContext:
     """What a structured final answer must match (``RunSpec.output``); ``None``: the answer is plain text."""
     fallbacks: tuple[ChainModel, ...] = ()
     """The models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`)."""
+    telemetry: Any = None
+    """A :class:`reinloop.telemetry.Telemetry` when ``spec.telemetry`` is on; ``None``: no spans, nothing done."""
 
     @property
     def max_output_tokens(self) -> int | None:

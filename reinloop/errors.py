@@ -8,7 +8,8 @@ Errors are split by who has to act::
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
     │   ├── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
-    │   └── UsageError            the command line: a value refused before the run started (exit 2)
+    │   ├── UsageError            the command line: a value refused before the run started (exit 2)
+    │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
     ├── RunError                  the run: something went wrong while the loop was running
     │   ├── ModelCallError        the model endpoint failed and retries did not help
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
@@ -106,6 +107,15 @@ class UsageError(ConfigurationError):
     def __init__(self, message: str, *, cause: ConfigurationError) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+class TelemetrySetupError(ConfigurationError):
+    """Telemetry was switched on (``RunSpec.telemetry``, ``--otel``) but ``missing``, an OpenTelemetry module, is not installed."""
+
+    def __init__(self, missing: str) -> None:
+        super().__init__(f"telemetry needs the OpenTelemetry SDK, and {missing!r} is not installed: "
+                         f"pip install 'reinloop[otel]' (or run without --otel / RunSpec.telemetry)")
+        self.missing = missing
 
 
 class RunError(ReinloopError):

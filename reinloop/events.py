@@ -41,6 +41,7 @@ from .location import locate
 class ActionRecord(TypedDict, total=False):
     """One tool call as an event reports it."""
 
+    id: str  # the call's id, as the model gave it (or as reinloop made it)
     tool: str
     args: dict[str, Any]
     observation: str | None  # what the model will read (already truncated by the executor)

@@ -69,11 +69,13 @@ class ChainModel:
     protocol: OutputProtocol
 
     @classmethod
-    def prepared(cls, model: Any, protocol: OutputProtocol, tools: Any) -> ChainModel:
-        """``model`` prepared for ``protocol`` as the primary is (:func:`reinloop.models.prepare_model`)."""
+    def prepared(cls, model: Any, protocol: OutputProtocol, tools: Any,
+                 answer_tool: dict[str, Any] | None = None) -> ChainModel:
+        """``model`` prepared for ``protocol`` as the primary is (:func:`reinloop.models.prepare_model`), with the
+        structured answer's tool when the run has one."""
         from .models import prepare_model
 
-        started, llm = prepare_model(model, protocol, tools)
+        started, llm = prepare_model(model, protocol, tools, answer_tool)
         return cls(model=model, llm=llm, protocol=started)
 
 

@@ -86,17 +86,34 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         return isinstance(input, Command) and input.resume is not None and self.checkpointer not in (None, False) and bool(thread)
 
+    def _traced(self, input: Any, config: Any, options: dict[str, Any]) -> Any:  # noqa: A002
+        """The invocation's trace when telemetry is on (its sink added to ``options``' context), else ``None``."""
+        ctx = options["context"]
+        telemetry = getattr(ctx, "telemetry", None)
+        if telemetry is None:
+            return None
+        run = telemetry.begin(self, input, config)
+        options["context"] = dataclasses.replace(ctx, sinks=(*ctx.sinks, run.on_event))
+        return run
+
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """LangGraph's ``stream``, with the bound context and durable checkpoints by default."""
+        """LangGraph's ``stream``, with the bound context and durable checkpoints by default (traced with telemetry on)."""
         if self._answers_a_break(input, config):
             check_answer(input.resume, self.get_state(config).interrupts, self.reinloop_context)
-        return super().stream(input, config, **self._run_options(context, durability), **kwargs)
+        options = self._run_options(context, durability)
+        run = self._traced(input, config, options)
+        if run is None:
+            return super().stream(input, config, **options, **kwargs)
+        return run.follow(super().stream(input, run.config(config), **options, **kwargs))
 
     async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
-        """LangGraph's ``astream``, with the bound context and durable checkpoints by default."""
+        """LangGraph's ``astream``, with the bound context and durable checkpoints by default (traced with telemetry on)."""
         if self._answers_a_break(input, config):
             check_answer(input.resume, (await self.aget_state(config)).interrupts, self.reinloop_context)
-        async for chunk in super().astream(input, config, **self._run_options(context, durability), **kwargs):
+        options = self._run_options(context, durability)
+        run = self._traced(input, config, options)
+        chunks = super().astream(input, config if run is None else run.config(config), **options, **kwargs)
+        async for chunk in chunks if run is None else run.afollow(chunks):
             yield chunk
 
     def with_output(self, result: Any) -> Any:
@@ -166,6 +183,15 @@ def label_edges(graph: Graph) -> Graph:
     return graph
 
 
+def telemetry_for(spec: RunSpec, provider: Any, agent: str) -> Any:
+    """The runs' telemetry when ``spec.telemetry`` is on (OpenTelemetry is imported then only), else ``None``."""
+    if not spec.telemetry:
+        return None
+    from .telemetry import Telemetry
+
+    return Telemetry.of(spec, provider, agent)
+
+
 def open_journal(journal: ToolJournal | Database | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
     """The side-effects journal: the one given, a database's, one at a path, or in memory when runs can resume."""
     if isinstance(journal, ToolJournal):
@@ -184,6 +210,7 @@ def build_graph(
     journal: ToolJournal | Database | str | os.PathLike[str] | None = None,
     sinks: Sequence[EventSink] = (),
     name: str = "reinloop",
+    tracer_provider: Any = None,
     **changes: Any,
 ) -> ReinloopGraph:
     """Build the guarded agent loop for ``model`` and ``tools``.
@@ -207,6 +234,9 @@ def build_graph(
     database or a SQLite path) records side-effecting tool calls so a resumed
     run never repeats one; by default, with a checkpointer, they are journaled
     in memory, which guards resumes within this process only.
+
+    With ``telemetry=True`` the runs are OpenTelemetry spans (:mod:`reinloop.telemetry`), sent to
+    ``tracer_provider``, else to the global provider, else over OTLP/HTTP.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     if changes.get("tool_detail") is None and spec is None:
@@ -229,7 +259,7 @@ def build_graph(
     chat_model = given_model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
     return graph_for(spec, chat_model, registry, protocol=protocol if not isinstance(protocol, str) else None,
                      checkpointer=checkpointer, journal=journal, sinks=sinks, name=name,
-                     fallbacks=[m for m in fallbacks if not isinstance(m, str)])
+                     fallbacks=[m for m in fallbacks if not isinstance(m, str)], tracer_provider=tracer_provider)
 
 
 def graph_for(
@@ -243,6 +273,7 @@ def graph_for(
     sinks: Sequence[EventSink] = (),
     name: str = "reinloop",
     fallbacks: Sequence[BaseChatModel] = (),
+    tracer_provider: Any = None,
 ) -> ReinloopGraph:
     """The loop as ``spec`` says, on a built chat model and tool objects (``protocol``: an object instead of the
     spec's name; ``fallbacks``: the chat model objects ``spec.fallback_models`` names, in order)."""
@@ -252,8 +283,8 @@ def graph_for(
     if output is not None and ANSWER_TOOL in registry.names():
         raise ConfigurationError(f"a tool is named {ANSWER_TOOL!r}, the name of the structured answer's tool "
                                  "(RunSpec.output); rename the tool")
-    proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry,
-                               output.tool() if output is not None else None)
+    answer_tool = output.tool() if output is not None else None
+    proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry, answer_tool)
     context = AgentContext(
         model=chat_model,
         llm=llm,
@@ -269,8 +300,9 @@ def graph_for(
         spec=spec,
         pricing=Pricing.of(spec.prices, spec.local_is_free),
         output=output,
-        fallbacks=tuple(ChainModel.prepared(m, get_protocol(protocol or spec.protocol), registry)
+        fallbacks=tuple(ChainModel.prepared(m, get_protocol(protocol or spec.protocol), registry, answer_tool)
                         for m in chain_models(spec.fallback_models, fallbacks, spec.retry.timeout)),
+        telemetry=telemetry_for(spec, tracer_provider, name),
     )
     check_fixed_parts(context)
     builder = wire(StateGraph(AgentState, context_schema=AgentContext, input_schema=InputState))

@@ -148,14 +148,23 @@ class RunSpec:
                 "invalid one is sent back with its errors (see README, Structured answers)"})
     """The final answer's form: a Pydantic model class or a JSON Schema of an object (``None``: plain text);
     see :mod:`reinloop.output`."""
+    telemetry: bool = field(default=False, metadata={
+        "group": "run", "help": "export OpenTelemetry spans of the run (pip install 'reinloop[otel]'); the "
+                                "OTEL_EXPORTER_OTLP_* variables say where (OTLP/HTTP)"})
+    """Export the run as OpenTelemetry spans (:mod:`reinloop.telemetry`): to the global tracer provider when the
+    caller set one, else over OTLP/HTTP as the ``OTEL_EXPORTER_OTLP_*`` variables say."""
+    telemetry_content: bool = field(default=False, metadata={
+        "group": "run", "help": "put the messages, tool arguments and results in the spans (off: they may be private)"})
+    """Record message texts, tool arguments and results in the spans; off by default, as they may hold private data."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "output", output_field(self.output))
         object.__setattr__(self, "tools", tool_names(self.tools))
         object.__setattr__(self, "fallback_models", fallback_refs(self.fallback_models))
         object.__setattr__(self, "prices", plain_prices(self.prices))
-        if not isinstance(self.local_is_free, bool):
-            raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
+        for name in ("local_is_free", "telemetry", "telemetry_content"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"RunSpec.{name} must be True or False, got {getattr(self, name)!r}")
         object.__setattr__(self, "approve", approve_rules(self.approve))
         for name, kind in GROUPS.items():
             value = getattr(self, name)

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 HEAVY = ("langgraph", "langchain", "langchain_core", "langchain_openai", "openai", "tiktoken", "numpy", "psycopg",
-         "pygraphviz", "rich")
+         "pygraphviz", "rich", "opentelemetry")
 
 PROBE = """
 import json, sys

@@ -59,7 +59,7 @@ def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Acti
         known = earlier_result(steps, action["tool"], action.get("args") or {}, world_changers)
         if known is not None:
             actions[i] = {**action, "observation": reused_observation(known), "error": False, "reused": known["step"]}
-            records[i] = ActionRecord(tool=action["tool"], args=action.get("args") or {},
+            records[i] = ActionRecord(id=action.get("id") or "", tool=action["tool"], args=action.get("args") or {},
                                       observation=actions[i]["observation"], error=False, status="reused",
                                       attempts=0, latency_ms=0.0)
     return records
@@ -102,8 +102,9 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
             actions[i] = {**action, "error": True, "observation": f"ERROR: {tool.name} was not run: it needs an "
                           f"operator's approval ({reason}), and this run cannot wait for one (it has no checkpointer)"}
         if actions[i].get("observation") is not None:
-            records[i] = ActionRecord(tool=tool.name, args=action.get("args") or {}, observation=actions[i]["observation"],
-                                      error=bool(actions[i].get("error")), status="rejected", attempts=0, latency_ms=0.0)
+            records[i] = ActionRecord(id=action.get("id") or "", tool=tool.name, args=action.get("args") or {},
+                                      observation=actions[i]["observation"], error=bool(actions[i].get("error")),
+                                      status="rejected", attempts=0, latency_ms=0.0)
     return records
 
 
@@ -136,8 +137,8 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline)
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
-        by_position[i] = ActionRecord(tool=actions[i]["tool"], args=actions[i].get("args") or {},
-                                      observation=result.observation, error=result.error, status=result.status,
+        by_position[i] = ActionRecord(id=actions[i].get("id") or "", tool=actions[i]["tool"],
+                                      args=actions[i].get("args") or {}, observation=result.observation, error=result.error, status=result.status,
                                       attempts=result.attempts, latency_ms=round(result.seconds * 1000, 3))
     records = [by_position[i] for i in sorted(by_position)]  # the model's order, reused calls included
     failed = [r for r in records if r["error"]]

@@ -1,0 +1,453 @@
+"""OpenTelemetry spans of a run, made from its node events and its model and tool calls.
+
+Switched on by ``RunSpec.telemetry`` (``--otel``); needs ``reinloop[otel]``.
+Nothing here is imported, and nothing runs, when it is off.
+
+Each invocation of the graph (a run, or the part of it after a resume) is one
+``invoke_agent`` span; each loop step a ``reinloop.step`` span under it; each
+model call a ``chat`` span and each tool call an ``execute_tool`` span under
+its step. Names and ``gen_ai.*`` attributes follow the OpenTelemetry GenAI
+semantic conventions; reinloop's own facts (limits, counters, the guard's
+decision, the break reason, approvals, cost) are ``reinloop.*`` attributes.
+
+No node knows about spans. A :class:`RunTrace` is one more event sink
+(:mod:`reinloop.events`): an event arrives when its node returns, with the
+node's start and duration, so spans are made after the fact with those
+times. The model and tool call boundaries come from a LangChain callback
+handler (:class:`CallRecorder`) put in the invocation's config; its calls are
+taken by the event of the node they ran in. A step ends with the guard's event.
+
+A resumed run continues the trace: every checkpoint of an invocation carries
+the W3C ``traceparent`` of the trace's first span and of its own span in its
+metadata (:data:`ROOT_KEY`, :data:`PART_KEY`); the next invocation on the
+thread starts its span as a child of the first, linked to the previous part.
+
+Message texts, tool arguments and results are recorded only with
+``RunSpec.telemetry_content`` (``--otel-content``): they may be private.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+from langchain_core.callbacks import BaseCallbackHandler
+
+from .errors import TelemetrySetupError
+from .events import NodeEvent
+from .spec import RunSpec
+
+try:
+    from opentelemetry import trace
+    from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
+except ImportError as exc:  # reinloop runs without the extra; only switching telemetry on needs it
+    raise TelemetrySetupError(exc.name or "opentelemetry") from None
+
+ROOT_KEY = "reinloop_trace_root"
+"""Checkpoint metadata key: the ``traceparent`` of the span that began the run's trace."""
+PART_KEY = "reinloop_trace_part"
+"""Checkpoint metadata key: the ``traceparent`` of the invocation that wrote the checkpoint."""
+SCOPE = "reinloop"
+"""The instrumentation scope name of reinloop's spans."""
+COUNTERS = ("steps", "llm_calls", "prompt_tokens", "completion_tokens", "errors", "consecutive_errors",
+            "same_errors", "repeats", "cost_usd", "elapsed_seconds")
+"""Run counters put on the run span, as ``reinloop.counters.<name>``."""
+
+
+def tracer_provider(given: Any = None) -> Any:
+    """The provider spans go to: ``given``, else the global one the caller set, else reinloop's own (set global).
+
+    Reinloop's own exports over OTLP/HTTP in batches; the exporter reads ``OTEL_EXPORTER_OTLP_*``
+    (endpoint, headers, timeout, compression), the resource ``OTEL_SERVICE_NAME`` and
+    ``OTEL_RESOURCE_ATTRIBUTES``, the batch processor ``OTEL_BSP_*``: the SDK's own handling.
+    """
+    if given is not None:
+        return given
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return trace.get_tracer_provider()
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    except ImportError as exc:
+        raise TelemetrySetupError(exc.name or "opentelemetry.sdk") from None
+    provider = TracerProvider()  # flushed at exit (shutdown_on_exit)
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    return trace.get_tracer_provider()
+
+
+def traceparent(context: SpanContext) -> str:
+    """A span context as a W3C ``traceparent`` header value."""
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def from_traceparent(value: Any) -> SpanContext | None:
+    """The span context a ``traceparent`` value names (``None``: no value, or not one)."""
+    parts = value.split("-") if isinstance(value, str) else []
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except (IndexError, ValueError):
+        return None
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+
+
+def ns(seconds: float) -> int:
+    """Wall-clock seconds (``time.time()``) as the nanoseconds spans take."""
+    return int(seconds * 1e9)
+
+
+def as_json(value: Any) -> str:
+    """``value`` as JSON text for an attribute."""
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+@dataclass
+class Call:
+    """One model or tool call the callbacks saw: when, in which node, and how it went."""
+
+    kind: str  # "chat" or "tool"
+    node: str
+    name: str
+    start: int
+    metadata: dict[str, Any] = field(default_factory=dict)
+    inputs: Any = None
+    output: Any = None
+    error: BaseException | None = None
+    end: int | None = None
+
+
+class CallRecorder(BaseCallbackHandler):
+    """A LangChain callback handler that notes each chat model and tool call (thread-safe: tools run in workers)."""
+
+    run_inline = True  # called in the caller's thread, also by async runs: nothing to wait for
+    ignore_chain = True
+    ignore_retriever = True
+
+    def __init__(self) -> None:
+        self.calls: dict[UUID, Call] = {}
+        self.lock = threading.Lock()
+
+    def _start(self, run_id: UUID, kind: str, name: str, metadata: Any, inputs: Any) -> None:
+        node = str((metadata or {}).get("langgraph_node", ""))
+        with self.lock:
+            self.calls[run_id] = Call(kind, node, name, time.time_ns(), dict(metadata or {}), inputs)
+
+    def _end(self, run_id: UUID, output: Any = None, error: BaseException | None = None) -> None:
+        with self.lock:
+            call = self.calls.get(run_id)
+            if call is not None and call.end is None:
+                call.output, call.error, call.end = output, error, time.time_ns()
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,
+                            invocation_params: Any = None, **kwargs: Any) -> None:
+        """Note a model call's start, its prompt and its request parameters."""
+        params = dict(invocation_params or {})
+        name = str((metadata or {}).get("ls_model_name") or params.get("model") or params.get("model_name") or "")
+        self._start(run_id, "chat", name, {**params, **(metadata or {})}, messages[0] if messages else [])
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Note a model call's end and its reply."""
+        generations = getattr(response, "generations", None) or [[]]
+        first = generations[0][0] if generations and generations[0] else None
+        self._end(run_id, getattr(first, "message", None))
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Note a model call that failed."""
+        self._end(run_id, error=error)
+
+    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, metadata: Any = None,
+                      inputs: Any = None, **kwargs: Any) -> None:
+        """Note a tool call's start and its arguments."""
+        self._start(run_id, "tool", str((serialized or {}).get("name", "")), metadata, inputs)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        """Note a tool call's end."""
+        self._end(run_id, output)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        """Note a tool call that raised."""
+        self._end(run_id, error=error)
+
+    def take(self, node: str) -> list[Call]:
+        """The calls made in ``node``, in the order they started, removed from the recorder."""
+        with self.lock:
+            taken = [(k, c) for k, c in self.calls.items() if c.node == node]
+            for key, _ in taken:
+                del self.calls[key]
+        return sorted((c for _, c in taken), key=lambda c: c.start)
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """A graph's telemetry: where spans go and what they hold; :meth:`begin` traces one invocation."""
+
+    tracer: Any
+    spec: RunSpec
+    agent: str = "reinloop"
+
+    @classmethod
+    def of(cls, spec: RunSpec, provider: Any = None, agent: str = "reinloop") -> Telemetry:
+        """The telemetry of ``spec``'s runs, on ``provider`` (see :func:`tracer_provider`)."""
+        from . import __version__
+
+        return cls(tracer_provider(provider).get_tracer(SCOPE, __version__), spec, agent)
+
+    def begin(self, graph: Any, input: Any, config: Any) -> RunTrace:  # noqa: A002
+        """Start the span of one invocation: a new trace for a new task, the stored one for a resume."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        root = previous = None
+        if not isinstance(input, Mapping) and thread and graph.checkpointer not in (None, False):
+            saved = graph.checkpointer.get_tuple(config)
+            metadata = (saved.metadata if saved else None) or {}
+            root, previous = from_traceparent(metadata.get(ROOT_KEY)), from_traceparent(metadata.get(PART_KEY))
+        return RunTrace(self, thread, root, previous)
+
+
+class RunTrace:
+    """One invocation's spans: its own, live; its steps' and calls', made from events as they arrive."""
+
+    def __init__(self, telemetry: Telemetry, thread: str | None, root: SpanContext | None,
+                 previous: SpanContext | None) -> None:
+        self.telemetry, self.content = telemetry, telemetry.spec.telemetry_content
+        self.recorder = CallRecorder()
+        spec = telemetry.spec
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": telemetry.agent,
+            "gen_ai.request.model": spec.model, "reinloop.resumed": root is not None,
+            **{f"reinloop.limits.{k}": v for k, v in spec.limits.as_dict().items() if v is not None},
+        }
+        if thread:
+            attributes["gen_ai.conversation.id"] = str(thread)
+        parent = trace.set_span_in_context(NonRecordingSpan(root)) if root is not None else None
+        links = [Link(previous, {"reinloop.link": "resumed_from"})] if previous is not None else []
+        self.span: Span = telemetry.tracer.start_span(f"invoke_agent {telemetry.agent}", context=parent,
+                                                      kind=SpanKind.INTERNAL, attributes=attributes, links=links)
+        self.root = traceparent(root or self.span.get_span_context())
+        self.step: Span | None = None
+        self.step_end = 0
+        self.last: NodeEvent | None = None
+        self.usage = [0, 0]
+
+    def config(self, config: Any) -> dict[str, Any]:
+        """``config`` with the call recorder among its callbacks and the trace in its checkpoints' metadata."""
+        config = dict(config or {})
+        part = traceparent(self.span.get_span_context())
+        config["metadata"] = {**(config.get("metadata") or {}), ROOT_KEY: self.root, PART_KEY: part}
+        callbacks = config.get("callbacks")
+        if callbacks is None or isinstance(callbacks, list):
+            config["callbacks"] = [*(callbacks or []), self.recorder]
+        else:  # a callback manager
+            callbacks = callbacks.copy()
+            callbacks.add_handler(self.recorder, inherit=True)
+            config["callbacks"] = callbacks
+        return config
+
+    def follow(self, chunks: Iterator[Any]) -> Iterator[Any]:
+        """Pass the invocation's chunks on; end its span when they end."""
+        try:
+            yield from chunks
+        except GeneratorExit:
+            self.end()
+            raise
+        except BaseException as exc:
+            self.end(exc)
+            raise
+        self.end()
+
+    async def afollow(self, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        """:meth:`follow` for ``astream``."""
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except GeneratorExit:
+            self.end()
+            raise
+        except BaseException as exc:
+            self.end(exc)
+            raise
+        self.end()
+
+    def on_event(self, event: NodeEvent) -> None:
+        """An event sink: the event's node as a span event on its step, its calls as spans; the guard ends the step."""
+        node = event["node"]
+        start = ns(event.get("started_at") or time.time())
+        end = start + int((event.get("latency_ms") or 0.0) * 1e6)
+        calls = self.recorder.take(node)
+        if node == "guard" and self.step is None:  # an operator's answer to a pause, before a new step
+            self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=start)
+            self.last = event
+            return
+        step = self.open_step(event, start)  # no span event per node: they cost a fifth of telemetry's time
+        for call in calls:
+            if call.kind == "chat":
+                self.model_span(call, step, str((event.get("data") or {}).get("model") or ""))
+        if node == "decide":
+            self.decided(step, event)
+        elif node == "parse" and event.get("error"):
+            step.set_attribute("reinloop.parse_error", True)
+            if self.content:
+                step.set_attribute("reinloop.parse_error.message", str(event["error"]))
+        elif node == "validate":
+            refused = [a for a in event.get("actions") or [] if a.get("problem")]
+            step.set_attribute("reinloop.refused_calls", len(refused))
+        elif node == "execute":
+            self.tool_spans(step, event, [c for c in calls if c.kind == "tool"], end)
+        elif node == "approve":
+            for decision in (event.get("data") or {}).get("decisions") or []:
+                step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
+                                                     "reinloop.approval.action": str(decision.get("action", ""))},
+                               timestamp=end)
+        self.step_end, self.last = max(self.step_end, end), event
+        if node == "guard":
+            step.set_attributes(self.guard_attributes(event))
+            self.close_step()
+
+    def open_step(self, event: NodeEvent, start: int) -> Span:
+        """The step span the event belongs to, started at the event's start when it is the step's first."""
+        if self.step is None:
+            parent = trace.set_span_in_context(self.span)
+            attributes = {"reinloop.step": int(event.get("step") or 0), "reinloop.run": int(event.get("run") or 0),
+                          "reinloop.first_node": event["node"]}
+            self.step = self.telemetry.tracer.start_span("reinloop.step", context=parent, start_time=start,
+                                                         attributes=attributes)
+        return self.step
+
+    def close_step(self) -> None:
+        """End the open step span at its last node's end."""
+        if self.step is not None:
+            self.step.end(end_time=self.step_end or None)
+            self.step = None
+
+    def decided(self, step: Span, event: NodeEvent) -> None:
+        """The decide node's facts on the step: tokens and cost of its model calls."""
+        tokens_in, tokens_out = int(event.get("tokens_in") or 0), int(event.get("tokens_out") or 0)
+        self.usage = [self.usage[0] + tokens_in, self.usage[1] + tokens_out]
+        cost = (event.get("data") or {}).get("cost") or []
+        step.set_attributes({
+            "reinloop.step": int(event.get("step") or 0),
+            "gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out,
+            "reinloop.cost_usd": float(sum(c.get("usd") or 0.0 for c in cost)),
+            "reinloop.unpriced_calls": sum(c.get("usd") is None for c in cost),
+        })
+
+    def model_span(self, call: Call, step: Span, model: str) -> None:
+        """One ``chat`` span for a model call, with its request, usage and finish reason (``model``: its name
+        when the call did not say it)."""
+        meta, message, name = call.metadata, call.output, call.name or model
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": name}
+        provider = meta.get("ls_provider")
+        if provider:
+            attributes["gen_ai.provider.name"] = attributes["gen_ai.system"] = str(provider)
+        for key, attribute in (("ls_max_tokens", "gen_ai.request.max_tokens"), ("ls_temperature", "gen_ai.request.temperature")):
+            if isinstance(meta.get(key), (int, float)) and not isinstance(meta.get(key), bool):
+                attributes[attribute] = meta[key]
+        if message is not None:
+            attributes.update(reply_attributes(message))
+        if self.content:
+            attributes["gen_ai.input.messages"] = as_json([message_json(m) for m in call.inputs or []])
+            if message is not None:
+                attributes["gen_ai.output.messages"] = as_json([message_json(message)])
+        span = self.telemetry.tracer.start_span(f"chat {name}".strip(), context=trace.set_span_in_context(step),
+                                                kind=SpanKind.CLIENT, start_time=call.start, attributes=attributes)
+        if call.error is not None:
+            span.set_attribute("error.type", type(call.error).__qualname__)
+            span.set_status(Status(StatusCode.ERROR, type(call.error).__qualname__))
+        span.end(end_time=call.end or call.start)
+
+    def tool_spans(self, step: Span, event: NodeEvent, calls: list[Call], end: int) -> None:
+        """One ``execute_tool`` span per call of the step, timed by its runs (none: reused, replayed, refused)."""
+        errors = 0
+        for record in event.get("actions") or []:
+            runs = [c for c in calls if c.name == record.get("tool")][:max(1, int(record.get("attempts") or 0))]
+            if record.get("status") in ("reused", "rejected", "replayed", "unknown", "busy") or not runs:
+                runs = []
+            for run in runs:
+                calls.remove(run)
+            started = runs[0].start if runs else end
+            finished = max((r.end or end for r in runs), default=end)
+            attributes: dict[str, Any] = {
+                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(record.get("tool", "")),
+                "gen_ai.tool.type": "function", "gen_ai.tool.call.id": str(record.get("id") or ""),
+                "reinloop.tool.status": str(record.get("status") or ""),
+                "reinloop.tool.attempts": int(record.get("attempts") or 0),
+            }
+            if self.content:
+                attributes["gen_ai.tool.call.arguments"] = as_json(record.get("args") or {})
+                attributes["gen_ai.tool.call.result"] = str(record.get("observation") or "")
+            span = self.telemetry.tracer.start_span(f"execute_tool {record.get('tool', '')}",
+                                                    context=trace.set_span_in_context(step), start_time=started,
+                                                    attributes=attributes)
+            if record.get("error"):
+                errors += 1
+                span.set_attribute("error.type", str(record.get("status") or "error"))
+                span.set_status(Status(StatusCode.ERROR, str(record.get("status") or "error")))
+            span.end(end_time=finished)
+        step.set_attribute("reinloop.tool_errors", errors)
+
+    def guard_attributes(self, event: NodeEvent) -> dict[str, Any]:
+        """The guard's decision, its break reason and the counters it judged."""
+        attributes: dict[str, Any] = {"reinloop.guard.decision": str(event.get("decision") or "")}
+        if event.get("reason"):
+            attributes["reinloop.break_reason"] = str(event["reason"])
+        if event.get("hints"):
+            attributes["reinloop.hints"] = len(event["hints"] or [])
+        return attributes
+
+    def end(self, error: BaseException | None = None) -> None:
+        """End the invocation's span (and a step left open: a call waiting for approval, a failure)."""
+        last = self.last or {}
+        if self.step is not None:
+            self.step.set_attribute("reinloop.step.unfinished", True)
+            self.close_step()
+        decision = last.get("decision") if last.get("node") == "guard" else None
+        status = {"finish": "done", "break": "broken", "pause": "paused"}.get(str(decision), "running")
+        if last.get("node") == "execute" and (last.get("data") or {}).get("waiting"):
+            status = "waiting_for_approval"
+        attributes: dict[str, Any] = {"reinloop.status": "error" if error is not None else status,
+                                      "gen_ai.usage.input_tokens": self.usage[0],
+                                      "gen_ai.usage.output_tokens": self.usage[1]}
+        if last.get("reason"):
+            attributes["reinloop.break_reason"] = str(last["reason"])
+        counters = last.get("counters") or {}
+        attributes.update({f"reinloop.counters.{k}": counters[k] for k in COUNTERS if isinstance(counters.get(k), (int, float))})
+        self.span.set_attributes(attributes)
+        if error is not None:
+            self.span.set_attribute("error.type", type(error).__qualname__)
+            self.span.set_status(Status(StatusCode.ERROR, type(error).__qualname__))
+        self.span.end()
+
+
+def reply_attributes(message: Any) -> dict[str, Any]:
+    """A model reply's ``gen_ai.response.*`` and ``gen_ai.usage.*`` attributes."""
+    usage = getattr(message, "usage_metadata", None) or {}
+    meta = getattr(message, "response_metadata", None) or {}
+    attributes: dict[str, Any] = {}
+    for key, name in (("input_tokens", "gen_ai.usage.input_tokens"), ("output_tokens", "gen_ai.usage.output_tokens")):
+        if isinstance(usage.get(key), int):
+            attributes[name] = usage[key]
+    reason = meta.get("finish_reason") or meta.get("stop_reason")
+    if reason:
+        attributes["gen_ai.response.finish_reasons"] = [str(reason)]
+    if meta.get("model_name"):
+        attributes["gen_ai.response.model"] = str(meta["model_name"])
+    if getattr(message, "id", None):
+        attributes["gen_ai.response.id"] = str(message.id)
+    return attributes
+
+
+ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+
+
+def message_json(message: Any) -> dict[str, Any]:
+    """A LangChain message in the GenAI conventions' message shape: a role and its parts."""
+    content = getattr(message, "content", message)
+    parts: list[dict[str, Any]] = [{"type": "text", "content": content if isinstance(content, str) else as_json(content)}]
+    for call in getattr(message, "tool_calls", None) or []:
+        parts.append({"type": "tool_call", "id": call.get("id"), "name": call.get("name"), "arguments": call.get("args")})
+    return {"role": ROLES.get(str(getattr(message, "type", "")), str(getattr(message, "type", "user"))), "parts": parts}
