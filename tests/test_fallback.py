@@ -210,3 +210,20 @@ def test_the_cli_takes_fallback_models_and_prints_each_switch(openai_server, fal
         [sys.executable, "-m", "reinloop", "runs", "show", "cli", "--db", str(tmp_path / "runs.db"), "--json"],
         capture_output=True, text=True, timeout=600).stdout)["spec"]))
     assert stored.fallback_models == (f"openai:fallback-1@{fallback_server.base_url}", third)
+
+
+def test_a_fallback_model_is_offered_the_structured_answers_tool_and_its_answer_is_validated(
+        openai_server, fallback_server):
+    from pydantic import BaseModel
+
+    from reinloop.output import ANSWER_TOOL
+
+    class Total(BaseModel):
+        value: int
+
+    openai_server.responses += [error(500), error(500)]
+    fallback_server.responses.append(completion(tool_calls=[{"name": ANSWER_TOOL, "args": {"value": 42}}]))
+    out = chain(openai_server, fallback_server, output=Total).invoke({"task": "6*7"})
+    offered = {t["function"]["name"] for t in fallback_server.requests[0]["tools"]}
+    assert {"calculator", ANSWER_TOOL} <= offered
+    assert out["output"] == Total(value=42) and out["model_index"] == 1
