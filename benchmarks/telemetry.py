@@ -31,21 +31,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-OUTPUT_CHARS = 2000
+from benchmarks.overhead import fetch_tool  # noqa: E402  (the same trivial 2 KB tool as the overhead benchmark)
+
 SIDES = ("off", "off again", "on")
-
-
-def fetch_tool() -> Any:
-    """The trivial tool: 2 KB of text per page."""
-    from langchain_core.tools import tool
-
-    @tool
-    def fetch(page: int) -> str:
-        """Fetch one page of a long document."""
-        line = f"page {page}: " + "lorem ipsum dolor sit amet " * 3
-        return (line * (OUTPUT_CHARS // len(line) + 1))[:OUTPUT_CHARS]
-
-    return fetch
 
 
 def one_run(side: str, steps: int, provider: Any) -> tuple[float, int]:
