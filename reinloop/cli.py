@@ -15,7 +15,8 @@ wait for approval, 1 an error (one line on stderr), 2 a usage error: a bad
 flag value, or any value the command line gave that is refused before the
 run starts (:class:`~reinloop.errors.UsageError`, said in flag terms). With
 ``--json``, an error also ends the output with an outcome line
-(``"status": "error"``). A closed stdout (``| head``) never stops a run.
+(``"status": "error"``). A closed stdout (``| head``) never stops a run. ``replay`` exits 0 when the replay is
+identical, 5 when it diverged.
 """
 
 from __future__ import annotations
@@ -331,6 +332,32 @@ def cmd_resume(args: argparse.Namespace) -> int:
     return int(outcome.exit_code)
 
 
+def replay_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("thread", help="the stored run's thread id")
+    p.add_argument("--stub-tools", action="store_true",
+                   help="serve each tool call from the run's stored observation instead of running the tool")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_db_flag(p)
+    add_spec_flags(p, defaults="stored")  # each given flag changes the stored spec: where would the run go then?
+
+
+@command("replay", help="re-run a stored run on its stored model replies; report the first step that differs",
+         options=replay_options, example="reinloop replay 3f2a9c1b7d04 --stub-tools --max-steps 3")
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    report = replay(args.thread, args.db, stub_tools=args.stub_tools, **spec_changes(args))
+    if args.json:
+        say(safe_json(report.as_dict()))
+    elif report.divergence is None:
+        say(f"replay of {report.thread_id}: identical ({report.steps} steps, {report.model_calls} model calls"
+            f"{', tools stubbed' if report.stub_tools else ''})")
+    else:
+        d = report.divergence
+        say(f"replay of {report.thread_id}: diverged at run {d.run}, step {d.step} ({d.kind}): {d.message}")
+    return report.exit_code
+
+
 def runs_list_options(p: argparse.ArgumentParser) -> None:
     from .rundb import STATUSES
 
@@ -548,7 +575,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reinloop",
         description="A tool-using LLM agent loop on a short rein.",
-        epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage",
+        epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage; replay: 0 identical, 5 diverged",
     )
     parser.add_argument("--version", action="version", version=f"reinloop {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -195,6 +195,7 @@ SLOW_PLACES = (
     "tests/tools/test_executor.py::test_when_every_worker_is_stuck",
     "tests/tools/test_files.py::test_many_calls_leave_no_file_descriptor_open",
     "tests/test_cli_newcomer.py",  # reinloop in subprocesses: closed pipes, the demo's runs read back
+    "tests/test_replay.py::test_the_cli_replays_in_a_subprocess",
 )
 """Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
 
