@@ -218,9 +218,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
 
     with console or contextlib.nullcontext():
+        live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
         try:
             outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                          progress=None if args.json or args.quiet else print_index_progress, on_start=header)
+                          progress=None if args.json or args.quiet else print_index_progress, on_start=header,
+                          on_token=console.token if live else None)
         except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
             raise exc if started else usage_error(exc)
     if interactive(args):  # a person at a terminal: ask about each waiting call, and go on

@@ -134,6 +134,10 @@ class RunSpec:
         "group": "model", "help": "a model on 127.0.0.1/localhost costs nothing (--no-local-is-free prices a "
                                   "local proxy to a paid provider)"})
     """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
+    stream: bool = field(default=True, metadata={
+        "group": "model", "help": "stream the model's replies: shown as they are written (--no-stream: one "
+                                  "call per reply, shown when complete); what is stored is the same"})
+    """Stream each model reply (its tokens reach LangGraph's ``stream_mode="messages"``); ``False``: one plain call."""
 
     output: Any = field(default=None, metadata={
         "group": "run", "flag": "--output-schema", "parse": read_schema_file, "shown": "none",
@@ -146,8 +150,9 @@ class RunSpec:
         object.__setattr__(self, "output", output_field(self.output))
         object.__setattr__(self, "tools", tool_names(self.tools))
         object.__setattr__(self, "prices", plain_prices(self.prices))
-        if not isinstance(self.local_is_free, bool):
-            raise ConfigurationError(f"RunSpec.local_is_free must be True or False, got {self.local_is_free!r}")
+        for name in ("local_is_free", "stream"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigurationError(f"RunSpec.{name} must be True or False, got {getattr(self, name)!r}")
         object.__setattr__(self, "approve", approve_rules(self.approve))
         for name, kind in GROUPS.items():
             value = getattr(self, name)
