@@ -317,6 +317,7 @@ def resume_options(p: argparse.ArgumentParser) -> None:
 @command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options, outcome=True,
          example="reinloop resume 3f2a9c1b7d04 --extra-steps 5 --hint 'answer with what you have'")
 def cmd_resume(args: argparse.Namespace) -> int:
+    from .console import RunConsole
     from .runs import resume, run_limits
 
     changes = spec_changes(args)
@@ -326,10 +327,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if shown.max_cost is not None:
         shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
     console = make_console(args, shown)
+    live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
     with console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, extra_steps=args.extra_steps, extra_seconds=args.extra_seconds,
                          extra_tokens=args.extra_tokens, extra_cost=args.extra_cost, hint=args.hint, abort=args.abort,
-                         on_event=console.handle if console else None, **changes)
+                         on_event=console.handle if console else None, on_token=console.token if live else None,
+                         **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
 

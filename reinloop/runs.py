@@ -248,12 +248,14 @@ def resume(
     abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
+    on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """Continue a stored run: answer its pending break or approvals, or re-run the step its dead process was in.
 
     ``decisions`` answers the calls that wait for approval (``{call_id: "approve" | {"action": ...}}``,
-    see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them).
+    see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them). ``on_token`` gets the
+    model's replies as they stream, as in :func:`run`.
 
     ``extra_*`` raise the limits of a run paused at a break, ``hint`` is shown
     to the model on its next call, ``abort`` ends it as broken. The run's stored
@@ -266,7 +268,7 @@ def resume(
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
                            extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort,
-                           decisions=decisions, on_event=on_event, **changes)
+                           decisions=decisions, on_event=on_event, on_token=on_token, **changes)
 
 
 def resume_with(
@@ -281,6 +283,7 @@ def resume_with(
     abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
+    on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
@@ -295,7 +298,7 @@ def resume_with(
         state = graph.get_state(thread_config(thread_id))
         if answer is None and not state.next and not state.tasks:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_stored(graph, answer, thread_id, on_event)
+        return stream_stored(graph, answer, thread_id, on_event, on_token)
     finally:  # the MCP servers the stored spec named, connected to again by this resume
         close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 

@@ -81,3 +81,15 @@ def test_the_console_shows_the_reply_as_it_streams_and_calls_once_complete(opena
 def test_no_stream_is_a_run_flag_of_the_spec():
     assert spec_from(build_parser().parse_args(["run", "x"])).stream is True
     assert spec_from(build_parser().parse_args(["run", "x", "--no-stream"])).stream is False
+
+
+def test_a_resumed_run_streams_its_replies_too(openai_server):
+    from reinloop.runs import resume
+
+    openai_server.responses += [calc("1+1")]
+    assert run("1+1?", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",
+               thread_id="s1", limits=Limits(max_steps=1)).paused
+    openai_server.responses.append(completion("It is 2."))
+    tokens: list[tuple[str, int]] = []
+    outcome = resume("s1", extra_steps=1, on_token=lambda m, meta: tokens.append((m.content, meta["reinloop_step"])))
+    assert outcome.answer == "It is 2." and "".join(t for t, step in tokens if step == 2) == "It is 2."
