@@ -15,7 +15,8 @@ wait for approval, 1 an error (one line on stderr), 2 a usage error: a bad
 flag value, or any value the command line gave that is refused before the
 run starts (:class:`~reinloop.errors.UsageError`, said in flag terms). With
 ``--json``, an error also ends the output with an outcome line
-(``"status": "error"``). A closed stdout (``| head``) never stops a run.
+(``"status": "error"``). A closed stdout (``| head``) never stops a run. ``replay`` exits 0 when the replay is
+identical, 5 when it diverged.
 """
 
 from __future__ import annotations
@@ -217,9 +218,11 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
 
     with console or contextlib.nullcontext():
+        live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
         try:
             outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                          progress=None if args.json or args.quiet else print_index_progress, on_start=header)
+                          progress=None if args.json or args.quiet else print_index_progress, on_start=header,
+                          on_token=console.token if live else None)
         except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
             raise exc if started else usage_error(exc)
     if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
@@ -314,6 +317,7 @@ def resume_options(p: argparse.ArgumentParser) -> None:
 @command("resume", help="continue a run paused at a break, or cut off by a crash", options=resume_options, outcome=True,
          example="reinloop resume 3f2a9c1b7d04 --extra-steps 5 --hint 'answer with what you have'")
 def cmd_resume(args: argparse.Namespace) -> int:
+    from .console import RunConsole
     from .runs import resume, run_limits
 
     changes = spec_changes(args)
@@ -323,12 +327,40 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if shown.max_cost is not None:
         shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
     console = make_console(args, shown)
+    live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
     with console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, extra_steps=args.extra_steps, extra_seconds=args.extra_seconds,
                          extra_tokens=args.extra_tokens, extra_cost=args.extra_cost, hint=args.hint, abort=args.abort,
-                         on_event=console.handle if console else None, **changes)
+                         on_event=console.handle if console else None, on_token=console.token if live else None,
+                         **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
+
+
+def replay_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("thread", help="the stored run's thread id")
+    p.add_argument("--stub-tools", action="store_true",
+                   help="serve each tool call from the run's stored observation instead of running the tool")
+    p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    add_db_flag(p)
+    add_spec_flags(p, defaults="stored")  # each given flag changes the stored spec: where would the run go then?
+
+
+@command("replay", help="re-run a stored run on its stored model replies; report the first step that differs",
+         options=replay_options, example="reinloop replay 3f2a9c1b7d04 --stub-tools --max-steps 3")
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .replay import replay
+
+    report = replay(args.thread, args.db, stub_tools=args.stub_tools, **spec_changes(args))
+    if args.json:
+        say(safe_json(report.as_dict()))
+    elif report.divergence is None:
+        say(f"replay of {report.thread_id}: identical ({report.steps} steps, {report.model_calls} model calls"
+            f"{', tools stubbed' if report.stub_tools else ''})")
+    else:
+        d = report.divergence
+        say(f"replay of {report.thread_id}: diverged at run {d.run}, step {d.step} ({d.kind}): {d.message}")
+    return report.exit_code
 
 
 def runs_list_options(p: argparse.ArgumentParser) -> None:
@@ -548,7 +580,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="reinloop",
         description="A tool-using LLM agent loop on a short rein.",
-        epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage",
+        epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage; replay: 0 identical, 5 diverged",
     )
     parser.add_argument("--version", action="version", version=f"reinloop {__version__}")
     top = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

@@ -9,7 +9,10 @@ their arguments, observations, memory events, the guard's decision) under a
 header with the run's progress (step n/max, elapsed/limit, tokens/budget,
 consecutive errors/limit, repeats/limit). On a terminal it uses ``rich``:
 colours (errors and breaks in red, hints in yellow, answers in green) and a
-live progress line at the bottom that ticks while a node runs. When stdout is
+live progress line at the bottom that ticks while a node runs; under it, the
+model's reply as it streams (:meth:`RunConsole.token`, fed from LangGraph's
+``messages`` stream): its text as it is written, its tool calls once their
+arguments are complete. When stdout is
 not a terminal, or with ``color=False``, the same lines come out as plain text
 (what ``tests/snapshots/demo.txt`` holds). :class:`JsonConsole` prints one
 JSON event per line for scripts.
@@ -108,7 +111,46 @@ class _Status:
         o = self.owner
         elapsed = o.counters.get("elapsed_seconds", 0.0) + (time.time() - o.since)
         line = progress(o.limits, {**o.counters, "steps": o.counters.get("steps", 0) + 1}, elapsed)
-        return Text.assemble(("● ", "cyan"), line, (f" · {safe_text(doing(o.last))}", "dim"))
+        status = Text.assemble(("● ", "cyan"), line, (f" · {safe_text(doing(o.last))}", "dim"))
+        for text in o.reply.lines():
+            status.append("\n")
+            status.append(safe_text(text), "italic dim")
+        return status
+
+
+class StreamedReply:
+    """The model reply being streamed: its text so far, and its tool calls once the reply is complete."""
+
+    def __init__(self) -> None:
+        self.step: Any = None  # (reinloop_step, message id) of the reply shown
+        self.text = ""
+        self.calls: dict[int, dict[str, str]] = {}
+        self.done = False
+
+    def add(self, chunk: Any, metadata: dict[str, Any]) -> None:
+        """Take one streamed chunk of the decide node's model call (other calls, a summarizer's, are not shown)."""
+        # the summarizer's tag (reinloop.memory.SUMMARIZER_TAG), spelled out: the console does not import LangChain
+        if metadata.get("langgraph_node") != "decide" or "reinloop:summarizer" in (metadata.get("tags") or []):
+            return
+        key = (metadata.get("reinloop_step"), getattr(chunk, "id", None))
+        if key != self.step:  # a new reply: each model call's chunks share one id
+            self.__init__()  # type: ignore[misc]
+            self.step = key
+        content = getattr(chunk, "content", "")
+        self.text += content if isinstance(content, str) else "".join(
+            b.get("text", "") for b in content if isinstance(b, dict))
+        for piece in getattr(chunk, "tool_call_chunks", None) or []:
+            call = self.calls.setdefault(int(piece.get("index") or 0), {"name": "", "args": ""})
+            call["name"] += piece.get("name") or ""
+            call["args"] += piece.get("args") or ""
+        self.done = self.done or bool((getattr(chunk, "response_metadata", None) or {}).get("finish_reason"))
+
+    def lines(self) -> list[str]:
+        """What the live line shows under the progress: ``writing: ...`` and, once complete, each call."""
+        shown = [f"  writing: {short(self.text[-400:], 120)}"] if self.text.strip() else []
+        if self.done:
+            shown += [f"  call:    {c['name']} {short(c['args'])}" for c in self.calls.values()]
+        return shown
 
 
 class RunConsole:
@@ -134,6 +176,7 @@ class RunConsole:
         self.node = ""
         self.last: NodeEvent | None = None
         """The latest event: the live line says what comes after it (:func:`doing`)."""
+        self.reply = StreamedReply()
 
     def __enter__(self) -> RunConsole:
         return self
@@ -167,6 +210,13 @@ class RunConsole:
         elif event.get("node") == "guard":
             self._print_step(self.events)
             self.events = []
+            self.reply = StreamedReply()
+
+    def token(self, chunk: Any, metadata: dict[str, Any]) -> None:
+        """Take one piece of a streamed model reply (``runs.run(..., on_token=console.token)``): shown live."""
+        self.reply.add(chunk, metadata)
+        if self._live is not None:
+            self._live.refresh()
 
     def _line(self, label: str, value: str, style: str = "") -> None:
         self.print(Text.assemble((f"  {label + ':':<{LABEL}}", style or "dim"), (safe_text(value), style)))

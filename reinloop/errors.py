@@ -15,7 +15,8 @@ Errors are split by who has to act::
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
     ├── StorageError              the run database: missing, corrupted, locked, read-only
     │   ├── ThreadNotFoundError   no run with that thread id
-    │   └── NotResumableError     the run is finished or has nothing to resume
+    │   ├── NotResumableError     the run is finished or has nothing to resume
+    │   └── NotReplayableError    the run's model replies are no longer all stored (it was pruned)
     └── ScriptExhaustedError      reinloop.testing: a scripted model ran out of replies
 
 Mistakes the *model* makes inside a run (bad JSON, unknown tool, wrong arguments,
@@ -232,6 +233,16 @@ class ThreadNotFoundError(StorageError, KeyError):
 
 class NotResumableError(StorageError):
     """The run exists but there is nothing to resume."""
+
+
+class NotReplayableError(StorageError):
+    """A stored run cannot be replayed: its model replies are no longer all in its checkpoint history."""
+
+    def __init__(self, thread_id: str, *, replies: int, steps: int) -> None:
+        self.thread_id, self.replies, self.steps = thread_id, replies, steps
+        super().__init__(
+            f"run {thread_id!r} has {steps} steps but only {replies} model replies left in its checkpoint history "
+            "(`reinloop runs prune` keeps only the latest checkpoints); replay needs a run that was not pruned")
 
 
 class ScriptExhaustedError(ReinloopError, AssertionError):

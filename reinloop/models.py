@@ -74,6 +74,8 @@ def resolve_model(
 
     provider = _provider(model)
     kwargs.setdefault("max_retries", 0)
+    if provider == "openai":  # a streamed reply reports its usage only when asked: the counts must not change
+        kwargs.setdefault("stream_usage", True)
     if timeout is not None:
         kwargs.setdefault("timeout", timeout)
     if base_url is not None:
@@ -153,10 +155,13 @@ def is_truncated(reason: str | None) -> bool:
 
 
 def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], seconds_left: Callable[[], float | None],
-                 options: dict[str, Any] | None = None) -> BaseMessage:
+                 options: dict[str, Any] | None = None, *, step: int | None = None) -> BaseMessage:
     """Call ``llm`` with the run's retry policy and reply cap; permanent failures raise :class:`ModelCallError`.
 
     ``options`` are more call keywords (``temperature``, ``seed``: :mod:`reinloop.repeats`).
+    ``step`` tags the call's run metadata (``reinloop_step``), so the tokens LangGraph streams
+    (``stream_mode="messages"``) say which step they belong to; ``RunSpec.stream=False`` asks for
+    one plain call even when a caller streams.
 
     A failure whose message quotes the endpoint's credentials (a client that
     puts the URL in its errors) is raised as a :class:`ModelCallError` without
@@ -164,9 +169,12 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     """
     cap = output_cap(ctx.model, getattr(ctx, "max_output_tokens", None))
     url = model_url(ctx.model)
+    spec = getattr(ctx, "spec", None)
+    plain = {"stream": False} if spec is not None and not spec.stream else {}
+    config = {"metadata": {"reinloop_step": step}} if step is not None else None
     try:
         return call_with_retries(
-            lambda: llm.invoke(prompt, **cap, **(options or {})),
+            lambda: llm.invoke(prompt, config, **cap, **plain, **(options or {})),
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,

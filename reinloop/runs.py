@@ -53,6 +53,8 @@ from .tools.files import charge_journaled_writes
 from .tools.mcpclient import McpTool, close_mcp, config_of, mcp, mcp_tools_in
 
 EventHandler = Callable[[dict[str, Any]], None]
+TokenHandler = Callable[[Any, dict[str, Any]], None]
+"""Receives each streamed piece of a model reply: ``(message chunk, metadata)``, LangGraph's ``messages`` stream."""
 
 
 def new_thread_id() -> str:
@@ -128,14 +130,22 @@ def chat_model_of(spec: RunSpec, given: Given) -> BaseChatModel:
 
 
 def stream_run(
-    graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None = None
+    graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None = None,
+    on_token: TokenHandler | None = None,
 ) -> Outcome:
-    """Run ``graph`` on ``payload`` (a task input or a resume command) to its next stop."""
+    """Run ``graph`` on ``payload`` (a task input or a resume command) to its next stop.
+
+    ``on_token`` gets the model's replies as they stream (LangGraph's ``messages`` mode: a chunk and
+    its metadata, ``langgraph_node`` and ``reinloop_step`` among it).
+    """
     config = {"configurable": {"thread_id": thread_id}}
     last: dict[str, Any] = {}
-    for mode, chunk in graph.stream(payload, config, stream_mode=["custom", "values"]):
+    modes = ["custom", "values", *(["messages"] if on_token is not None else [])]
+    for mode, chunk in graph.stream(payload, config, stream_mode=modes):
         if mode == "custom" and on_event is not None:
             on_event(chunk)
+        elif mode == "messages" and on_token is not None:
+            on_token(*chunk)
         elif mode == "values":
             last = chunk
     if graph.checkpointer not in (None, False):
@@ -143,10 +153,11 @@ def stream_run(
     return Outcome.from_state(thread_id, last, graph.reinloop_context.output)
 
 
-def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None) -> Outcome:
+def stream_stored(graph: ReinloopGraph, payload: Any, thread_id: str, on_event: EventHandler | None,
+                  on_token: TokenHandler | None = None) -> Outcome:
     """Run a stored run to its next stop; a failure says that its progress is saved and how to resume."""
     try:
-        return stream_run(graph, payload, thread_id, on_event)
+        return stream_run(graph, payload, thread_id, on_event, on_token)
     except ReinloopError as exc:
         if not isinstance(exc, RunError):  # bad configuration or storage: the message says what to fix
             raise
@@ -176,6 +187,7 @@ def run(
     on_event: EventHandler | None = None,
     progress: Progress | None = None,
     on_start: Callable[[str], None] | None = None,
+    on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """Run one task as ``spec`` says (with ``changes``, see :meth:`RunSpec.replace`), stored in the run database.
@@ -185,7 +197,8 @@ def run(
     :class:`~reinloop.protocols.OutputProtocol`. The same database holds the
     run's spec, its node events, the side-effect journal and, with recall on,
     the memories. A break pauses the run (``Outcome.paused``); :func:`resume`
-    continues it. ``on_event`` sees each node's event; ``progress`` reports
+    continues it. ``on_event`` sees each node's event; ``on_token`` each piece of a
+    model reply as it streams (see :func:`stream_run`); ``progress`` reports
     ``search_docs``' indexing.
     """
     spec, given = with_objects(spec, changes)
@@ -196,7 +209,7 @@ def run(
         chat_model = chat_model_of(spec, given)  # a model that cannot be built fails before any file is made
         with open_db(db, write=True, create=True) as saver:
             return run_with(saver, task, spec, Given(chat_model, tuple(tools), given.protocol, given.fallbacks),
-                            thread_id=thread_id, on_event=on_event, on_start=on_start)
+                            thread_id=thread_id, on_event=on_event, on_start=on_start, on_token=on_token)
     finally:
         close_mcp(opened_here(tools, given))
 
@@ -204,6 +217,7 @@ def run(
 def run_with(
     saver: Database, task: str, spec: RunSpec, given: Given, *, thread_id: str | None = None,
     on_event: EventHandler | None = None, on_start: Callable[[str], None] | None = None,
+    on_token: TokenHandler | None = None,
 ) -> Outcome:
     """:func:`run` on an open run database, with the chat model and the tools in ``given``."""
     if not isinstance(task, str) or not task.strip():
@@ -215,7 +229,7 @@ def run_with(
         if on_start is not None:
             on_start(thread_id)
         record_spec(saver, thread_id, spec)
-        return stream_stored(graph, {"task": task}, thread_id, on_event)
+        return stream_stored(graph, {"task": task}, thread_id, on_event, on_token)
     finally:
         close_mcp(opened_here(tools, given))
 
@@ -240,12 +254,14 @@ def resume(
     abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
+    on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """Continue a stored run: answer its pending break or approvals, or re-run the step its dead process was in.
 
     ``decisions`` answers the calls that wait for approval (``{call_id: "approve" | {"action": ...}}``,
-    see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them).
+    see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them). ``on_token`` gets the
+    model's replies as they stream, as in :func:`run`.
 
     ``extra_*`` raise the limits of a run paused at a break, ``hint`` is shown
     to the model on its next call, ``abort`` ends it as broken. The run's stored
@@ -258,7 +274,7 @@ def resume(
     with open_db(db, write=True) as saver:
         return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
                            extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort,
-                           decisions=decisions, on_event=on_event, **changes)
+                           decisions=decisions, on_event=on_event, on_token=on_token, **changes)
 
 
 def resume_with(
@@ -273,6 +289,7 @@ def resume_with(
     abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
+    on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
@@ -287,7 +304,7 @@ def resume_with(
         state = graph.get_state(thread_config(thread_id))
         if answer is None and not state.next and not state.tasks:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_stored(graph, answer, thread_id, on_event)
+        return stream_stored(graph, answer, thread_id, on_event, on_token)
     finally:  # the MCP servers the stored spec named, connected to again by this resume
         close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 

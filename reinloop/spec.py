@@ -141,6 +141,10 @@ class RunSpec:
         "group": "model", "help": "a model on 127.0.0.1/localhost costs nothing (--no-local-is-free prices a "
                                   "local proxy to a paid provider)"})
     """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
+    stream: bool = field(default=True, metadata={
+        "group": "model", "help": "stream the model's replies: shown as they are written (--no-stream: one "
+                                  "call per reply, shown when complete); what is stored is the same"})
+    """Stream each model reply (its tokens reach LangGraph's ``stream_mode="messages"``); ``False``: one plain call."""
 
     output: Any = field(default=None, metadata={
         "group": "run", "flag": "--output-schema", "parse": read_schema_file, "shown": "none",
@@ -162,7 +166,7 @@ class RunSpec:
         object.__setattr__(self, "tools", tool_names(self.tools))
         object.__setattr__(self, "fallback_models", fallback_refs(self.fallback_models))
         object.__setattr__(self, "prices", plain_prices(self.prices))
-        for name in ("local_is_free", "telemetry", "telemetry_content"):
+        for name in ("local_is_free", "telemetry", "telemetry_content", "stream"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigurationError(f"RunSpec.{name} must be True or False, got {getattr(self, name)!r}")
         object.__setattr__(self, "approve", approve_rules(self.approve))

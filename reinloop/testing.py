@@ -30,6 +30,9 @@ Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
 :func:`answer_from_prompt` (a reply that can only use what the prompt says)
 and :func:`facts_summary` (a summarizer that can only use its prompt).
 
+:func:`replay_model` serves a stored run's replies in order, and :func:`replay_report`
+re-runs a stored run on them and reports the first step where it diverges (:mod:`reinloop.replay`).
+
 :class:`SimulatedModel` (from :mod:`reinloop.simulation`, re-exported here) is
 the benchmark's flaky stand-in: it follows a task's plan and makes seeded mistakes.
 """
@@ -251,3 +254,24 @@ class ScriptedChatModel(BaseChatModel):
             self._tools_sent.append([t["function"]["name"] for t in kwargs.get("tools") or []])
             message = self._capped(self._next(messages), kwargs.get("max_tokens"))
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def replay_model(thread_id: str, db: Any = None) -> ScriptedChatModel:
+    """A scripted model that serves stored run ``thread_id``'s model replies in order (:mod:`reinloop.replay`).
+
+    ``db`` is the run database (a path, a ``postgresql://`` URL, ``None``: ``$REINLOOP_DB``). Build a graph
+    on it to test a change against a recorded run; :func:`replay_report` does the whole comparison.
+    """
+    from .replay import as_message, recorded_calls
+    from .rundb import open_db
+
+    with open_db(db) as saver:
+        calls = recorded_calls(saver, thread_id)
+    return ScriptedChatModel(replies=[as_message(c.reply) for c in calls], usage=None)
+
+
+def replay_report(thread_id: str, db: Any = None, **options: Any) -> Any:
+    """:func:`reinloop.replay.replay`: the stored run re-run on its replies, and its first divergence (``None``: identical)."""
+    from .replay import replay
+
+    return replay(thread_id, db, **options)

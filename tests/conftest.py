@@ -199,6 +199,9 @@ SLOW_PLACES = (
     "tests/tools/test_executor.py::test_when_every_worker_is_stuck",
     "tests/tools/test_files.py::test_many_calls_leave_no_file_descriptor_open",
     "tests/test_cli_newcomer.py",  # reinloop in subprocesses: closed pipes, the demo's runs read back
+    "tests/test_replay.py::test_the_cli_replays_in_a_subprocess",
+    "tests/test_streaming.py::test_python_callers_get_the_reply_tokens",  # the first graph of the file: ~6 s here
+    "tests/test_streaming.py::test_a_streamed_run_stores_the_same",  # two runs through the real client
 )
 """Tests measured at a second or more on 2 cores, or that start servers and processes: marked ``slow``.
 

@@ -2,7 +2,9 @@
 
 Each queued response is either a reply (text and/or tool calls) turned into a
 ``chat.completion`` body, or a raw ``(status, body, headers)`` triple for
-failure cases. Every request body is recorded. With ``reply=`` (a function of
+failure cases. Every request body is recorded. A request with ``"stream": true``
+gets its reply as server-sent events in OpenAI's chunk shape, with a final
+usage chunk when ``stream_options.include_usage`` is set. With ``reply=`` (a function of
 the request body returning a response), replies are computed from each
 request once the queue is empty: concurrent runs then cannot take each
 other's replies, as they would from one shared queue.
@@ -50,6 +52,37 @@ def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
     }
 
 
+def stream_events(body: dict[str, Any], include_usage: bool, pieces: int = 3) -> bytes:
+    """A ``chat.completion`` body as the server-sent events of a streamed reply, in OpenAI's chunk shape.
+
+    The role first, the text in ``pieces`` chunks, each tool call's name then its arguments in
+    ``pieces`` chunks, the finish reason, a usage chunk (no choices) when asked, and ``[DONE]``.
+    """
+    choice = body["choices"][0]
+    message, head = choice["message"], {k: body[k] for k in ("id", "created", "model")}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**head, "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+    def split(text: str) -> list[str]:
+        size = max(1, -(-len(text) // pieces))
+        return [text[i:i + size] for i in range(0, len(text), size)]
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"content": piece}) for piece in split(message.get("content") or "")]
+    for i, call in enumerate(message.get("tool_calls") or []):
+        function = call["function"]
+        chunks.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                             "function": {"name": function["name"], "arguments": ""}}]}))
+        chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
+                   for piece in split(function["arguments"])]
+    chunks.append(chunk({}, choice["finish_reason"]))
+    if include_usage:
+        chunks.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": body["usage"]})
+    return b"".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
+
+
 class Raw:
     """A raw HTTP response: status, body bytes or text, headers, optional delay."""
 
@@ -91,14 +124,19 @@ class OpenAIServer:
                 else:
                     item = Raw(500, json.dumps({"error": {"message": "script exhausted"}}))
                 if not isinstance(item, Raw):
-                    item = Raw(200, json.dumps(item if isinstance(item, dict) and "choices" in item
-                                               else completion(**item) if isinstance(item, dict)
-                                               else completion(str(item))))
+                    reply = (item if isinstance(item, dict) and "choices" in item
+                             else completion(**item) if isinstance(item, dict) else completion(str(item)))
+                    if body.get("stream"):  # server-sent events, as the OpenAI API streams
+                        usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                        item = Raw(200, stream_events(reply, usage), {"Content-Type": "text/event-stream"})
+                    else:
+                        item = Raw(200, json.dumps(reply))
                 if item.delay:
                     time.sleep(item.delay)
                 try:
                     self.send_response(item.status)
-                    self.send_header("Content-Type", "application/json")
+                    if "Content-Type" not in item.headers:
+                        self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(item.body)))
                     for k, v in item.headers.items():
                         self.send_header(k, v)

@@ -161,7 +161,8 @@ def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Pre
     protocol, _ = ctx.active(state)
     messages, tokens = wrap_up_prompt(state, ctx, protocol.name)
     prepared = Prepared(messages=messages, parts={"wrap_up": tokens, "total": tokens})
-    message = invoke_model(ctx, ctx.model, messages, lambda: ctx.seconds_left(state, time.time()))
+    message = invoke_model(ctx, ctx.model, messages, lambda: ctx.seconds_left(state, time.time()),
+                           step=state["counters"]["steps"] + 1)
     return message, prepared
 
 
@@ -172,7 +173,8 @@ def varied(ctx: AgentContext, state: AgentState, llm: Any, protocol: Any, prepar
     kept, aside, repeat = vary_repeat(
         message, state=state, protocol=protocol, read=lambda m: to_reply(m, prepared, []),
         ask_again=lambda options: invoke_model(ctx, llm, prepared.messages,
-                                               lambda: ctx.seconds_left(state, time.time()), options),
+                                               lambda: ctx.seconds_left(state, time.time()), options,
+                                               step=state["counters"]["steps"] + 1),
         step=state["counters"]["steps"] + 1)
     for reply in aside:
         usage = getattr(reply, "usage_metadata", None) or {}
@@ -194,7 +196,8 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
     protocol, llm = ctx.active(state)
     prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), locate().thread_id)
     try:
-        message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()))
+        message = invoke_model(ctx, llm, prepared.messages, lambda: ctx.seconds_left(state, time.time()),
+                               step=state["counters"]["steps"] + 1)
         if ctx.answers.vary_repeats:
             message = varied(ctx, state, llm, protocol, prepared, message)
         return message, prepared, {}, hints

@@ -1,0 +1,357 @@
+"""Replay a stored run: the same graph, the stored model replies served in order, the first divergence found.
+
+Every model reply of a run is already in its checkpoint history: the decide
+node stores it (``state["reply"]``) with the hash of the prompt it answered
+(``state["prompt_digest"]``) before anything parses it. :func:`recorded_calls`
+reads them back, oldest first, one per model call. :func:`replay` builds the
+run's graph again from its stored :class:`~reinloop.RunSpec` on a fresh
+in-memory database, with a :class:`~reinloop.testing.ScriptedChatModel` that
+serves those replies (:func:`reinloop.testing.replay_model`), feeds it the
+run's tasks, answers its breaks as the operator did, and compares the two runs
+step by step. The tools run again, or with ``stub_tools=True`` are served from
+the stored observations, so a replay needs neither the model nor the world.
+
+What is compared, per step and in this order: the prompt (its hash), the
+actions (tool and arguments), their observations, the answer or parse error,
+and the guard's decision; then how the run ended. The first difference is a
+:class:`Divergence`; none means the replay is identical. Costs and timings are
+not compared (a replayed reply costs nothing and takes no time).
+
+Not replayed: a reply put aside when ``AnswerRules.vary_repeats`` re-asked
+the model (only the kept one is stored), a real summarizer's summaries (the
+scripted model writes its own, see :func:`~reinloop.testing.facts_summary`),
+and operators' approval decisions (a replay stops where calls wait).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.types import Command
+
+from .checkpoints import Database, open_database
+from .errors import NotReplayableError
+from .outcome import Outcome
+from .rundb import open_db, thread_config
+from .spec import RunSpec
+from .tools.options import METADATA_KEY, options_of
+
+EXIT_IDENTICAL = 0
+EXIT_DIVERGED = 5
+"""``reinloop replay`` exits 5 when the replay diverged from the recording (0 when identical)."""
+
+
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call of a stored run: where it happened, the prompt's hash and the reply as stored."""
+
+    run: int
+    step: int
+    digest: str
+    reply: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a stored run did: its spec, tasks, model calls, steps, break answers and how it ended."""
+
+    thread_id: str
+    spec: RunSpec
+    tasks: list[str]
+    calls: list[ModelCall]
+    steps: list[dict[str, Any]]
+    decisions: dict[tuple[int, int], str]
+    answers: list[Any]
+    state: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """The first place a replay differs from its recording: the step, what differs, both values."""
+
+    run: int
+    step: int
+    kind: str  # prompt, action, observation, answer, decision, steps or outcome
+    recorded: Any
+    replayed: Any
+    message: str
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    """What :func:`replay` found: identical, or the first divergence; the replay's outcome and its model calls."""
+
+    thread_id: str
+    steps: int
+    model_calls: int
+    outcome: dict[str, Any]
+    divergence: Divergence | None = None
+    error: str | None = None  # the replay stopped on this exception (one line)
+    stub_tools: bool = False
+
+    @property
+    def identical(self) -> bool:
+        """True when the replay did what the recording did, step by step."""
+        return self.divergence is None
+
+    @property
+    def exit_code(self) -> int:
+        """0 when identical, :data:`EXIT_DIVERGED` (5) when diverged."""
+        return EXIT_IDENTICAL if self.identical else EXIT_DIVERGED
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as a JSON-able dict (``identical`` included)."""
+        return {**asdict(self), "identical": self.identical}
+
+
+# --- reading a stored run --------------------------------------------------------------------------
+
+
+def recorded_calls(saver: Database, thread_id: str) -> list[ModelCall]:
+    """Every model call of ``thread_id``, oldest first, read from its checkpoint history.
+
+    A checkpoint whose ``(run, llm_calls)`` differs from the one before it was written
+    by a decide node: its ``reply`` is the model's answer to the prompt ``prompt_digest`` names.
+    """
+    calls, seen = [], None
+    for saved in reversed(list(saver.checkpointer.list(thread_config(thread_id)))):
+        values = saved.checkpoint["channel_values"]
+        reply, counters = values.get("reply"), values.get("counters") or {}
+        key = (values.get("run"), counters.get("llm_calls"))
+        if reply and key != seen:
+            calls.append(ModelCall(int(values.get("run") or 1), int(counters.get("steps", 0)) + 1,
+                                   str(values.get("prompt_digest") or ""), dict(reply)))
+        seen = key if reply else seen
+    return calls
+
+
+def recorded_tasks(saver: Database, thread_id: str) -> list[str]:
+    """The tasks of the thread's runs, in order (one per run number)."""
+    tasks: dict[int, str] = {}
+    for saved in reversed(list(saver.checkpointer.list(thread_config(thread_id)))):
+        values = saved.checkpoint["channel_values"]
+        if values.get("run") and values.get("run_task"):
+            tasks.setdefault(int(values["run"]), str(values["run_task"]))
+    return [tasks[r] for r in sorted(tasks)]
+
+
+def guard_decisions(saver: Database, thread_id: str) -> dict[tuple[int, int], str]:
+    """``(run, step) -> the guard's last decision`` on that step, from the thread's node events."""
+    return {(int(e.get("run") or 1), int(e.get("step") or 0)): str(e["decision"])
+            for e in saver.events.events(thread_id) if e.get("node") == "guard" and e.get("decision")}
+
+
+def read_recording(saver: Database, thread_id: str) -> Recording:
+    """Everything :func:`replay` needs from a stored run; a run whose history was pruned is refused."""
+    from .runs import _latest_state, stored_spec
+
+    state = _latest_state(saver, thread_id)
+    calls = recorded_calls(saver, thread_id)
+    steps = list(state.get("scratchpad") or [])
+    if len(calls) < len(steps):
+        raise NotReplayableError(thread_id, replies=len(calls), steps=len(steps))
+    answers = [b.resolution for b in saver.runs.breaks(thread_id) if b.resolution is not None]
+    return Recording(thread_id, stored_spec(saver.runs.get(thread_id)), recorded_tasks(saver, thread_id), calls,
+                     steps, guard_decisions(saver, thread_id), answers, state)
+
+
+def as_message(reply: Mapping[str, Any]) -> AIMessage:
+    """A stored reply as the chat message that produced it: text, tool calls, usage and finish reason."""
+    usage = {"input_tokens": int(reply.get("prompt_tokens") or 0), "output_tokens": int(reply.get("completion_tokens") or 0)}
+    usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
+    finish = reply.get("finish_reason")
+    return AIMessage(content=reply.get("text") or "", tool_calls=list(reply.get("tool_calls") or []),
+                     invalid_tool_calls=list(reply.get("invalid_tool_calls") or []), usage_metadata=usage,
+                     response_metadata={"finish_reason": finish} if finish else {})
+
+
+# --- stub tools --------------------------------------------------------------------------------------
+
+
+def call_key(tool: str, args: Any) -> str:
+    """One call as a string: the tool and its arguments, keys sorted."""
+    return json.dumps([tool, args], sort_keys=True, ensure_ascii=False, default=str)
+
+
+def stub_tools(tools: Sequence[BaseTool], steps: Sequence[Mapping[str, Any]]) -> list[BaseTool]:
+    """``tools`` with the same names and schemas, answering each call from the stored observation of the same call.
+
+    A stored error comes back as an error with the same text; a call the recording never
+    made fails with ``ERROR: NotRecorded: ...``, so the replay shows where it went its own way.
+    """
+    served: dict[str, list[tuple[str, bool]]] = {}
+    for step in steps:
+        for action in step.get("actions") or []:
+            if action.get("observation") is not None and not action.get("reused"):
+                served.setdefault(call_key(action.get("tool", ""), action.get("args") or {}), []).append(
+                    (str(action["observation"]), bool(action.get("error"))))
+    return [stub_of(tool, served) for tool in tools]
+
+
+def stub_of(tool: BaseTool, served: dict[str, list[tuple[str, bool]]]) -> BaseTool:
+    """One stub: pops the next stored observation of the call it gets."""
+
+    def answer(**args: Any) -> str:
+        queue = served.get(call_key(tool.name, args))
+        if not queue:
+            raise recorded_error("ERROR: NotRecorded: the recorded run never made this call")
+        text, error = queue.pop(0)
+        if error:
+            raise recorded_error(text)
+        return text
+
+    options = dataclasses.replace(options_of(tool), retries=0, validator=None, timeout=None)
+    return StructuredTool.from_function(func=answer, name=tool.name, description=tool.description,
+                                        args_schema=tool.args_schema, metadata={**(tool.metadata or {}), METADATA_KEY: options})
+
+
+def recorded_error(text: str) -> Exception:
+    """An exception the executor reports as ``text`` (``ERROR: <Type>: <message>``)."""
+    head, _, rest = text.partition(": ")
+    name, _, message = rest.partition(": ") if head == "ERROR" else ("ReplayedError", "", text)
+    kind = type(name if name.isidentifier() else "ReplayedError", (Exception,), {})
+    return kind(message)
+
+
+# --- the replay ----------------------------------------------------------------------------------------
+
+
+def replay(
+    thread_id: str, db: str | Path | None = None, *, stub_tools: bool = False,
+    tools: Sequence[BaseTool] = (), **changes: Any,
+) -> ReplayReport:
+    """Re-run stored run ``thread_id`` with its model replies served in order; the first divergence, if any.
+
+    ``tools`` gives tool objects by name (a run made with tools that are not built in);
+    ``changes`` change the stored spec (:meth:`RunSpec.replace`, e.g. ``limits={"max_steps": 2}``):
+    a replay with them shows where the run would have gone otherwise.
+    """
+    with open_db(db) as saver:
+        recording = read_recording(saver, thread_id)
+    return replay_recording(recording, stub=stub_tools, tools=tools, **changes)
+
+
+def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequence[BaseTool] = (),
+                     **changes: Any) -> ReplayReport:
+    """:func:`replay` on a recording already read."""
+    from .runs import Given, _graph, tool_list, with_objects
+    from .testing import ScriptedChatModel
+
+    model = ScriptedChatModel(replies=[as_message(c.reply) for c in recording.calls], usage=None)
+    spec, given = with_objects(recording.spec, changes)
+    given = Given(model, tuple(tools), given.protocol)
+    built = tool_list(spec, given)
+    if stub:
+        built = stub_tools(built, recording.steps)
+        longest = max((len(str(a.get("observation") or "")) for s in recording.steps for a in s.get("actions") or []), default=0)
+        if longest > spec.limits.max_observation_chars:  # a stored observation is served whole, never cut again
+            spec = spec.replace(limits={"max_observation_chars": longest})
+    with open_database(":memory:") as saver:
+        graph = _graph(saver, spec, Given(model, tuple(built), given.protocol), built, model)
+        error = drive(graph, recording)
+        replayed = read_recording_after(saver, recording.thread_id)
+    divergence = compare(recording, replayed, error)
+    outcome = Outcome.from_state(recording.thread_id, replayed.state).as_dict()
+    return ReplayReport(recording.thread_id, len(replayed.steps), model.calls, outcome, divergence, error, stub)
+
+
+def drive(graph: Any, recording: Recording) -> str | None:
+    """Feed the replay the recording's tasks and break answers; the exception it stopped on, if any."""
+    from .runs import stream_run
+
+    answers = list(recording.answers)
+    try:
+        for task in recording.tasks:
+            outcome = stream_run(graph, {"task": task}, recording.thread_id)
+            while outcome.paused and answers:
+                outcome = stream_run(graph, Command(resume=answers.pop(0)), recording.thread_id)
+    except Exception as exc:  # noqa: BLE001 - a replay that fails has diverged; the report says how
+        return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or ['(no message)'])[0]}"
+    return None
+
+
+def read_recording_after(saver: Database, thread_id: str) -> Recording:
+    """The replay's own run, read as a recording (an empty one when it never got a checkpoint)."""
+    latest = saver.checkpointer.get_tuple(thread_config(thread_id))
+    state = dict(latest.checkpoint["channel_values"]) if latest else {}
+    return Recording(thread_id, RunSpec(), [], recorded_calls(saver, thread_id), list(state.get("scratchpad") or []),
+                     guard_decisions(saver, thread_id), [], state)
+
+
+# --- comparing ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class StepView:
+    """What is compared of one step."""
+
+    prompt: str | None = None
+    actions: list[tuple[str, Any]] = field(default_factory=list)
+    observations: list[tuple[Any, bool]] = field(default_factory=list)
+    answer: tuple[Any, Any] = (None, None)
+    decision: str | None = None
+
+
+def step_views(recording: Recording) -> dict[tuple[int, int], StepView]:
+    """``(run, step) -> StepView`` of every step of a recording, in order."""
+    views: dict[tuple[int, int], StepView] = {}
+    for call in recording.calls:
+        views.setdefault((call.run, call.step), StepView()).prompt = call.digest
+    for step in recording.steps:
+        view = views.setdefault((int(step.get("run") or 1), int(step.get("index") or 0)), StepView())
+        actions = step.get("actions") or []
+        view.actions = [(a.get("tool"), a.get("args")) for a in actions]
+        view.observations = [(a.get("observation"), bool(a.get("error"))) for a in actions]
+        view.answer = (step.get("answer"), step.get("parse_error"))
+    for key, decision in recording.decisions.items():
+        views.setdefault(key, StepView()).decision = decision
+    return dict(sorted(views.items()))
+
+
+CHECKS = (("prompt", "prompt", "the prompt differs (its hash)"), ("actions", "action", "the model's actions differ"),
+          ("observations", "observation", "the tools' observations differ"),
+          ("answer", "answer", "the answer or parse error differs"), ("decision", "decision", "the guard decided otherwise"))
+"""What is compared of each step, in order: the :class:`StepView` field, the divergence's kind, what it means."""
+
+
+def compare(recorded: Recording, replayed: Recording, error: str | None) -> Divergence | None:
+    """The first difference between a recording and its replay, step by step, then in how they ended."""
+    ours, theirs = step_views(recorded), step_views(replayed)
+    for key in sorted(set(ours) | set(theirs)):
+        run, step = key
+        if key not in theirs:
+            stopped = f": {error}" if error else ""
+            return Divergence(run, step, "steps", "a step", None, f"step {step}: the recording has it, the replay "
+                              f"stopped before it{stopped}")
+        if key not in ours:
+            return Divergence(run, step, "steps", None, "a step", f"step {step}: the replay went on past the recording")
+        for name, kind, what in CHECKS:
+            a, b = getattr(ours[key], name), getattr(theirs[key], name)
+            if a != b and not (name == "prompt" and None in (a, b)):
+                return Divergence(run, step, kind, a, b, f"step {step}: {what}: recorded {short(a)}, replayed {short(b)}")
+    return ending_difference(recorded.state, replayed.state, error)
+
+
+def ending_difference(recorded: Mapping[str, Any], replayed: Mapping[str, Any], error: str | None) -> Divergence | None:
+    """A difference in how the two runs ended (status, break, pause), after identical steps."""
+    fields = ("status", "break_reason", "answer", "decision")
+    a, b = ({k: s.get(k) for k in fields} for s in (recorded, replayed))
+    if a == b and error is None:
+        return None
+    step = int((replayed.get("counters") or {}).get("steps", 0))
+    return Divergence(int(replayed.get("run") or 1), step, "outcome", a, b | ({"error": error} if error else {}),
+                      f"after step {step}: the run ended otherwise: recorded {short(a)}, replayed {short(b)}"
+                      + (f" ({error})" if error else ""))
+
+
+def short(value: Any, width: int = 160) -> str:
+    """A value as one line of JSON, cut to ``width`` characters."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= width else text[: width - 1] + "…"

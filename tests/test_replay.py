@@ -1,0 +1,147 @@
+"""reinloop.replay: a stored run re-run on its stored replies, and the first step where it diverges."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from langchain_core.tools import tool
+
+from reinloop import Limits, build_graph
+from reinloop.cli import main
+from reinloop.errors import NotReplayableError
+from reinloop.replay import EXIT_DIVERGED, replay
+from reinloop.runs import prune_runs, resume, run
+from reinloop.testing import replay_model, replay_report
+
+from .openai_server import completion
+
+
+def calc(expression: str) -> dict:
+    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+
+
+@tool
+def lookup(city: str) -> str:
+    """The population of a city."""
+    return {"Oslo": "709,000", "Bergen": "291,000"}.get(city, "unknown")
+
+
+@tool("lookup")
+def lookup_changed(city: str) -> str:
+    """The population of a city."""
+    return "a lot"
+
+
+def looked_up(city: str) -> dict:
+    return completion(tool_calls=[{"name": "lookup", "args": {"city": city}}])
+
+
+@pytest.fixture
+def recorded(openai_server, run_db):
+    """A three-step run recorded through the real OpenAI client: calculator, lookup, answer."""
+    openai_server.responses += [calc("2*3"), looked_up("Oslo"), completion("Oslo has 709,000 people; 2*3 is 6")]
+    outcome = run("population and a product", model="openai:gpt-4o-mini", base_url=openai_server.base_url,
+                  tools=["calculator", lookup], thread_id="r1", limits=Limits(max_steps=10))
+    assert outcome.status == "done"
+    return run_db
+
+
+def test_a_run_recorded_through_the_openai_client_replays_identically(recorded):
+    report = replay("r1", recorded, tools=[lookup])
+    assert report.identical and report.divergence is None and report.exit_code == 0
+    assert (report.steps, report.model_calls) == (3, 3)
+    assert report.outcome["answer"] == "Oslo has 709,000 people; 2*3 is 6"
+    assert report.outcome["counters"]["prompt_tokens"] == 3 * 12  # the stored usage, served again
+
+
+def test_stubbed_tools_serve_the_stored_observations(recorded):
+    report = replay("r1", recorded, stub_tools=True, tools=[lookup_changed])  # the stub answers, not the tool
+    assert report.identical and report.stub_tools
+
+
+def test_a_changed_tool_is_a_divergence_at_the_step_it_first_answers_otherwise(recorded):
+    report = replay("r1", recorded, tools=[lookup_changed])
+    d = report.divergence
+    assert (d.run, d.step, d.kind) == (1, 2, "observation")
+    assert d.recorded == [("709,000", False)] and d.replayed == [("a lot", False)]
+    assert report.exit_code == EXIT_DIVERGED == 5
+
+
+def test_a_lowered_step_limit_is_a_divergence_at_the_step_the_guard_breaks(recorded):
+    d = replay("r1", recorded, tools=[lookup], limits={"max_steps": 1}).divergence
+    assert (d.step, d.kind, d.recorded, d.replayed) == (1, "decision", "continue", "pause")
+
+
+def test_a_changed_system_prompt_is_a_prompt_divergence_at_step_one(recorded):
+    d = replay("r1", recorded, tools=[lookup], system_prompt="Answer in French.").divergence
+    assert (d.step, d.kind) == (1, "prompt") and d.recorded != d.replayed
+
+
+def test_a_replay_of_a_paused_run_stops_at_the_same_break(openai_server, run_db):
+    openai_server.responses += [calc("1+1"), calc("2+2")]
+    outcome = run("add up", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",
+                  thread_id="p1", limits=Limits(max_steps=2))
+    assert outcome.paused
+    report = replay("p1", run_db)
+    assert report.identical
+    assert report.outcome["paused"] and report.outcome["break_reason"] == "max_steps" and report.steps == 2
+
+
+def test_a_resumed_run_replays_with_the_operators_answer_to_its_break(openai_server, run_db):
+    openai_server.responses += [calc("1+1"), calc("2+2")]
+    run("add up", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",
+        thread_id="p2", limits=Limits(max_steps=2))
+    openai_server.responses.append(completion("4"))
+    assert resume("p2", extra_steps=2, hint="answer now").answer == "4"
+    report = replay("p2", run_db)
+    assert report.identical and report.outcome["answer"] == "4" and report.steps == 3
+
+
+def test_a_pruned_run_cannot_be_replayed(recorded):
+    prune_runs(recorded, keep_last=1)
+    with pytest.raises(NotReplayableError, match=r"run 'r1' has 3 steps but only 0 model replies .* not pruned") as info:
+        replay("r1", recorded, tools=[lookup])
+    assert (info.value.steps, info.value.replies) == (3, 0)
+
+
+def test_replay_model_serves_the_stored_replies_in_order(recorded):
+    model = replay_model("r1", recorded)
+    assert model.remaining() == 3
+    from reinloop.tools import builtins
+
+    graph = build_graph(model, [*builtins("calculator"), lookup])
+    state = graph.invoke({"task": "population and a product"})
+    assert state["answer"] == "Oslo has 709,000 people; 2*3 is 6" and model.remaining() == 0
+    assert replay_report("r1", recorded, tools=[lookup]).identical
+
+
+def test_the_cli_replays_in_a_subprocess_identical_then_diverged(openai_server, run_db):
+    openai_server.responses += [calc("6*7"), completion("42")]
+    run("multiply", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator", thread_id="c1")
+    env = {**os.environ, "REINLOOP_DB": str(run_db)}
+    env.pop("OPENAI_API_KEY", None)  # a replay never calls the model
+    command = [sys.executable, "-m", "reinloop", "replay", "c1"]
+    same = subprocess.run(command, capture_output=True, text=True, env=env)
+    assert same.returncode == 0, same.stderr
+    assert same.stdout == "replay of c1: identical (2 steps, 2 model calls)\n"
+    other = subprocess.run([*command, "--json", "--stub-tools", "--max-steps", "1"], capture_output=True, text=True, env=env)
+    assert other.returncode == 5, other.stderr
+    report = json.loads(other.stdout)
+    assert report["identical"] is False and report["stub_tools"] is True
+    assert report["divergence"]["step"] == 1 and report["divergence"]["kind"] == "decision"
+
+
+def test_replaying_an_unknown_thread_is_a_one_line_error(cli_error):
+    assert cli_error("replay", "nope").startswith("reinloop: error: no run database at ")
+
+
+def test_the_cli_says_where_a_replay_diverged(openai_server, capsys):
+    openai_server.responses += [calc("6*7"), completion("42")]
+    run("multiply", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator", thread_id="c2")
+    assert main(["replay", "c2", "--max-steps", "1"]) == 5
+    assert capsys.readouterr().out == ('replay of c2: diverged at run 1, step 1 (decision): step 1: the guard decided '
+                                       'otherwise: recorded "continue", replayed "pause"\n')
