@@ -145,3 +145,16 @@ def test_the_cli_says_where_a_replay_diverged(openai_server, capsys):
     assert main(["replay", "c2", "--max-steps", "1"]) == 5
     assert capsys.readouterr().out == ('replay of c2: diverged at run 1, step 1 (decision): step 1: the guard decided '
                                        'otherwise: recorded "continue", replayed "pause"\n')
+
+
+def test_a_run_recorded_with_fallback_models_replays_on_its_stored_replies_alone(openai_server, run_db, monkeypatch):
+    from .openai_server import OpenAIServer
+
+    with OpenAIServer() as fallback:
+        openai_server.responses += [completion("6")]
+        outcome = run("2*3", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools=["calculator"],
+                      thread_id="fb", fallback_models=[f"openai:fallback@{fallback.base_url}"])
+    assert outcome.status == "done"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no model is called: none needs a key
+    report = replay("fb", run_db)
+    assert report.identical and report.model_calls == 1
