@@ -123,7 +123,7 @@ class PostgresConnection:
     def _transaction(self, begin: str) -> Iterator[PgTx]:
         # Pipeline mode sends BEGIN, the statements and COMMIT without waiting for each answer: a write
         # whose results nobody reads costs one round trip to the server instead of one per statement.
-        with self.lock, storage_errors(self.url):
+        with self.lock, storage_errors(self.url, self.raw):
             try:
                 with self.raw.pipeline() as pipeline:
                     self.raw.execute(begin)
@@ -144,7 +144,7 @@ class PostgresConnection:
 
     def compact(self) -> None:
         """``VACUUM FULL`` reinloop's tables, giving their free space back (it locks each table while it runs)."""
-        with self.lock, storage_errors(self.url):
+        with self.lock, storage_errors(self.url, self.raw):
             for spec in tables():
                 self.raw.execute(f"VACUUM FULL {spec.name}")
 
@@ -186,7 +186,7 @@ def open_postgres(
         conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, min(int(timeout), 30)))
     try:
         connection = PostgresConnection(conn, url=url, timeout=timeout)
-        with connection.lock, storage_errors(url):
+        with connection.lock, storage_errors(url, conn):
             conn.execute(f"SET lock_timeout = {int(timeout * 1000)}")
             migrate(conn, connection.location, read_only=read_only, create=create)
         return Database(connection, POSTGRES, read_only=read_only, serde=serde, saver=PostgresCheckpointer)

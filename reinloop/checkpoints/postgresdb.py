@@ -67,28 +67,53 @@ def _target(url: str) -> tuple[str, str, str]:
     return host, parts.username or "(default user)", (parts.path or "/").lstrip("/") or "(default database)"
 
 
-def postgres_error_message(exc: Exception, url: str) -> str:
-    """A one-line explanation of a psycopg error, naming the server and the fix."""
+LOCKED = {"55P03", "57014"}
+"""SQLSTATEs of a statement stopped waiting: lock_not_available, query_canceled (lock_timeout, statement_timeout)."""
+READ_ONLY = {"25006"}
+"""read_only_sql_transaction."""
+CONNECTION_LOST_CLASSES = ("08", "57P")
+"""SQLSTATE classes of a connection that broke or was ended: connection_exception, operator_intervention."""
+
+
+def postgres_error_message(exc: Exception, url: str, connection: Any = None) -> str:
+    """A one-line explanation of a psycopg error, naming the server and the fix.
+
+    Decided by the error's SQLSTATE where the server sent one. A failure to connect has none: libpq reports
+    it as text only (``sqlstate`` is ``None``, and ``pgconn``'s ``used_password`` is true for a wrong password
+    and a missing database alike), so for those, and only those, libpq's own words are read.
+    """
     text = scrub(" ".join(str(exc).split()), url) or type(exc).__name__
-    lowered = text.lower()
     host, user, database = _target(url)
     where = "--db (or REINLOOP_DB)"
-    if "password authentication failed" in lowered or ("role" in lowered and "does not exist" in lowered) or "no password supplied" in lowered:
+    code = getattr(exc, "sqlstate", None)
+    if code in LOCKED:
+        return f"{safe_location(url)} is locked by another session ({text}); wait for it to finish, or use another database"
+    if code in READ_ONLY:
+        return f"{safe_location(url)} is read-only ({text}); use a writable database"
+    if code is not None and code.startswith(CONNECTION_LOST_CLASSES) or _connection_lost(exc, connection):
+        return f"lost the connection to PostgreSQL at {host} ({text}); the run's progress up to its last step is saved: resume it"
+    if code is None and getattr(exc, "pgconn", None) is not None:  # the connection could not be made
+        return _connect_failure(text, host, user, database, where)
+    return f"{safe_location(url)}: PostgreSQL error: {text}"
+
+
+def _connection_lost(exc: Exception, connection: Any) -> bool:
+    """A connection that was open and is not any more: psycopg says so by the connection's state, not a SQLSTATE."""
+    if connection is not None and (connection.closed or connection.broken):
+        return True
+    conn = getattr(exc, "pgconn", None)
+    return conn is not None and getattr(conn, "server_version", 0) > 0 and getattr(conn, "status", 0) != 0
+
+
+def _connect_failure(text: str, host: str, user: str, database: str, where: str) -> str:
+    """Why a connection could not be made, from libpq's message: it gives no code for these."""
+    lowered = text.lower()
+    if "password authentication failed" in lowered or ("role" in lowered and "does not exist" in lowered) \
+            or "no password supplied" in lowered:
         return f"PostgreSQL at {host} refused user {user!r} ({text}); check the user name and password in {where}"
     if "database" in lowered and "does not exist" in lowered:
         return f"PostgreSQL at {host} has no database {database!r}; create it (createdb {database}) or point {where} at one that exists"
-    if "connection refused" in lowered or "could not connect" in lowered or "timeout expired" in lowered or "no route" in lowered \
-            or "could not translate host name" in lowered:
-        return (f"cannot reach PostgreSQL at {host} ({text}); is the server running and is {host} right? "
-                f"check the URL in {where}")
-    if "lock timeout" in lowered or "canceling statement due to lock timeout" in lowered:
-        return f"{safe_location(url)} is locked by another session ({text}); wait for it to finish, or use another database"
-    if "server closed the connection" in lowered or "terminating connection" in lowered or "connection is closed" in lowered \
-            or "consuming input failed" in lowered or "the connection is lost" in lowered:
-        return f"lost the connection to PostgreSQL at {host} ({text}); the run's progress up to its last step is saved: resume it"
-    if "read-only" in lowered:
-        return f"{safe_location(url)} is read-only ({text}); use a writable database"
-    return f"{safe_location(url)}: PostgreSQL error: {text}"
+    return f"cannot reach PostgreSQL at {host} ({text}); is the server running and is {host} right? check the URL in {where}"
 
 
 def psycopg_module() -> Any:
@@ -103,13 +128,14 @@ def psycopg_module() -> Any:
 
 
 @contextmanager
-def storage_errors(url: str) -> Iterator[None]:
-    """Turn psycopg's exceptions into :class:`StorageError` with a message that says what to do."""
+def storage_errors(url: str, connection: Any = None) -> Iterator[None]:
+    """Turn psycopg's exceptions on ``connection`` (``None`` while connecting) into :class:`StorageError` with a
+    message that says what to do."""
     psycopg = psycopg_module()
     try:
         yield
     except psycopg.Error as exc:
-        raise StorageError(postgres_error_message(exc, url)) from exc
+        raise StorageError(postgres_error_message(exc, url, connection)) from exc
 
 
 @lru_cache(maxsize=512)

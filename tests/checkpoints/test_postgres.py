@@ -100,3 +100,34 @@ def test_workers_opening_a_new_database_at_once_apply_each_migration_once(pg_url
 def test_sqlite_style_parameters_become_psycopg_ones():
     assert pg_sql("SELECT ? WHERE a = :name AND b::jsonb = ? AND c LIKE '5%'") == (
         "SELECT %s WHERE a = %(name)s AND b::jsonb = %s AND c LIKE '5%%'")
+
+
+def test_errors_after_connecting_are_explained_by_their_sqlstate(pg_url):
+    """Locked, read-only and terminated sessions, each told by its SQLSTATE (55P03, 25006, 57P01), not its wording."""
+    from reinloop.checkpoints.postgresdb import postgres_error_message
+
+    def error_of(action) -> str:
+        with pytest.raises(psycopg.Error) as caught:
+            action()
+        return postgres_error_message(caught.value, pg_url)
+
+    with psycopg.connect(pg_url, autocommit=True) as holder, psycopg.connect(pg_url, autocommit=True) as waiter:
+        holder.execute("CREATE TABLE IF NOT EXISTS held (x int)")
+        holder.execute("BEGIN")
+        holder.execute("LOCK TABLE held IN ACCESS EXCLUSIVE MODE")
+        waiter.execute("SET lock_timeout = '100ms'")
+        assert "is locked by another session" in error_of(lambda: waiter.execute("SELECT * FROM held"))
+        holder.execute("ROLLBACK")
+        waiter.execute("SET default_transaction_read_only = on")
+        assert "is read-only (" in error_of(lambda: waiter.execute("INSERT INTO held VALUES (1)"))
+        victim = psycopg.connect(pg_url, autocommit=True)
+        holder.execute("SELECT pg_terminate_backend(%s)", (victim.info.backend_pid,))
+        assert error_of(lambda: victim.execute("SELECT 1")).startswith("lost the connection to PostgreSQL at ")
+        victim.close()
+
+
+def test_a_saver_whose_connection_was_closed_says_the_connection_is_lost(pg_url):
+    saver = open_saver(pg_url)
+    saver.db.connection.raw.close()
+    with pytest.raises(StorageError, match=r"^lost the connection to PostgreSQL at .*: resume it$"):
+        saver.db.runs.list()
