@@ -194,10 +194,11 @@ class AnswerSchema:
         """:meth:`example` as compact JSON, as the format lines show it."""
         return json.dumps(self.example(), ensure_ascii=False)
 
-    def instructions(self, protocol: str) -> str:
-        """What the system prompt says about the answer's form in ``protocol`` (its format lines show the example)."""
+    def instructions(self, native_tools: bool) -> str:
+        """What the system prompt says about the answer's form: the answer tool's call under native tool
+        calling, else the schema the answer object must match (the protocol's format lines show the example)."""
         schema = self.shown()
-        if protocol in ("tool_calling", "auto"):
+        if native_tools:
             return (f"When you know the answer, give it by calling the {ANSWER_TOOL} tool, alone, with the answer "
                     f"as its arguments (this JSON Schema: {schema}).")
         return f"The final answer is one JSON object matching this JSON Schema: {schema}"

@@ -57,7 +57,7 @@ class ReactProtocol(OutputProtocol):
 
     def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
         answer = "<the answer>" if output is None else output.example_text()
-        shape = "" if output is None else f"{output.instructions(self.name)}\n"
+        shape = "" if output is None else f"{output.instructions(self.native_tools)}\n"
         return (
             "Answer in this exact text format.\n"
             "To use a tool:\n"

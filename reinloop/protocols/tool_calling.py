@@ -32,7 +32,7 @@ class ToolCallingProtocol(OutputProtocol):
     native_tools = True
 
     def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
-        answer = (output.instructions(self.name) if output is not None
+        answer = (output.instructions(self.native_tools) if output is not None
                   else "When you know the answer, reply with it as plain text and call no tool.")
         return f"Call the tools you need, one step at a time, and read their results. {answer}"
 
