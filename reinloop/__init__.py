@@ -23,6 +23,7 @@ EXPORTS = {
     "Counters": ".state",
     "Database": ".checkpoints",
     "DuplicateToolError": ".errors",
+    "Fallback": ".fallback",
     "Limits": ".limits",
     "Memory": ".memory.config",
     "MemoryStore": ".memory.store",

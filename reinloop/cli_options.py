@@ -89,7 +89,7 @@ HELP: dict[tuple[str, ...], str] = {
     ("limits", "max_repeats"): "identical actions before the run breaks",
     ("limits", "max_observation_chars"): "tool output characters kept",
     ("limits", "tool_timeout"): "seconds per tool call, retries included",
-    ("limits", "tool_retries"): "retries of a transient tool error",
+    ("limits", "tool_retries"): "retries of a transient tool error (0: never retry)",
     ("limits", "max_calls_per_step"): "tool calls one reply may make",
     ("limits", "tool_workers"): "tool calls running at once",
     ("memory", "max_prompt_tokens"): "tokens per model call, everything included",
@@ -121,8 +121,6 @@ METAVARS: dict[tuple[str, ...], str] = {
     ("prices",): "JSON", ("limits", "max_cost"): "USD", ("output",): "FILE.json", ("fallback_models",): "MODEL[@URL]",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""
-ZERO_ALLOWED = {("retry", "attempts"), ("answers", "min_tool_calls")}
-"""Whole-number fields where 0 is a value, not an error."""
 SIZES = {("tool_settings", "write_quota"), ("tool_settings", "max_file_bytes"), ("tool_settings", "max_value_bytes")}
 """Fields given as byte sizes (``10MB``)."""
 CHOICES: dict[tuple[str, ...], tuple[str, ...]] = {
@@ -182,9 +180,15 @@ class SpecFlag:
         if self.path in SIZES:
             return f"a size in bytes such as 10000000, 10MB or 512KB{off}"
         if self.kind.startswith("int"):
-            return ("a whole number >= 0" if self.path in ZERO_ALLOWED else "a positive whole number") + off
+            return ("a whole number >= 0" if self.takes_zero() else "a positive whole number") + off
         unit = "dollars" if self.path == ("limits", "max_cost") else "seconds"
         return (f"a number of {unit} >= 0" if self._takes(0.0) else f"a positive number of {unit}") + off
+
+    def takes_zero(self) -> bool:
+        """Does the flag take 0? When the spec takes it, through the flag's alias (``--model-retries 0``:
+        one attempt): the library decides, and the flag agrees."""
+        alias = self.alias
+        return self._takes(alias.to_field(0) if alias else 0)
 
     def _takes(self, value: Any) -> bool:
         """Does the spec accept ``value`` for this field?"""
@@ -211,7 +215,7 @@ class SpecFlag:
                 raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}")
             return int(found[1]) * {"": 1, "k": 1_000, "m": 1_000_000, "g": 1_000_000_000}[found[2]]
         if self.kind.startswith("int"):
-            if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and self.path not in ZERO_ALLOWED):
+            if not re.fullmatch(r"[+]?\d+", text) or (int(text) <= 0 and not self.takes_zero()):
                 raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}")
             return int(text)
         if self.kind.startswith("float"):

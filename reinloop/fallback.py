@@ -10,7 +10,9 @@ When to move on is decided from the error's fields
 (:func:`fallback_reason`, :func:`refusal_reason`):
 
 - ``retries_exhausted``: a transient failure (429, 5xx, a timeout, a malformed
-  body) outlasted its retries (``stopped_by == "attempts"``);
+  body) outlasted its retries (``stopped_by == "attempts"``). Retries the run's
+  time limit stopped (``stopped_by == "deadline"``) do not move on: the clock is
+  the run's, not the model's, and the next model would have no more of it;
 - ``context_length``: the endpoint refused the prompt as too long for the
   model (``code == "context_length_exceeded"``, or HTTP 413);
 - ``tools_unsupported``: a request with tools was refused naming a tool field

@@ -18,6 +18,8 @@ from .terminal import counted
 
 COST_WARNING = 0.8
 """Share of ``max_cost`` at which the model is told to finish soon."""
+ZERO_IS_A_VALUE = frozenset({"tool_retries"})
+"""Limits where 0 means something (no retries) rather than nothing to count to; the others must be positive."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +52,8 @@ class Limits:
     """Seconds a tool call may take, retries included (a tool's own ``timeout`` option overrides it).
     No call runs past the run's own deadline (``max_seconds``) either."""
     tool_retries: int | None = 2
-    """Retries of a tool call that failed with a transient error (a tool's ``retries`` option overrides it)."""
+    """Retries of a tool call that failed with a transient error (a tool's ``retries`` option overrides it);
+    ``0`` (or ``None``): never retry."""
     max_calls_per_step: int | None = 8
     """Tool calls one reply may carry; a reply with more is refused as a whole (nothing runs)."""
     tool_workers: int = 8
@@ -66,9 +69,10 @@ class Limits:
                 raise ConfigurationError(
                     f"Limits.{field.name} must be a number or None, got {value!r}"
                 )
-            if value <= 0:
+            if value < 0 or (value == 0 and field.name not in ZERO_IS_A_VALUE):
                 off = "; use None to switch it off" if "None" in str(field.type) else ""
-                raise ConfigurationError(f"Limits.{field.name} must be positive, got {value!r}{off}")
+                wanted = ">= 0" if field.name in ZERO_IS_A_VALUE else "positive"
+                raise ConfigurationError(f"Limits.{field.name} must be {wanted}, got {value!r}{off}")
         if self.max_calls_per_step is not None and not isinstance(self.max_calls_per_step, int):
             raise ConfigurationError(f"Limits.max_calls_per_step must be a whole number or None, got {self.max_calls_per_step!r}")
         if not isinstance(self.tool_workers, int) or isinstance(self.tool_workers, bool):

@@ -27,6 +27,7 @@ import importlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from .errors import ConfigurationError
@@ -150,6 +151,11 @@ class AnswerSchema:
         return {"type": "function", "function": {"name": ANSWER_TOOL, "description": description,
                                                  "parameters": compact(self.schema)}}
 
+    @cached_property
+    def tool_json(self) -> str:
+        """:meth:`tool` as compact JSON: what its schema costs in tokens when it is sent through the API."""
+        return json.dumps(self.tool(), ensure_ascii=False, separators=(",", ":"))
+
     def errors(self, value: Any) -> list[str]:
         """What is wrong with ``value``, one ``path: message`` per problem (``[]``: it is valid)."""
         if self.model is not None:
@@ -178,16 +184,24 @@ class AnswerSchema:
             return value
         return self.model.model_validate(value)  # type: ignore[attr-defined]
 
-    def instructions(self, protocol: str) -> str:
-        """What the system prompt says about the answer's form in ``protocol``."""
+    def example(self) -> dict[str, Any]:
+        """An answer shaped by the schema, for format examples: its required fields with placeholder values."""
+        from .tools.detail import example_args
+
+        return example_args(compact(self.schema))
+
+    def example_text(self) -> str:
+        """:meth:`example` as compact JSON, as the format lines show it."""
+        return json.dumps(self.example(), ensure_ascii=False)
+
+    def instructions(self, native_tools: bool) -> str:
+        """What the system prompt says about the answer's form: the answer tool's call under native tool
+        calling, else the schema the answer object must match (the protocol's format lines show the example)."""
         schema = self.shown()
-        if protocol == "tool_calling":
-            return (f"The final answer is structured: instead of plain text, give it by calling the {ANSWER_TOOL} "
-                    f"tool, alone, with the answer as its arguments (this JSON Schema: {schema}).")
-        if protocol == "react":
-            return f"The final answer is one JSON object matching this JSON Schema: {schema}\nFinal Answer: {{...}}"
-        return (f'The final answer is one JSON object matching this JSON Schema: {schema}\n'
-                f'Give it as the value of "final_answer": {{"thought": "<why>", "final_answer": {{...}}}}')
+        if native_tools:
+            return (f"When you know the answer, give it by calling the {ANSWER_TOOL} tool, alone, with the answer "
+                    f"as its arguments (this JSON Schema: {schema}).")
+        return f"The final answer is one JSON object matching this JSON Schema: {schema}"
 
     def problem(self, value: Any, errors: list[str]) -> str:
         """The correction of an invalid answer: what it was, the errors with their field paths, the schema."""

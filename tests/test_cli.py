@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reinloop import Limits, RunSpec
+from reinloop import ConfigurationError, Limits, RunSpec
 from reinloop.cli import build_parser, main
 from reinloop.cli_options import in_flag_terms, spec_changes, spec_flags
 
@@ -145,6 +145,41 @@ def test_every_number_flag_refuses_a_negative_value_in_flag_terms(flag, capsys):
     assert exc.value.code == 2
     assert f"argument {flag}: must be " in err and "got '-1'" in err
     assert not re.search(r"\b(Limits|RetryPolicy|Memory|ToolSettings|AnswerRules|RunSpec)\.|None", err)
+
+
+ZERO_FLAGS = {"--model-retries": 0, "--tool-retries": 0, "--min-tool-calls": 0}
+"""The whole-number flags for which 0 is a value: no retries (one attempt), no tool call needed."""
+
+
+@pytest.mark.parametrize("flag", [f for f in spec_flags() if f.kind.startswith("int")], ids=lambda f: f.flag)
+def test_a_whole_number_flag_takes_zero_exactly_when_the_library_does(flag, capsys):
+    field = flag.alias.to_field(0) if flag.alias else 0  # --model-retries 0 is RetryPolicy.attempts=1
+    data: dict = {flag.path[-1]: field}
+    for part in reversed(flag.path[:-1]):
+        data = {part: data}
+    try:
+        RunSpec.from_dict(data)
+    except ConfigurationError:
+        library = False
+    else:
+        library = True
+    assert library == (flag.flag in ZERO_FLAGS)
+    if library:
+        assert flag.parse("0") == field
+    else:
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "x", flag.flag, "0"])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and f"argument {flag.flag}: must be " in err and "got '0'" in err
+
+
+def test_tool_retries_zero_reaches_the_limits(capsys):
+    from reinloop.cli_options import spec_changes
+
+    args = build_parser().parse_args(["run", "x", "--tool-retries", "0"])
+    assert RunSpec().replace(**spec_changes(args)).limits.tool_retries == 0
+    with pytest.raises(ConfigurationError, match=r"Limits.tool_retries must be >= 0, got -1"):
+        Limits(tool_retries=-1)
 
 
 def test_max_steps_minus_one_says_what_the_flag_takes(capsys):

@@ -35,3 +35,25 @@ def test_the_tools_package_exports_a_sorted_list_without_the_demo_tools():
     assert not {"db_query", "get_weather", "translate", "GLOSSARY"} & set(reinloop.tools.__all__)
     for name in reinloop.tools.__all__:
         assert getattr(reinloop.tools, name) is not None, name
+
+
+def record_types(hint, found):
+    """The TypedDicts ``hint`` is or holds, nested ones included."""
+    from typing import get_args, get_type_hints, is_typeddict
+
+    if is_typeddict(hint) and hint not in found:
+        found.add(hint)
+        for field in get_type_hints(hint).values():
+            record_types(field, found)
+    for arg in get_args(hint):
+        record_types(arg, found)
+    return found
+
+
+def test_every_record_type_a_step_holds_is_exported():
+    from reinloop.state import Step
+
+    names = {t.__name__ for t in record_types(Step, set())}
+    assert names >= {"Step", "Action", "Fallback"}  # step["fallbacks"] is a list of Fallback
+    assert names <= set(reinloop.__all__)
+    assert reinloop.Fallback is __import__("reinloop.fallback").fallback.Fallback

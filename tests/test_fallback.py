@@ -12,7 +12,7 @@ import sys
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reinloop import ConfigurationError, ModelCallError, RunSpec, build_graph
+from reinloop import ConfigurationError, Limits, ModelCallError, RunSpec, build_graph
 from reinloop.errors import RunStoppedError
 from reinloop.fallback import split_endpoint
 from reinloop.retry import RetryPolicy
@@ -82,6 +82,21 @@ def test_a_failure_another_model_cannot_mend_stands(openai_server, fallback_serv
     with pytest.raises(ModelCallError) as caught:
         chain(openai_server, fallback_server).invoke({"task": "6*7"})
     assert caught.value.status_code == 401 and fallback_server.requests == []
+
+
+def test_retries_stopped_by_the_runs_time_limit_do_not_move_on_and_a_resume_stays_on_the_model(
+        openai_server, fallback_server):
+    slow_down = Raw(429, error(429).body, headers={"Retry-After": "100"})  # a wait past the 5 s the run has left
+    openai_server.responses += [slow_down, completion("42", model="primary-model")]
+    fallback_server.responses.append(completion("from the fallback"))
+    graph = chain(openai_server, fallback_server, limits=Limits(max_seconds=5), checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(ModelCallError) as caught:
+        graph.invoke({"task": "6*7"}, config)
+    assert (caught.value.stopped_by, caught.value.next_wait) == ("deadline", 100.0)
+    assert (len(openai_server.requests), fallback_server.requests) == (1, [])  # the clock is the run's, not the model's
+    out = graph.invoke(None, config)  # the failed step again, on the same model
+    assert out["answer"] == "42" and out["model_index"] == 0 and fallback_server.requests == []
 
 
 def test_auto_tries_json_on_the_same_model_before_a_fallback(openai_server, fallback_server):

@@ -13,8 +13,11 @@ from pydantic import BaseModel, Field
 from reinloop import RunSpec, build_graph, resume, run
 from reinloop.cli import main
 from reinloop.errors import ConfigurationError
+from reinloop.memory import active_counter
+from reinloop.memory.prompt import system_message
 from reinloop.output import ANSWER_TOOL, AnswerSchema, output_form
 from reinloop.retry import RetryPolicy
+from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import builtins
 
 from .openai_server import completion
@@ -116,6 +119,62 @@ def test_a_tool_named_like_the_answer_tool_is_refused():
 
     with pytest.raises(ConfigurationError, match="a tool is named 'final_answer'.*rename the tool"):
         build_graph("openai:test-model", [final_answer], base_url="http://127.0.0.1:9/v1", output=City)
+
+
+# --- what the model is told ------------------------------------------------------------------------------
+
+SHAPED = '{"name": "<name>", "population": 1}'  # City's example answer: its required fields, within their bounds
+
+
+def system_text(protocol, output=City):
+    graph = build_graph(ScriptedChatModel(replies=[]), builtins("calculator"), protocol=protocol, output=output)
+    return str(system_message(graph.reinloop_context).content)
+
+
+@pytest.mark.parametrize("protocol", ["tool_calling", "auto"])
+def test_under_native_tool_calling_the_prompt_asks_for_the_answer_tool_and_never_for_plain_text(protocol):
+    text = system_text(protocol)
+    assert "plain text" not in text
+    assert f"give it by calling the {ANSWER_TOOL} tool, alone" in text
+    assert "reply with it as plain text" in system_text(protocol, output=None)  # the plain rule, for text answers
+
+
+@pytest.mark.parametrize("protocol", ["json", "react"])
+def test_text_protocols_show_the_answer_as_an_object_shaped_by_the_schema(protocol):
+    text = system_text(protocol)
+    assert (f'"final_answer": {SHAPED}' if protocol == "json" else f"Final Answer: {SHAPED}") in text
+    assert "<the answer>" not in text and '"<answer>"' not in text
+
+
+@pytest.mark.parametrize(("protocol", "bad", "shown"), [
+    ("json", "not json", f'{{"thought": "one short sentence", "final_answer": {SHAPED}}}'),
+    ("react", "no format", f"Final Answer: {SHAPED}"),
+    ("tool_calling", "", f"calling {ANSWER_TOOL}, alone, with {SHAPED}"),
+], ids=["json", "react", "tool_calling"])
+def test_the_correction_example_shows_the_answer_as_an_object_shaped_by_the_schema(protocol, bad, shown):
+    good = [tool_call(ANSWER_TOOL, VALID)] if protocol == "tool_calling" else (
+        {"final_answer": VALID} if protocol == "json" else f"Final Answer: {json.dumps(VALID)}")
+    model = ScriptedChatModel(replies=[bad, bad, good])
+    out = build_graph(model, builtins("calculator"), protocol=protocol, output=City).invoke({"task": "t"})
+    feedback = out["scratchpad"][1]["feedback"]  # the second failure in a row gets the example
+    assert shown in feedback and "<the answer>" not in feedback and "plain text" not in feedback
+    assert out["output"] == City(**VALID)
+
+
+def test_the_answer_tools_schema_sent_through_the_api_is_counted_with_the_tools():
+    model = ScriptedChatModel(replies=[[tool_call(ANSWER_TOOL, VALID)]])
+    out = build_graph(model, builtins("calculator"), output=City).invoke({"task": "t"})
+    assert [t["function"]["name"] for t in model.bound_tools] == ["calculator", ANSWER_TOOL]
+    sent = [json.dumps(model.bound_tools[:1], ensure_ascii=False, separators=(",", ":")),
+            json.dumps(model.bound_tools[1], ensure_ascii=False, separators=(",", ":"))]
+    assert out["scratchpad"][0]["prompt_parts"]["tools"] == sum(active_counter().count(s) for s in sent)
+
+
+def test_the_answer_tool_alone_is_counted_when_the_run_has_no_other_tool():
+    model = ScriptedChatModel(replies=[[tool_call(ANSWER_TOOL, VALID)]])
+    out = build_graph(model, [], output=City).invoke({"task": "t"})
+    sent = json.dumps(model.bound_tools[0], ensure_ascii=False, separators=(",", ":"))
+    assert out["scratchpad"][0]["prompt_parts"]["tools"] == active_counter().count(sent) > 0
 
 
 # --- through the real client, in every protocol ---------------------------------------------------------

@@ -239,6 +239,11 @@ class Collector:
                         found.append((span.name, {a.key: a.value for a in span.attributes}, service))
         return found
 
+    def runs(self) -> list[Any]:
+        """The received ``invoke_agent`` spans (protobuf), in the order they arrived."""
+        return [span for request in self.requests for resource in request.resource_spans
+                for scope in resource.scope_spans for span in scope.spans if span.name.startswith("invoke_agent")]
+
     def __enter__(self) -> Collector:
         self.thread.start()
         return self
@@ -268,6 +273,31 @@ def test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_n
     assert chat["gen_ai.request.model"].string_value == "gpt-4o-mini"
     assert chat["gen_ai.usage.input_tokens"].int_value == 12
     assert list(chat["gen_ai.response.finish_reasons"].array_value.values)[0].string_value in ("tool_calls", "stop")
+
+
+def test_reinloop_resume_in_a_new_process_continues_the_trace_with_a_link(openai_server, tmp_path):
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}]),
+                                completion("6")]
+    db = str(tmp_path / "runs.db")
+    with Collector() as collector:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.httpd.server_address[1]}",
+               "OPENAI_API_KEY": "not-needed"}
+        commands = [(["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
+                      openai_server.base_url, "--tools", "calculator", "--max-steps", "1", "--otel", "--db", db], 3),
+                    (["resume", "t-otel", "--extra-steps", "2", "--otel", "--db", db], 0)]
+        for command, code in commands:  # each a new process (3: paused): the trace goes on through the checkpoint
+            proc = subprocess.run([sys.executable, "-m", "reinloop", *command], capture_output=True, text=True,
+                                  env=env, timeout=600)
+            assert proc.returncode == code, proc.stdout + proc.stderr
+        first, second = collector.runs()
+        traces = {span.trace_id for r in collector.requests for rs in r.resource_spans for ss in rs.scope_spans
+                  for span in ss.spans}
+    assert traces == {first.trace_id}  # the resumed part's steps and calls too
+    status = {a.key: a.value for a in first.attributes}["reinloop.status"].string_value
+    assert status == "paused" and {a.key: a.value for a in second.attributes}["reinloop.status"].string_value == "done"
+    assert second.trace_id == first.trace_id and second.parent_span_id == first.span_id
+    assert [link.span_id for link in second.links] == [first.span_id]
+    assert {a.key: a.value for a in second.attributes}["reinloop.resumed"].bool_value
 
 
 def test_an_approval_wait_ends_the_part_and_the_decision_is_an_event_of_the_step_that_goes_on(make_graph, spans):

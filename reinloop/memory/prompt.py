@@ -78,18 +78,21 @@ def memory_of(ctx: Any) -> Memory:
 def system_message(ctx: Any) -> SystemMessage:
     """System rules plus the protocol's instructions."""
     system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
-    output = getattr(ctx, "output", None)  # a structured answer: its form and schema, in the protocol's terms
-    shape = f"\n{output.instructions(ctx.protocol.name)}" if output is not None else ""
-    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools)}{shape}")
+    output = getattr(ctx, "output", None)  # a structured answer: the protocol says its form and schema
+    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools, output)}")
+
+
+def sent_schemas(ctx: Any) -> list[str]:
+    """The tool schemas native tool calling sends through the API, as JSON: the run's tools, then the answer tool."""
+    output = getattr(ctx, "output", None)  # RunSpec.output: its final_answer tool is bound after the tools
+    return [ctx.tools.schemas_json() if len(ctx.tools) else "", output.tool_json if output is not None else ""]
 
 
 def tool_tokens(ctx: Any, counter: TokenCounter) -> int:
     """Tokens of the tool descriptions: schemas sent through the API, or the text in the system prompt."""
-    if not len(ctx.tools):
-        return 0
     if ctx.protocol.native_tools:
-        return count_tokens(ctx.tools.schemas_json(), counter)  # made once per registry, counted once per counter
-    return count_tokens(ctx.tools.describe(), counter)
+        return sum(count_tokens(part, counter) for part in sent_schemas(ctx))  # made once, counted once per counter
+    return count_tokens(ctx.tools.describe(), counter) if len(ctx.tools) else 0
 
 
 def fixed_system_tokens(ctx: Any, counter: TokenCounter) -> tuple[int, int]:
@@ -105,8 +108,8 @@ def fixed_upper_bound(ctx: Any) -> int:
     A byte-level BPE token (o200k, cl100k) covers at least one byte, and
     :func:`~reinloop.memory.tokens.estimate_tokens` prices no piece above its bytes.
     """
-    tools = ctx.tools.schemas_json() if ctx.protocol.native_tools and len(ctx.tools) else ""
-    return len(message_text(system_message(ctx)).encode()) + MESSAGE_OVERHEAD + len(tools.encode())
+    tools = sent_schemas(ctx) if ctx.protocol.native_tools else []
+    return len(message_text(system_message(ctx)).encode()) + MESSAGE_OVERHEAD + sum(len(t.encode()) for t in tools)
 
 
 def check_fixed_parts(ctx: Any) -> None:

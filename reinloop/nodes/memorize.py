@@ -24,6 +24,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
+from ..output import AnswerSchema
 from ..protocols.base import OutputProtocol
 from ..protocols.tool_calling import INTERRUPTED
 from ..tools.registry import ToolRegistry
@@ -93,14 +94,15 @@ def count(counters: Counters, step: Step, previous: Step | None) -> Counters:
     }
 
 
-def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRegistry) -> Step:
+def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRegistry,
+              output: AnswerSchema | None = None) -> Step:
     """``step`` with the correction its failure gets (``failures``: failed steps in a row, this one included).
 
     An unreadable reply gets the protocol's correction; refused calls, from the
     second failed step in a row on, get the count appended to their error.
     """
     if step.get("parse_error"):
-        return {**step, "feedback": protocol.correction(step["parse_error"], failures, tools)}
+        return {**step, "feedback": protocol.correction(step["parse_error"], failures, tools, output)}
     if not step["error"] or failures < 2:
         return step
     note = f" (this was failed step {failures} in a row: change the call, or give your final answer)"
@@ -114,7 +116,7 @@ def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters)
     switch = ctx.protocol.after_unreadable(state.get("protocol"), step, counters.get("same_errors", 0))
     if switch is None:
         protocol, _ = ctx.active(state)
-        return corrected(step, counters["consecutive_errors"], protocol, ctx.tools), counters, None
+        return corrected(step, counters["consecutive_errors"], protocol, ctx.tools, ctx.output), counters, None
     step = corrected(step, max(2, counters["consecutive_errors"]), ctx.protocol.now(switch), ctx.tools)
     step = {**step, "switched_to": switch, "feedback": ctx.protocol.announce(switch, step["feedback"])}
     return step, {**counters, "same_errors": 0}, switch  # a new format is a fresh start for the same-error count

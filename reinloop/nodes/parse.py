@@ -148,8 +148,8 @@ def our_messages(state: AgentState, ctx: AgentContext, protocol: OutputProtocol)
     """What reinloop itself told the model (format, example, corrections, hints): an answer quoting it is an echo."""
     steps = current_steps(state)
     last = steps[-1] if steps else {}
-    return [protocol.instructions(ctx.tools), protocol.example(ctx.tools), protocol.repair_message(""),
-            protocol.correction("", 2, ctx.tools), *((state.get("reply") or {}).get("hints") or []),
+    return [protocol.instructions(ctx.tools, ctx.output), protocol.example(ctx.tools, ctx.output),
+            protocol.repair_message(""), protocol.correction("", 2, ctx.tools, ctx.output), *((state.get("reply") or {}).get("hints") or []),
             str(last.get("feedback") or ""), REQUEST]
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -22,6 +22,9 @@ from ..bounds import MAX_NESTING, check_value, describe_exception
 from ..errors import ModelCallError
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from ..output import AnswerSchema
 
 QUOTE_CHARS = 300
 PENDING_LEVELS = 3
@@ -69,8 +72,12 @@ class OutputProtocol(ABC):
     """True when tools are sent through the API (``bind_tools``) rather than the prompt."""
 
     @abstractmethod
-    def instructions(self, tools: ToolRegistry) -> str:
-        """Text for the system prompt explaining the reply format (and the tools, for text protocols)."""
+    def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        """Text for the system prompt explaining the reply format (and the tools, for text protocols).
+
+        With ``output`` (``RunSpec.output``) the final answer is an object matching its schema, and the
+        text must say so in one voice: no plain-text answer rule beside it.
+        """
 
     @abstractmethod
     def parse(self, reply: Reply) -> Pending:
@@ -106,14 +113,16 @@ class OutputProtocol(ABC):
             f"Reply again, following the required format exactly."
         )
 
-    def example(self, tools: ToolRegistry) -> str:
-        """A minimal valid reply in this protocol (a call of the first tool, then an answer), for corrections."""
+    def example(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        """A minimal valid reply in this protocol (a call of the first tool, then an answer), for corrections;
+        with ``output``, the answer is an object shaped by its schema."""
         call = example_call(tools)
         body = {"thought": "one short sentence"}
+        answer: Any = output.example() if output is not None else "<the answer>"
         lines = [json.dumps({**body, "tool": call[0], "args": call[1]}, ensure_ascii=False)] if call else []
-        return "\n".join([*lines, json.dumps({**body, "final_answer": "<the answer>"}, ensure_ascii=False)])
+        return "\n".join([*lines, json.dumps({**body, "final_answer": answer}, ensure_ascii=False)])
 
-    def correction(self, problem: str, failures: int, tools: ToolRegistry) -> str:
+    def correction(self, problem: str, failures: int, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
         """What the model is told after an unusable reply that was the ``failures``-th failed step in a row.
 
         The first time, the problem and the format in one line; from the second failure in a row on,
@@ -124,7 +133,7 @@ class OutputProtocol(ABC):
         return (
             f"Your last {failures} replies in a row could not be used; this is attempt {failures + 1}. "
             f"The error: {problem}.\nReply with exactly one of these forms and nothing else, "
-            f"for example:\n{self.example(tools)}"
+            f"for example:\n{self.example(tools, output)}"
         )
 
     def feedback(self, step: Step) -> str:

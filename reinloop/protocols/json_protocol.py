@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import json_repair
 
@@ -21,6 +21,9 @@ from ..bounds import MAX_NESTING, check_value, clean_text, repair_problem, too_d
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
+
+if TYPE_CHECKING:
+    from ..output import AnswerSchema
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.S)
 TOOL_KEYS = ("tool", "action", "tool_name", "name")
@@ -136,11 +139,13 @@ class JsonProtocol(OutputProtocol):
 
     name = "json"
 
-    def instructions(self, tools: ToolRegistry) -> str:
+    def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        answer = '"<answer>"' if output is None else output.example_text()
+        shape = "" if output is None else f"{output.instructions(self.native_tools)}\n"
         return (
             "Reply with exactly one JSON object and no other text.\n"
             'To call a tool: {"thought": "<why>", "tool": "<tool name>", "args": {<arguments>}}\n'
-            'To give the final answer: {"thought": "<why>", "final_answer": "<answer>"}\n'
+            f'To give the final answer: {{"thought": "<why>", "final_answer": {answer}}}\n{shape}'
             "Call one tool at a time and wait for its observation.\n\n"
             f"Available tools:\n{tools.describe()}"
         )

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import json
 import re
+from typing import TYPE_CHECKING
 
 from ..bounds import clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_thought
 from .json_protocol import coerce_args
+
+if TYPE_CHECKING:
+    from ..output import AnswerSchema
 
 # Line starts are matched with [ \t]*, never \s*: \s* crosses lines, and retried at every line start
 # of a reply made of blank lines it would take quadratic time.
@@ -51,7 +55,9 @@ class ReactProtocol(OutputProtocol):
         args = json.dumps(actions[0].get("args") or {}, ensure_ascii=False)
         return f"Thought: {replayed_thought(step)}\nAction: {actions[0].get('tool')}\nArgs: {args}"
 
-    def instructions(self, tools: ToolRegistry) -> str:
+    def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        answer = "<the answer>" if output is None else output.example_text()
+        shape = "" if output is None else f"{output.instructions(self.native_tools)}\n"
         return (
             "Answer in this exact text format.\n"
             "To use a tool:\n"
@@ -61,15 +67,16 @@ class ReactProtocol(OutputProtocol):
             "Then stop and wait: the Observation will be given to you.\n"
             "When you know the answer:\n"
             "Thought: <your reasoning>\n"
-            "Final Answer: <the answer>\n\n"
+            f"Final Answer: {answer}\n{shape}\n"
             f"Available tools:\n{tools.describe()}"
         )
 
-    def example(self, tools: ToolRegistry) -> str:
+    def example(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
         call = example_call(tools)
         act = (f"Thought: one short sentence\nAction: {call[0]}\nArgs: {json.dumps(call[1], ensure_ascii=False)}\n"
                "or\n") if call else ""
-        return f"{act}Thought: one short sentence\nFinal Answer: <the answer>"
+        answer = "<the answer>" if output is None else output.example_text()
+        return f"{act}Thought: one short sentence\nFinal Answer: {answer}"
 
     def parse(self, reply: Reply) -> Pending:
         text = clean_text(reply.get("text") or "").strip()

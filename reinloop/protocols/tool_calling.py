@@ -10,7 +10,7 @@ issued and the history stays valid for the provider.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -18,6 +18,9 @@ from ..bounds import check_value, clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_reply, replayed_thought
+
+if TYPE_CHECKING:
+    from ..output import AnswerSchema
 
 INTERRUPTED = "ERROR: this call was interrupted before it returned; its outcome is unknown"
 
@@ -28,15 +31,18 @@ class ToolCallingProtocol(OutputProtocol):
     name = "tool_calling"
     native_tools = True
 
-    def instructions(self, tools: ToolRegistry) -> str:
-        return (
-            "Call the tools you need, one step at a time, and read their results. "
-            "When you know the answer, reply with it as plain text and call no tool."
-        )
+    def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        answer = (output.instructions(self.native_tools) if output is not None
+                  else "When you know the answer, reply with it as plain text and call no tool.")
+        return f"Call the tools you need, one step at a time, and read their results. {answer}"
 
-    def example(self, tools: ToolRegistry) -> str:
+    def example(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        from ..output import ANSWER_TOOL
+
         call = example_call(tools)
         how = f"call a tool through the tool-calling API (e.g. {call[0]} with {json.dumps(call[1])}), or " if call else ""
+        if output is not None:
+            return f"{how}give the final answer by calling {ANSWER_TOOL}, alone, with {output.example_text()}"
         return f"{how}reply with the final answer as plain text, a sentence or two"
 
     def parse(self, reply: Reply) -> Pending:

@@ -92,6 +92,12 @@ def test_retries_never_run_past_the_timeout():
     assert result.status == "error" and result.observation == "ERROR: ConnectionError: refused"
 
 
+def test_zero_tool_retries_is_one_attempt():
+    flaky = Flaky(ConnectionError("refused"), failures=1)
+    result = run_tool(make_tool(flaky, backoff=0.01), {"x": "a"}, Limits(tool_retries=0))
+    assert (result.error, result.attempts, flaky.calls) == (True, 1, 1)
+
+
 def test_no_retries_when_the_limit_is_off():
     flaky = Flaky(ConnectionError("refused"), failures=1)
     assert run_tool(make_tool(flaky, backoff=0.01), {"x": "a"}, Limits(tool_retries=None)).error
