@@ -115,3 +115,27 @@ def test_approve_rules_are_normalised_kept_in_the_json_form_and_a_bad_rule_is_na
     with pytest.raises(ConfigurationError, match=r"RunSpec.approve\['write_file'\] must be True, False, 'ask', "
                                                  r"'always' or 'never', got 'maybe'"):
         RunSpec(approve={"write_file": "maybe"})
+
+
+def test_a_custom_protocol_written_before_structured_answers_still_runs_and_is_corrected():
+    from reinloop import build_graph
+    from reinloop.protocols import JsonProtocol
+    from reinloop.testing import ScriptedChatModel
+
+    class Older(JsonProtocol):  # the signatures of the methods before RunSpec.output existed
+        name = "older"
+
+        def instructions(self, tools):
+            return "Answer as JSON: " + super().instructions(tools)
+
+        def example(self, tools):
+            return super().example(tools)
+
+        def correction(self, problem, failures, tools):
+            return "again, as JSON: " + super().correction(problem, failures, tools)
+
+    model = ScriptedChatModel(replies=["not json at all", '{"final_answer": "ok"}'])
+    out = build_graph(model, protocol=Older()).invoke({"task": "t"})
+    assert out["answer"] == "ok"
+    assert str(model.prompts[0][0].content).count("Answer as JSON: ") == 1
+    assert any("again, as JSON: " in str(m.content) for m in model.prompts[1])

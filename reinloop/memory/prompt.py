@@ -28,6 +28,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from ..protocols.base import answer_form
 from ..errors import ConfigurationError
 from ..state import Step
 from .config import Memory
@@ -79,7 +80,7 @@ def system_message(ctx: Any) -> SystemMessage:
     """System rules plus the protocol's instructions."""
     system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
     output = getattr(ctx, "output", None)  # a structured answer: the protocol says its form and schema
-    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools, output)}")
+    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools, **answer_form(output))}")
 
 
 def sent_schemas(ctx: Any) -> list[str]:

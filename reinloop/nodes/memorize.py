@@ -25,7 +25,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..output import AnswerSchema
-from ..protocols.base import OutputProtocol
+from ..protocols.base import OutputProtocol, answer_form
 from ..protocols.tool_calling import INTERRUPTED
 from ..tools.registry import ToolRegistry
 from ..state import Action, AgentState, Counters, Step
@@ -102,7 +102,7 @@ def corrected(step: Step, failures: int, protocol: OutputProtocol, tools: ToolRe
     second failed step in a row on, get the count appended to their error.
     """
     if step.get("parse_error"):
-        return {**step, "feedback": protocol.correction(step["parse_error"], failures, tools, output)}
+        return {**step, "feedback": protocol.correction(step["parse_error"], failures, tools, **answer_form(output))}
     if not step["error"] or failures < 2:
         return step
     note = f" (this was failed step {failures} in a row: change the call, or give your final answer)"

@@ -36,7 +36,7 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
-from ..protocols.base import OutputProtocol, error_pending, parse_reply, read_safely
+from ..protocols.base import OutputProtocol, answer_form, error_pending, parse_reply, read_safely
 from ..answers import echo_problem, grounding_problem, too_few_calls_problem, tool_talk_problem, written_call
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
@@ -148,8 +148,9 @@ def our_messages(state: AgentState, ctx: AgentContext, protocol: OutputProtocol)
     """What reinloop itself told the model (format, example, corrections, hints): an answer quoting it is an echo."""
     steps = current_steps(state)
     last = steps[-1] if steps else {}
-    return [protocol.instructions(ctx.tools, ctx.output), protocol.example(ctx.tools, ctx.output),
-            protocol.repair_message(""), protocol.correction("", 2, ctx.tools, ctx.output), *((state.get("reply") or {}).get("hints") or []),
+    form = answer_form(ctx.output)
+    return [protocol.instructions(ctx.tools, **form), protocol.example(ctx.tools, **form),
+            protocol.repair_message(""), protocol.correction("", 2, ctx.tools, **form), *((state.get("reply") or {}).get("hints") or []),
             str(last.get("feedback") or ""), REQUEST]
 
 

@@ -46,6 +46,13 @@ def action_id(index: int, tool: str, args: Any) -> str:
     return f"call_{index}_{hashlib.sha1(data).hexdigest()[:8]}"
 
 
+def answer_form(output: AnswerSchema | None) -> dict[str, Any]:
+    """``{"output": output}`` for a run with a structured answer, else ``{}``: what ``instructions``, ``example``
+    and ``correction`` are called with, so a protocol written before structured answers
+    (``instructions(self, tools)``) still serves plain-text runs."""
+    return {} if output is None else {"output": output}
+
+
 def example_args(tools: ToolRegistry, name: str) -> dict[str, Any]:
     """Placeholder arguments for a call of ``name`` in a format example: ``{"expression": "<expression>"}``."""
     schema = tools.schema(name)
@@ -133,7 +140,7 @@ class OutputProtocol(ABC):
         return (
             f"Your last {failures} replies in a row could not be used; this is attempt {failures + 1}. "
             f"The error: {problem}.\nReply with exactly one of these forms and nothing else, "
-            f"for example:\n{self.example(tools, output)}"
+            f"for example:\n{self.example(tools, **answer_form(output))}"
         )
 
     def feedback(self, step: Step) -> str:
