@@ -76,7 +76,8 @@ def test_runs_pending_lists_the_waiting_call_with_its_arguments_pretty_printed(o
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("t1  ") and lines[0].endswith("write a note")
-    assert lines[1] == "  w1: write_file (step 1): the run asks approval for every write_file call (approve={'write_file': 'ask'})"
+    assert lines[1] == ("  w1: write_file (step 1): the run asks approval for every call of a tool with side effects, "
+                        "write_file among them (approve={'*side_effects': 'ask'})")
     assert lines[2:6] == ["    {", '      "path": "note.txt",', '      "content": "hello"', "    }"]
     listed = json.loads(reinloop(env, "runs", "pending", "--db", str(tmp_path / "runs.db"), "--json").stdout)
     assert [(r["thread_id"], [c["id"] for c in r["calls"]]) for r in listed] == [("t1", ["w1"])]

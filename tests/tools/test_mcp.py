@@ -339,7 +339,7 @@ def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_p
     code = main(["run", "x", "--base-url", openai_server.base_url, "--tools", "calculator", "--mcp",
                  str(tmp_path / "servers.json"), "--db", str(tmp_path / "runs.db")])
     err = capsys.readouterr().err
-    assert code == 1 and openai_server.requests == []
+    assert code == 2 and openai_server.requests == []  # refused before the run starts: a usage error
     assert "reinloop's built-in tool 'calculator' and MCP server 'notes'" in err and '"prefix": true' in err
 
 
