@@ -28,6 +28,7 @@ message instead of 5,000 executions and 5,000 observations in the prompt.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -97,8 +98,10 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     if too_many := runtime.context.limits.check_calls(len(pending.get("actions") or [])):
         emit(runtime, "validate", f"reply refused: {too_many}", actions=[], error=too_many)
         return {"pending": error_pending(too_many, pending.get("thought") or "")}
-    # The run's results are joined only for an argument that is one of a tool's examples: a long run has many.
-    actions = [check_action(a, runtime.context.tools, lambda: known_text(state)) for a in pending.get("actions") or []]
+    # The run's results are joined only for an argument that is one of a tool's examples (a long run has many),
+    # and then once for the whole reply.
+    known = functools.cache(lambda: known_text(state))
+    actions = [check_action(a, runtime.context.tools, known) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
         runtime,
