@@ -217,6 +217,18 @@ class AgentState(TypedDict, total=False):
     invalid_output: Any  # the last structured answer that did not validate, kept and marked as such
 
 
+class PendingView(TypedDict, total=False):
+    """The one channel the routers after parse, validate and execute read (LangGraph then copies it alone for them)."""
+
+    pending: Pending | None
+
+
+class DecisionView(TypedDict, total=False):
+    """The one channel the router after guard reads."""
+
+    decision: Decision | None
+
+
 BREAK_KIND = "reinloop.break"
 """The ``kind`` of an interrupt payload that reports a circuit break."""
 

@@ -147,3 +147,10 @@ def test_langgraph_draw_png_draws_the_reinloop_look(make_graph, tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     assert graph.get_graph().draw_png(str(tmp_path / "g.png")) is None
     assert (tmp_path / "g.png").read_bytes() == png
+
+
+def test_each_router_reads_only_the_channel_it_decides_on(make_graph):
+    graph, _ = make_graph(["x"])
+    read = {source: sorted(graph.builder.schemas[branch.input_schema])
+            for source, branches in graph.builder.branches.items() for branch in branches.values()}
+    assert read == {"parse": ["pending"], "validate": ["pending"], "execute": ["pending"], "guard": ["decision"]}

@@ -35,7 +35,7 @@ from ..events import ActionRecord, emit
 from ..location import locate
 from ..memory.ledger import earlier_result, reused_observation
 from ..memory.window import current_steps
-from ..state import Action, AgentState
+from ..state import Action, AgentState, PendingView
 from ..tools.executor import Place, ToolCall, ToolExecutor
 from ..tools.options import options_of
 from .guard import can_pause
@@ -108,7 +108,7 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
     return records
 
 
-def route_after_execute(state: AgentState) -> Literal["approve", "done"]:
+def route_after_execute(state: PendingView) -> Literal["approve", "done"]:
     """Wait for the operator if a call needs approval; else record the step."""
     actions = (state.get("pending") or {}).get("actions") or []
     return "approve" if any(a.get("awaiting") for a in actions) else "done"

@@ -40,6 +40,7 @@ from ..state import (
     BreakReason,
     Counters,
     Decision,
+    DecisionView,
     Extensions,
     ResumeValue,
     Step,
@@ -291,6 +292,6 @@ def wait_for_operator(state: AgentState, runtime: Runtime[AgentContext]) -> dict
     return update
 
 
-def route_after_guard(state: AgentState) -> Decision:
+def route_after_guard(state: DecisionView) -> Decision:
     """Follow the guard's decision."""
     return state.get("decision") or "continue"

@@ -44,7 +44,7 @@ from ..protocols.json_protocol import JsonProtocol, interpret
 from ..repeats import action_keys
 from ..protocols.prose import call_like, prose_answer
 from ..protocols.structured import read_structured
-from ..state import AgentState, Pending
+from ..state import AgentState, Pending, PendingView
 
 
 def truncation_problem(reason: str, cap: int | None) -> str:
@@ -255,7 +255,7 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     return update
 
 
-def route_after_parse(state: AgentState) -> Literal["actions", "answer", "error"]:
+def route_after_parse(state: PendingView) -> Literal["actions", "answer", "error"]:
     """Actions go to validation; answers and parse errors are recorded as they are."""
     pending = state.get("pending") or {}
     if pending.get("parse_error"):

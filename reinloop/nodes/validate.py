@@ -28,6 +28,8 @@ message instead of 5,000 executions and 5,000 observations in the prompt.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
@@ -35,14 +37,14 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..protocols.base import error_pending
-from ..state import Action, AgentState
+from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field
 
 
-def check_action(action: Action, tools: ToolRegistry, known: str = "") -> Action:
-    """The action with ``problem`` set if it cannot run as asked (``known``: the task and the run's results,
-    which make a value that also appears in a tool's example a real one)."""
+def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] = str) -> Action:
+    """The action with ``problem`` set if it cannot run as asked (``known`` gives the task and the run's results,
+    which make a value that also appears in a tool's example a real one; it is called only for such a value)."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -96,7 +98,9 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     if too_many := runtime.context.limits.check_calls(len(pending.get("actions") or [])):
         emit(runtime, "validate", f"reply refused: {too_many}", actions=[], error=too_many)
         return {"pending": error_pending(too_many, pending.get("thought") or "")}
-    known = known_text(state)
+    # The run's results are joined only for an argument that is one of a tool's examples (a long run has many),
+    # and then once for the whole reply.
+    known = functools.cache(lambda: known_text(state))
     actions = [check_action(a, runtime.context.tools, known) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
@@ -110,7 +114,7 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     return {"pending": {**pending, "actions": actions}}
 
 
-def route_after_validate(state: AgentState) -> Literal["run", "refused"]:
+def route_after_validate(state: PendingView) -> Literal["run", "refused"]:
     """Execute if at least one call is valid; otherwise record the refusals."""
     actions = (state.get("pending") or {}).get("actions") or []
     return "run" if any(not a.get("problem") for a in actions) else "refused"

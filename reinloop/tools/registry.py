@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -303,7 +303,7 @@ def string_values(value: Any) -> list[str]:
     return []
 
 
-def copied_example(args: dict[str, Any], examples: str, known: str) -> str | None:
+def copied_example(args: dict[str, Any], examples: str, known: str | Callable[[], str]) -> str | None:
     """An argument the model copied from our prompt instead of the task, else None.
 
     Either a placeholder of a format example (``"<expression>"``), or a value
@@ -312,14 +312,15 @@ def copied_example(args: dict[str, Any], examples: str, known: str) -> str | Non
     calculator's ``'(22*1.8)+32'``) and shares no number or word with the
     task and the run's results (``known``): "convert 22C" may well compute
     ``(22*1.8)+32``, "read order_0.txt and total it" does not. Values a description lists as valid (table
-    names, enums) are not examples and pass.
+    names, enums) are not examples and pass. ``known`` may be a function giving that text: it is called only
+    for a value that is an example.
     """
     for text in string_values(args):
         value = text.strip()
         if _PLACEHOLDER.match(value):
             return value
         if (len(value) > COPIED_CHARS and squeezed(value) in {squeezed(e) for e in examples.splitlines()}
-                and not (tokens(value) & tokens(known))):
+                and not (tokens(value) & tokens(known() if callable(known) else known))):
             return value
     return None
 

@@ -185,3 +185,20 @@ def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stand
     assert first["observation"] == "5 hits for tea"
     assert "1000000" not in "\n".join(str(m.content) for m in model.prompts[1])
     assert second["problem"] and "query" in second["problem"]  # a bad required argument is still refused
+
+
+def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(make_graph):
+    from reinloop.nodes.validate import check_action
+
+    graph, _ = make_graph(["x"])
+    tools = graph.reinloop_context.tools
+    asked: list[str] = []
+
+    def known() -> str:
+        asked.append("known")
+        return "convert 22C"
+
+    plain = check_action({"tool": "calculator", "args": {"expression": "17 * 3 + 4"}}, tools, known)
+    assert plain["problem"] is None and asked == []  # a long run's results are not joined for an ordinary value
+    copied = check_action({"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}, tools, known)
+    assert copied["problem"] is None and asked == ["known"]  # the results hold 22: the example is the run's own
