@@ -11,7 +11,9 @@ files), so edits show up without a rebuild.
 FTS5's ``unicode61`` tokenizer splits words on spaces and punctuation, which
 Chinese and Japanese do not use; so every CJK character is indexed (and
 searched) as its own token, separated by an invisible zero-width space, and a
-query word such as ``杭州天气`` becomes the phrase ``杭 州 天 气``. The model's
+query word such as ``杭州天气`` becomes its character pairs, each a phrase
+(``杭 州``, ``州 天``, ``天 气``: :func:`query_terms`), so a whole question still finds
+the files that share its words. The model's
 query is never passed to FTS5 as syntax: each word is quoted, so ``NEAR``,
 ``*``, ``col:`` or a stray quote are just text.
 """
