@@ -11,7 +11,9 @@ files), so edits show up without a rebuild.
 FTS5's ``unicode61`` tokenizer splits words on spaces and punctuation, which
 Chinese and Japanese do not use; so every CJK character is indexed (and
 searched) as its own token, separated by an invisible zero-width space, and a
-query word such as ``杭州天气`` becomes the phrase ``杭 州 天 气``. The model's
+query word such as ``杭州天气`` becomes its character pairs, each a phrase
+(``杭 州``, ``州 天``, ``天 气``: :func:`query_terms`), so a whole question still finds
+the files that share its words. The model's
 query is never passed to FTS5 as syntax: each word is quoted, so ``NEAR``,
 ``*``, ``col:`` or a stray quote are just text.
 """
@@ -42,8 +44,12 @@ logger = logging.getLogger(__name__)
 
 SUFFIXES = (".txt", ".md", ".markdown")
 MAX_FILE_BYTES = 5_000_000
+PREVIEW_CHARS = 1000
+"""How much of the best hit's file ``search_docs`` shows by default."""
 ZWSP = "\u200b"
-_CJK = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af])")
+_CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
+_CJK = re.compile(rf"([{_CJK_CHARS}])")
+_CJK_RUN = re.compile(rf"[{_CJK_CHARS}]+|[^{_CJK_CHARS}]+")
 
 Progress = Callable[[int, int, str], None]
 """Called as ``progress(done, total, path)`` after each file (re)indexed."""
@@ -71,12 +77,30 @@ def segment(text: str) -> str:
     return _CJK.sub(rf"{ZWSP}\1{ZWSP}", text)
 
 
+def query_terms(word: str) -> list[str]:
+    """A query word as search terms: a run of CJK characters becomes its overlapping pairs.
+
+    Chinese has no spaces, so a small model's query is often a whole question
+    (``杭州和深圳的常住人口相差多少万人``); as one phrase it matches nothing. Its character
+    pairs (``杭州``, ``州和``, ``和深``, …) match every document sharing a word with it, and
+    bm25 ranks the one sharing the most (and the rarest) first.
+    """
+    terms = []
+    for part in _CJK_RUN.findall(word):
+        if _CJK.match(part) and len(part) > 2:
+            terms += [part[i : i + 2] for i in range(len(part) - 1)]
+        else:
+            terms.append(part)
+    return terms
+
+
 def fts_query(query: str) -> str:
-    """The model's words as a safe FTS5 query: each word a quoted phrase, any word may match."""
+    """The model's words as a safe FTS5 query: each term a quoted phrase, any term may match."""
     words = re.findall(r"\w+", query)
     if not words:
         raise ValueError(f"the query {query!r} has no words to search for; give a few keywords")
-    return " OR ".join(f'"{segment(w)}"' for w in words[:32])
+    terms = list(dict.fromkeys(t for w in words for t in query_terms(w)))
+    return " OR ".join(f'"{segment(t)}"' for t in terms[:32])
 
 
 def title_of(path: str, text: str) -> str:
@@ -232,6 +256,12 @@ class DocsIndex:
         # words scores 0. Those are noise next to a real match, and only shown when nothing else matched.
         return [h for h in hits if h.score > 0] if hits and hits[0].score > 0 else hits
 
+    def text(self, path: str) -> str:
+        """The indexed text of the file at ``path`` (as it was at the last update), or ``""``."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT body FROM docs WHERE path = ?", (path,)).fetchone()
+        return row[0].replace(ZWSP, "") if row else ""
+
     def count(self) -> int:
         """How many files are indexed."""
         with self._connect() as conn:
@@ -256,14 +286,26 @@ def sandbox_prefix(folder: Path, sandbox: str | os.PathLike[str] | None) -> str:
     return "" if str(inside) == "." else inside.as_posix() + "/"
 
 
-def format_hits(query: str, hits: list[Hit], files: int, prefix: str = "") -> str:
-    """Hits as numbered lines with their snippets (``prefix``: put before each path, e.g. ``"docs/"``)."""
+def format_hits(query: str, hits: list[Hit], files: int, prefix: str = "", opening: str = "") -> str:
+    """Hits as bullet lines with their snippets (``prefix``: put before each path, e.g. ``"docs/"``).
+
+    ``opening`` is the best file's text (cut by the caller), shown in place of its snippet. The lines
+    carry no list numbers and no scores: a small model copies any number it is shown into its answer
+    ("1.000人/平方公里"), and a number that is only a rank would then pass for a grounded figure.
+    """
     if not hits:
         return f"no document matches {query!r} ({files} files searched); try other or fewer keywords"
-    lines = []
-    for i, hit in enumerate(hits, 1):
-        lines.append(f"{i}. {prefix}{hit.path} — {hit.title} (score {hit.score:g})\n   {hit.snippet}")
+    best, *rest = hits
+    lines = [f"- {prefix}{best.path} — {best.title}\n{opening}" if opening else f"- {prefix}{best.path} — {best.title}\n  {best.snippet}"]
+    lines += [f"- {prefix}{hit.path} — {hit.title}\n  {hit.snippet}" for hit in rest]
     return "\n".join(lines)
+
+
+def opening_of(text: str, path: str, chars: int) -> str:
+    """The first ``chars`` characters of the best hit's file, saying what was left out."""
+    if len(text) <= chars:
+        return text.strip()
+    return f"{text[:chars].rstrip()}\n… ({len(text) - chars} more characters: read_file {path!r} for the rest)"
 
 
 class SearchDocsInput(BaseModel):
@@ -278,11 +320,15 @@ def search_docs_tool(
     index: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
     sandbox: str | os.PathLike[str] | None = None,
+    preview_chars: int = PREVIEW_CHARS,
 ) -> BaseTool:
     """``search_docs``: keyword search over the text/Markdown files under ``folder``.
 
     With ``sandbox`` (``read_file``'s directory) holding ``folder``, each hit's path is given relative to the
-    sandbox (``docs/city.md``), so the model can pass it to ``read_file`` as it is.
+    sandbox (``docs/city.md``), so the model can pass it to ``read_file`` as it is. The best hit shows the
+    first ``preview_chars`` characters of its file instead of a snippet (``0``: a snippet like the others):
+    a snippet is the window with the most query words, which for a short query (``杭州``) is the title, not
+    the figures, and a small model then repeats the search rather than read the file.
     """
     if folder is None:
         raise ConfigurationError("tool 'search_docs' needs a folder of documents: give --docs DIR (from Python: builtin('search_docs', folder=DIR))")
@@ -292,14 +338,16 @@ def search_docs_tool(
 
     def search_docs(query: str, limit: int = 5) -> str:
         docs.update()
-        return format_hits(query, docs.search(query, limit), docs.count(), prefix)
+        hits = docs.search(query, limit)
+        opening = opening_of(docs.text(hits[0].path), prefix + hits[0].path, preview_chars) if hits and preview_chars else ""
+        return format_hits(query, hits, docs.count(), prefix, opening)
 
     return configure(
         StructuredTool.from_function(
             search_docs,
             name="search_docs",
             description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
-            "Returns the best-matching files with a snippet each; use read_file or the snippet to answer.",
+            "Returns the best-matching files, the best one's opening text and a snippet of each other; use read_file for the rest.",
             args_schema=SearchDocsInput,
         ),
         parallel_safe=True,

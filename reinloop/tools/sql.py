@@ -192,6 +192,19 @@ def list_tables(path: Path) -> list[str]:
         conn.close()
 
 
+def table_columns(path: Path, tables: list[str]) -> str:
+    """``"notes(key TEXT, value TEXT)"``: the columns of ``tables`` in the database at ``path`` (read-only)."""
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)  # pragmas: not through the query authorizer
+    try:
+        shown = []
+        for table in tables:
+            rows = conn.execute("SELECT name, type FROM pragma_table_info(?)", (table,)).fetchall()
+            shown.append(f"{table}({', '.join(f'{name} {kind}'.strip() for name, kind in rows)})")
+        return "; ".join(shown)
+    finally:
+        conn.close()
+
+
 class SqlQueryInput(BaseModel):
     """Arguments of sql_query."""
 
@@ -284,7 +297,9 @@ def db_insert_tool(
         "DbInsertInput",
         __doc__="Arguments of db_insert.",
         table=(Literal[tuple(allowed)], Field(description=f"the table to insert into: one of {', '.join(allowed)}")),
-        row=(dict[str, Scalar], Field(description="column name -> value of the new row, e.g. {\"name\": \"王五\", \"age\": 28}", min_length=1, max_length=50)),
+        # The columns, not an example row: Qwen2.5-0.5B copied the example's {"name": ..., "age": 28} into its calls.
+        row=(dict[str, Scalar], Field(description=f"column name -> value of the new row; the columns: {table_columns(file, allowed)}",
+                                      min_length=1, max_length=50)),
     )
 
     def db_insert(table: str, row: dict[str, Any]) -> str:

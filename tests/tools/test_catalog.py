@@ -79,7 +79,7 @@ def test_cli_tool_settings_reach_the_tools(places, openai_server, capsys, monkey
     tool_results = [m["content"] for m in openai_server.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_results[0] == "hello from the sandbox"
     assert tool_results[1] == "name\n张三\n(1 row)"
-    assert tool_results[2].startswith("1. a.md — Alpha")
+    assert tool_results[2].startswith("- a.md — Alpha")
 
 
 def test_cli_says_which_flag_a_tool_needs(capsys):

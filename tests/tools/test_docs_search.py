@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from reinloop.answers import ungrounded
 from reinloop.errors import ConfigurationError
 from reinloop.tools import DocsIndex, builtin, builtins, run_tool
 from reinloop.tools.docs import fts_query, has_fts5
@@ -92,9 +93,9 @@ def test_new_and_deleted_files_are_picked_up(folder, tmp_path):
 
 def test_the_tool_updates_before_each_search(folder, tmp_path):
     search = builtin("search_docs", folder=folder, index=tmp_path / "index.db")
-    assert search.invoke({"query": "warehouse"}).startswith("1. guide/shipping.txt — Shipping (score ")
+    assert search.invoke({"query": "warehouse"}).startswith("- guide/shipping.txt — Shipping\nShipping\nParcels leave")
     (folder / "new.md").write_text("# Warehouse tour\nThe warehouse opens at 8.", encoding="utf-8")
-    assert search.invoke({"query": "warehouse"}).startswith("1. new.md — Warehouse tour")
+    assert search.invoke({"query": "warehouse"}).startswith("- new.md — Warehouse tour")
 
 
 def test_symlinks_hidden_folders_and_other_files_are_not_indexed(folder, tmp_path):
@@ -116,7 +117,7 @@ def test_fts_syntax_in_a_query_is_just_text(folder, tmp_path, unchanged, query):
     snapshot = (tmp_path / "index.db").read_bytes()
     result = run_tool(search, {"query": query})
     assert not result.error, result.observation
-    assert result.observation.startswith(("1. ", "no document matches"))
+    assert result.observation.startswith(("- ", "no document matches"))
     assert (tmp_path / "index.db").read_bytes() == snapshot
 
 
@@ -149,9 +150,49 @@ def test_the_default_index_lives_in_the_cache_directory(folder, tmp_path, monkey
 def test_hits_name_paths_read_file_opens_when_the_docs_are_in_the_sandbox(folder, tmp_path):
     search, read = builtins("search_docs,read_file", sandbox=tmp_path, docs=folder)
     hits = run_tool(search, {"query": "shipping"}).observation
-    assert hits.startswith("1. docs/guide/shipping.txt — Shipping")
+    assert hits.startswith("- docs/guide/shipping.txt — Shipping")
     assert "Parcels leave the warehouse daily" in run_tool(read, {"path": "docs/guide/shipping.txt"}).observation
     alone = builtin("search_docs", folder=folder, index=tmp_path / "i.db")  # no sandbox: paths within the folder
-    assert run_tool(alone, {"query": "shipping"}).observation.startswith("1. guide/shipping.txt — Shipping")
+    assert run_tool(alone, {"query": "shipping"}).observation.startswith("- guide/shipping.txt — Shipping")
     elsewhere = builtin("search_docs", folder=folder, index=tmp_path / "j.db", sandbox=tmp_path / "other")
-    assert run_tool(elsewhere, {"query": "shipping"}).observation.startswith("1. guide/shipping.txt — Shipping")
+    assert run_tool(elsewhere, {"query": "shipping"}).observation.startswith("- guide/shipping.txt — Shipping")
+
+
+@pytest.fixture
+def cities(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    padding = "The figures below are the yearbook's. 本手册中的数字均以年鉴为准。" * 3
+    for slug, city, people, area in (("hangzhou", "杭州", 1252, 16850), ("shenzhen", "深圳", 1779, 1997),
+                                      ("beijing", "北京", 2186, 16410), ("wuhan", "武汉", 1377, 8569)):
+        (docs / f"city_{slug}.md").write_text(
+            f"# {city}\n\n{city}位于中国。{padding}\n\n- 常住人口: {people} 万人\n- 面积: {area} 平方公里\n", encoding="utf-8")
+    return docs
+
+
+def test_a_whole_chinese_question_as_the_query_finds_the_files_sharing_its_words(cities, tmp_path):
+    # Qwen2.5-0.5B searched the task's question verbatim; as one phrase it matched nothing.
+    index = DocsIndex(cities, tmp_path / "index.db")
+    index.update()
+    hits = index.search("杭州和深圳的常住人口相差多少万人")
+    assert {h.path for h in hits[:2]} == {"city_hangzhou.md", "city_shenzhen.md"}
+    assert [h.path for h in index.search("杭州人口密度")][0] == "city_hangzhou.md"
+    assert fts_query("杭州 天气预报").replace("\u200b", "") == '"杭州" OR "天气" OR "气预" OR "预报"'
+
+
+def test_the_best_hit_shows_its_files_figures_even_when_the_query_matches_only_the_title(cities, tmp_path):
+    # Qwen searched "杭州": the snippet was the title and padding, so it searched again instead of reading.
+    search = builtin("search_docs", folder=cities, index=tmp_path / "index.db", sandbox=tmp_path)
+    shown = run_tool(search, {"query": "杭州", "limit": 1}).observation
+    assert shown.startswith("- docs/city_hangzhou.md — 杭州\n# 杭州")
+    assert "常住人口: 1252 万人" in shown and "面积: 16850 平方公里" in shown
+    cut = builtin("search_docs", folder=cities, index=tmp_path / "cut.db", sandbox=tmp_path, preview_chars=20)
+    assert "more characters: read_file 'docs/city_hangzhou.md' for the rest)" in run_tool(cut, {"query": "杭州"}).observation
+
+
+def test_hits_show_no_rank_number_or_score_an_answer_could_pass_off_as_a_figure(cities, tmp_path):
+    # "杭州的人口密度是1.000人/平方公里" passed the grounded-numbers check on the hit's list number "1."
+    search = builtin("search_docs", folder=cities, index=tmp_path / "index.db", preview_chars=0)
+    shown = run_tool(search, {"query": "杭州 深圳"}).observation
+    assert shown.startswith("- city_") and "score" not in shown and "\n- city_" in shown
+    assert ungrounded("杭州的人口密度是1.000人/平方公里", [shown]) == ["1"]  # "1.000" read as 1

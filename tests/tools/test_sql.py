@@ -301,3 +301,11 @@ def test_a_query_process_does_not_outlive_a_hard_killed_parent(shop, tmp_path):
     while any(running(p) for p in children) and time.monotonic() - killed < 10:
         time.sleep(0.05)
     assert time.monotonic() - killed < 3  # not the parent's 60 s limit, nor the minutes printf takes
+
+
+def test_db_insert_describes_the_rows_by_the_tables_real_columns_not_an_example_row(shop):
+    # Qwen2.5-0.5B copied the old example {"name": "王五", "age": 28} into a row for a key/value table.
+    row = builtin("db_insert", path=shop, tables="users,orders").get_input_schema().model_json_schema()["properties"]["row"]
+    assert row["description"] == ("column name -> value of the new row; the columns: "
+                                  "users(id INTEGER, name TEXT, age INTEGER); orders(id INTEGER, user_id INTEGER, amount INTEGER)")
+    assert "王五" not in row["description"] and "28" not in row["description"]
