@@ -44,7 +44,7 @@ GROUP_TITLES = {
 
 @dataclass(frozen=True)
 class Alias:
-    """An older flag name for a field, and how its value maps to the field's."""
+    """A flag name that is not the field's own, and how its value maps to the field's."""
 
     flag: str
     to_field: Callable[[Any], Any] = lambda value: value
@@ -64,6 +64,8 @@ ALIASES: dict[tuple[str, ...], Alias] = {
     ("memory", "user"): Alias("--memory-user"),
     ("telemetry",): Alias("--otel"),
     ("telemetry_content",): Alias("--otel-content"),
+    ("fallback_models",): Alias("--fallback-model"),  # repeatable: one model per flag
+    ("output",): Alias("--output-schema"),  # a JSON Schema file
 }
 """Flags whose names are not the field's own."""
 
@@ -297,7 +299,7 @@ def spec_flags() -> Iterator[SpecFlag]:
                                HELP.get(path, ""), getattr(getattr(default, f.name), g.name))
         else:
             alias = ALIASES.get((f.name,))
-            yield SpecFlag((f.name,), alias.flag if alias else f.metadata.get("flag", "--" + f.name.replace("_", "-")),
+            yield SpecFlag((f.name,), alias.flag if alias else "--" + f.name.replace("_", "-"),
                            f.metadata.get("group", "run"), str(f.type), f.metadata.get("help", ""), getattr(default, f.name))
 
 

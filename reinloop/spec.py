@@ -99,7 +99,7 @@ class RunSpec:
                                   "the model is asked for a shorter one ('none': the provider's default)"})
     """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models`."""
     fallback_models: tuple[str, ...] = field(default=(), metadata={
-        "group": "model", "flag": "--fallback-model", "repeat": True, "shown": "none", "parse": fallback_ref,
+        "group": "model", "repeat": True, "shown": "none", "parse": fallback_ref,
         "help": "a model to move to when the one in use fails for good (retries out on 429/5xx/timeouts, context "
                 "too long, a refusal, tools refused): MODEL or MODEL@BASE_URL; repeat it for a chain"})
     """Models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`): ``init_chat_model``
@@ -147,7 +147,7 @@ class RunSpec:
     """Stream each model reply (its tokens reach LangGraph's ``stream_mode="messages"``); ``False``: one plain call."""
 
     output: Any = field(default=None, metadata={
-        "group": "run", "flag": "--output-schema", "parse": read_schema_file, "shown": "none",
+        "group": "run", "parse": read_schema_file, "shown": "none",
         "help": "the final answer is a JSON object matching this JSON Schema file; it is validated, and an "
                 "invalid one is sent back with its errors (see README, Structured answers)"})
     """The final answer's form: a Pydantic model class or a JSON Schema of an object (``None``: plain text);
