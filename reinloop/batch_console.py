@@ -109,7 +109,7 @@ def task_line(outcome: TaskOutcome) -> str:
     if outcome.status == "error":
         return f"{head}  {outcome.seconds:.1f} s  {short(outcome.error, 200)}"
     cost = spent({"cost_usd": outcome.cost_usd, "unpriced_calls": outcome.unpriced_calls}, "  ")
-    stats = f"{outcome.steps} step{'' if outcome.steps == 1 else 's'}  {outcome.tokens} tokens  {cost}{outcome.seconds:.1f} s"
+    stats = f"{counted(outcome.steps, 'step')}  {outcome.tokens} tokens  {cost}{outcome.seconds:.1f} s"
     what = {"done": f"answer: {short(outcome.answer, 100)}", "waiting": "waiting for approval"}.get(
         outcome.status, f"break: {outcome.break_reason}")
     return f"{head}  {stats}  {what}"

@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from .terminal import counted
+
 HTTP_FIXES = {
     400: "the request was rejected: check the model name, the protocol (try --protocol json) and the parameters",
     401: "the API key was refused: check OPENAI_API_KEY (or the provider's key variable)",
@@ -198,7 +200,7 @@ class ModelCallError(RunError):
     def advice(self) -> str:
         """Why no further attempt was made, and that the run is saved ("" for a permanent failure)."""
         if self.stopped_by == "attempts":
-            return (f"; gave up after {self.attempts} attempt{'' if self.attempts == 1 else 's'}. "
+            return (f"; gave up after {counted(self.attempts, 'attempt')}. "
                     "The run is saved: resume it when the endpoint is back")
         if self.stopped_by == "deadline":
             return (f"; not retrying: the next wait ({self.next_wait or 0:.1f} s) is longer than the "
