@@ -1,30 +1,47 @@
-"""Telemetry overhead per step: the same run with telemetry off, off again, and on, side by side in one process.
+"""Telemetry overhead per step: telemetry on against off, and off against off (the noise floor), paired round by round.
 
-    python benchmarks/telemetry.py                  # 100 steps a run, 7 rounds
-    python benchmarks/telemetry.py --steps 5 --rounds 1   # a smoke run
+    python benchmarks/telemetry.py                          # 20 steps a run, 41 rounds
+    python benchmarks/telemetry.py --steps 2 --rounds 1     # a smoke run
 
-Each round runs the three sides one after the other on the same script (one
-tool call per step to a trivial tool that returns 2 KB, then an answer),
-without a checkpointer:
+Every run is the same script (one tool call per step to a trivial tool that
+returns 2 KB, then an answer), without a checkpointer, on one of three sides:
 
 - ``off``: ``telemetry=False`` (the default);
-- ``off again``: the same, to show the noise between two identical sides;
-- ``on``: ``telemetry=True`` with a ``TracerProvider`` whose
-  ``SimpleSpanProcessor`` hands each span to an ``InMemorySpanExporter`` as it
-  ends (the export cost is inside the step, not in a background thread).
+- ``off again``: the same, the A/A control: the spread between two identical sides;
+- ``on``: ``telemetry=True`` with a ``TracerProvider`` whose ``SimpleSpanProcessor``
+  hands each span to an ``InMemorySpanExporter`` as it ends (the export cost is
+  inside the step, not in a background thread).
 
-The figure is process CPU time (``time.process_time``) of ``invoke`` per
-step, the median over the rounds (the machine is shared: CPU, not wall time),
-and its ratio to ``off``. A first one-step run on each side is not counted
-(the tokenizer loads once). The load average is printed with the table.
+The machine is shared and noisy, so the measure is built to cancel what it can:
+
+- **CPU, not wall time**: ``time.process_time`` (all of the process's threads,
+  the tool workers included) around ``invoke``; other processes' load adds
+  little to it.
+- **Paired, interleaved rounds**: a round runs ``off, on, on, off`` (ABBA: a
+  drift during the round weighs on both sides alike) and ``off, off again,
+  off again, off``; the two groups alternate which goes first. Each round gives
+  one ratio per comparison, the sum of its two B runs over its two A runs.
+- **Many short rounds**: the figures are the median of the per-round ratios
+  and their interquartile range; ``off again / off`` shows how far two identical
+  sides stray on this machine at this moment.
+- **A deterministic measure beside it**: Python function calls per step (a
+  ``sys.setprofile`` counter, tool worker threads included) for one run of each
+  side; it does not depend on the load at all.
+
+The garbage collector runs a full collection before each run (a collection
+owed by the run before is not charged to the next). A first one-step run on
+each side is not counted (the tokenizer loads once). The load average is
+printed before and after.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -34,10 +51,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.overhead import fetch_tool  # noqa: E402  (the same trivial 2 KB tool as the overhead benchmark)
 
 SIDES = ("off", "off again", "on")
+PAIRS = (("on", "off"), ("off again", "off"))
+"""The comparisons: (B, A); each round runs A, B, B, A for each."""
 
 
-def one_run(side: str, steps: int, provider: Any) -> tuple[float, int]:
-    """CPU seconds of one run of ``steps`` tool steps and an answer on ``side``, and the spans it made."""
+def one_run(side: str, steps: int, provider: Any, profile: Any = None) -> tuple[float, int]:
+    """CPU seconds of one run of ``steps`` tool steps and an answer on ``side``, and the spans it made.
+
+    ``profile``: a ``sys.setprofile`` function to run the measured section under (its time is then meaningless).
+    """
     from reinloop import Limits, build_graph
     from reinloop.testing import ScriptedChatModel, tool_call
 
@@ -47,9 +69,17 @@ def one_run(side: str, steps: int, provider: Any) -> tuple[float, int]:
     graph = build_graph(model, [fetch_tool()], limits=Limits(max_steps=None, max_seconds=None, max_repeats=None),
                         telemetry=on, tracer_provider=provider if on else None)
     exporter = provider.get_span_processor_exporter() if on else None  # type: ignore[attr-defined]
+    gc.collect()
+    if profile is not None:
+        threading.setprofile(profile)
+        sys.setprofile(profile)
     before = time.process_time()
-    out = graph.invoke({"task": "read every page"})
-    spent = time.process_time() - before
+    try:
+        out = graph.invoke({"task": "read every page"})
+    finally:
+        spent = time.process_time() - before
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
     assert out["status"] == "done", out["status"]
     return spent, len(exporter.get_finished_spans()) if exporter is not None else 0
 
@@ -72,30 +102,75 @@ def provider_with_memory() -> Any:
     return provider
 
 
+def calls_per_step(side: str, steps: int, provider: Any) -> float:
+    """Python function calls (and C calls) per step of one run on ``side``, counted by a profile function."""
+    counted = [0]
+    lock = threading.Lock()
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event in ("call", "c_call"):
+            with lock:
+                counted[0] += 1
+
+    one_run(side, steps, provider, profile=count)
+    return counted[0] / (steps + 1)
+
+
+def paired_rounds(rounds: int, steps: int, provider: Any) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
+    """Per-round ratios for each of :data:`PAIRS` and CPU ms per step of every run, by side."""
+    ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in PAIRS}
+    per_step: dict[str, list[float]] = {side: [] for side in SIDES}
+    for number in range(rounds):
+        order = PAIRS if number % 2 == 0 else PAIRS[::-1]
+        for b, a in order:
+            spent = {a: 0.0, b: 0.0}
+            for side in (a, b, b, a):
+                seconds, _ = one_run(side, steps, provider)
+                spent[side] += seconds
+                per_step[side].append(seconds * 1000 / (steps + 1))
+            ratios[(b, a)].append(spent[b] / spent[a])
+    return ratios, per_step
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """Median and interquartile range (q1, q3) of ``values`` (one value: itself thrice)."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return median, q1, q3
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=20, help="tool steps per run (an answer follows)")
+    parser.add_argument("--rounds", type=int, default=41, help="paired rounds (each runs every side twice per pair)")
     args = parser.parse_args(argv)
     provider = provider_with_memory()
     for side in SIDES:
         one_run(side, 1, provider)  # one-time costs (the tokenizer) are not counted
-    per_step: dict[str, list[float]] = {side: [] for side in SIDES}
-    spans = 0
-    for _ in range(args.rounds):
-        for side in SIDES:
-            spent, made = one_run(side, args.steps, provider)
-            per_step[side].append(spent * 1000 / (args.steps + 1))
-            spans = made or spans
-    base = statistics.median(per_step["off"])
-    print(f"load average {os.getloadavg()[0]:.1f}; {args.steps} tool steps + an answer per run, "
-          f"{args.rounds} rounds; spans per run with telemetry on: {spans}")
-    print("| side | CPU ms per step (median) | min | max | vs off |")
-    print("| --- | --- | --- | --- | --- |")
+    load_before = os.getloadavg()[0]
+    ratios, per_step = paired_rounds(args.rounds, args.steps, provider)
+    load_after = os.getloadavg()[0]
+    _, spans = one_run("on", args.steps, provider)
+    calls = {side: calls_per_step(side, args.steps, provider) for side in ("off", "on")}
+    print(f"load average {load_before:.1f} before, {load_after:.1f} after; {args.steps} tool steps + an answer a run, "
+          f"{args.rounds} rounds; spans a run with telemetry on: {spans}")
+    print()
+    print("| comparison | median of per-round ratios | interquartile range | min – max |")
+    print("| --- | --- | --- | --- |")
+    for (b, a), values in ratios.items():
+        median, q1, q3 = spread(values)
+        print(f"| {b} / {a} | {median:.3f}× | {q1:.3f}× – {q3:.3f}× | {min(values):.3f}× – {max(values):.3f}× |")
+    print()
+    print("| side | CPU ms per step (median of runs) | runs |")
+    print("| --- | --- | --- |")
     for side in SIDES:
-        values = per_step[side]
-        median = statistics.median(values)
-        print(f"| {side} | {median:.2f} | {min(values):.2f} | {max(values):.2f} | {median / base:.3f}× |")
+        print(f"| {side} | {statistics.median(per_step[side]):.2f} | {len(per_step[side])} |")
+    print()
+    print("| side | Python calls per step (deterministic) | vs off |")
+    print("| --- | --- | --- |")
+    for side in ("off", "on"):
+        print(f"| {side} | {calls[side]:,.0f} | {calls[side] / calls['off'] - 1:+.1%} |")
     return 0
 
 
