@@ -102,6 +102,16 @@ def ns(seconds: float) -> int:
     return int(seconds * 1e9)
 
 
+def started(event: NodeEvent) -> int:
+    """When an event's node started, in span nanoseconds."""
+    return ns(event.get("started_at") or time.time())
+
+
+def finished(event: NodeEvent) -> int:
+    """When an event's node returned, in span nanoseconds."""
+    return started(event) + int((event.get("latency_ms") or 0.0) * 1e6)
+
+
 def as_json(value: Any) -> str:
     """``value`` as JSON text for an attribute."""
     return json.dumps(value, ensure_ascii=False, default=str)
@@ -229,8 +239,7 @@ class RunTrace:
         self.span: Span = telemetry.tracer.start_span(f"invoke_agent {telemetry.agent}", context=parent,
                                                       kind=SpanKind.INTERNAL, attributes=attributes, links=links)
         self.root = traceparent(root or self.span.get_span_context())
-        self.step: Span | None = None
-        self.step_end = 0
+        self.pending: list[tuple[NodeEvent, list[Call]]] = []  # the open step's events and calls, in order
         self.last: NodeEvent | None = None
         self.usage = [0, 0]
 
@@ -274,71 +283,78 @@ class RunTrace:
         self.end()
 
     def on_event(self, event: NodeEvent) -> None:
-        """An event sink: the event's node as a span event on its step, its calls as spans; the guard ends the step."""
-        node = event["node"]
-        start = ns(event.get("started_at") or time.time())
-        end = start + int((event.get("latency_ms") or 0.0) * 1e6)
-        calls = self.recorder.take(node)
-        if node == "guard" and self.step is None:  # an operator's answer to a pause, before a new step
-            self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=start)
-            self.last = event
+        """An event sink: the event and its calls join the open step; the guard's event ends the step."""
+        calls = self.recorder.take(event["node"])
+        if event["node"] == "guard" and not self.pending:  # an operator's answer to a pause, before a new step
+            self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=started(event))
+        else:
+            self.pending.append((event, calls))
+            if event["node"] == "guard":
+                self.close_step()
+        self.last = event
+
+    def close_step(self, unfinished: bool = False) -> None:
+        """Make the open step's spans from its events: the step, with every attribute at its start, then its calls.
+
+        Made once the step is over, each span is started with all its attributes: the SDK checks every value
+        set under a lock, so one ``attributes=`` costs less than setting them node by node.
+        """
+        pending, self.pending = self.pending, []
+        if not pending:
             return
-        step = self.open_step(event, start)  # no span event per node: they cost a fifth of telemetry's time
-        for call in calls:
-            if call.kind == "chat":
-                self.model_span(call, step, str((event.get("data") or {}).get("model") or ""))
+        first = pending[0][0]
+        attributes: dict[str, Any] = {"reinloop.step": int(first.get("step") or 0),
+                                      "reinloop.run": int(first.get("run") or 0), "reinloop.first_node": first["node"]}
+        for event, _ in pending:
+            attributes.update(self.node_attributes(event))
+        if unfinished:
+            attributes["reinloop.step.unfinished"] = True
+        step = self.telemetry.tracer.start_span("reinloop.step", context=trace.set_span_in_context(self.span),
+                                                start_time=started(first), attributes=attributes)
+        under = trace.set_span_in_context(step)
+        for event, calls in pending:
+            for call in calls:
+                if call.kind == "chat":
+                    self.model_span(call, under, str((event.get("data") or {}).get("model") or ""))
+            if event["node"] == "execute":
+                self.tool_spans(under, event, [c for c in calls if c.kind == "tool"], finished(event))
+            elif event["node"] == "approve":
+                for decision in (event.get("data") or {}).get("decisions") or []:
+                    step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
+                                                         "reinloop.approval.action": str(decision.get("action", ""))},
+                                   timestamp=finished(event))
+        step.end(end_time=max(finished(event) for event, _ in pending))
+
+    def node_attributes(self, event: NodeEvent) -> dict[str, Any]:
+        """What one node's event puts on its step span (no span event per node: they cost a fifth of telemetry's time)."""
+        node = event["node"]
         if node == "decide":
-            self.decided(step, event)
-        elif node == "parse" and event.get("error"):
-            step.set_attribute("reinloop.parse_error", True)
-            if self.content:
-                step.set_attribute("reinloop.parse_error.message", str(event["error"]))
-        elif node == "validate":
-            refused = [a for a in event.get("actions") or [] if a.get("problem")]
-            step.set_attribute("reinloop.refused_calls", len(refused))
-        elif node == "execute":
-            self.tool_spans(step, event, [c for c in calls if c.kind == "tool"], end)
-        elif node == "approve":
-            for decision in (event.get("data") or {}).get("decisions") or []:
-                step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
-                                                     "reinloop.approval.action": str(decision.get("action", ""))},
-                               timestamp=end)
-        self.step_end, self.last = max(self.step_end, end), event
+            return self.decided(event)
+        if node == "parse" and event.get("error"):
+            return {"reinloop.parse_error": True, **({"reinloop.parse_error.message": str(event["error"])} if self.content else {})}
+        if node == "validate":
+            return {"reinloop.refused_calls": sum(1 for a in event.get("actions") or [] if a.get("problem"))}
+        if node == "execute":
+            return {"reinloop.tool_errors": sum(1 for a in event.get("actions") or [] if a.get("error"))}
         if node == "guard":
-            step.set_attributes(self.guard_attributes(event))
-            self.close_step()
+            return self.guard_attributes(event)
+        return {}
 
-    def open_step(self, event: NodeEvent, start: int) -> Span:
-        """The step span the event belongs to, started at the event's start when it is the step's first."""
-        if self.step is None:
-            parent = trace.set_span_in_context(self.span)
-            attributes = {"reinloop.step": int(event.get("step") or 0), "reinloop.run": int(event.get("run") or 0),
-                          "reinloop.first_node": event["node"]}
-            self.step = self.telemetry.tracer.start_span("reinloop.step", context=parent, start_time=start,
-                                                         attributes=attributes)
-        return self.step
-
-    def close_step(self) -> None:
-        """End the open step span at its last node's end."""
-        if self.step is not None:
-            self.step.end(end_time=self.step_end or None)
-            self.step = None
-
-    def decided(self, step: Span, event: NodeEvent) -> None:
-        """The decide node's facts on the step: tokens and cost of its model calls."""
+    def decided(self, event: NodeEvent) -> dict[str, Any]:
+        """The decide node's facts for its step: tokens and cost of its model calls (added to the run's usage)."""
         tokens_in, tokens_out = int(event.get("tokens_in") or 0), int(event.get("tokens_out") or 0)
         self.usage = [self.usage[0] + tokens_in, self.usage[1] + tokens_out]
         cost = (event.get("data") or {}).get("cost") or []
-        step.set_attributes({
+        return {
             "reinloop.step": int(event.get("step") or 0),
             "gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out,
             "reinloop.cost_usd": float(sum(c.get("usd") or 0.0 for c in cost)),
             "reinloop.unpriced_calls": sum(c.get("usd") is None for c in cost),
-        })
+        }
 
-    def model_span(self, call: Call, step: Span, model: str) -> None:
-        """One ``chat`` span for a model call, with its request, usage and finish reason (``model``: its name
-        when the call did not say it)."""
+    def model_span(self, call: Call, parent: Any, model: str) -> None:
+        """One ``chat`` span for a model call under ``parent`` (a context), with its request, usage and finish
+        reason (``model``: its name when the call did not say it)."""
         meta, message, name = call.metadata, call.output, call.name or model
         attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": name}
         provider = meta.get("ls_provider")
@@ -353,42 +369,41 @@ class RunTrace:
             attributes["gen_ai.input.messages"] = as_json([message_json(m) for m in call.inputs or []])
             if message is not None:
                 attributes["gen_ai.output.messages"] = as_json([message_json(message)])
-        span = self.telemetry.tracer.start_span(f"chat {name}".strip(), context=trace.set_span_in_context(step),
-                                                kind=SpanKind.CLIENT, start_time=call.start, attributes=attributes)
         if call.error is not None:
-            span.set_attribute("error.type", type(call.error).__qualname__)
+            attributes["error.type"] = type(call.error).__qualname__
+        span = self.telemetry.tracer.start_span(f"chat {name}".strip(), context=parent, kind=SpanKind.CLIENT,
+                                                start_time=call.start, attributes=attributes)
+        if call.error is not None:
             span.set_status(Status(StatusCode.ERROR, type(call.error).__qualname__))
         span.end(end_time=call.end or call.start)
 
-    def tool_spans(self, step: Span, event: NodeEvent, calls: list[Call], end: int) -> None:
-        """One ``execute_tool`` span per call of the step, timed by its runs (none: reused, replayed, refused)."""
-        errors = 0
+    def tool_spans(self, parent: Any, event: NodeEvent, calls: list[Call], end: int) -> None:
+        """One ``execute_tool`` span per call of the step under ``parent`` (a context), timed by its runs
+        (none: reused, replayed, refused)."""
         for record in event.get("actions") or []:
             runs = [c for c in calls if c.name == record.get("tool")][:max(1, int(record.get("attempts") or 0))]
             if record.get("status") in ("reused", "rejected", "replayed", "unknown", "busy") or not runs:
                 runs = []
             for run in runs:
                 calls.remove(run)
-            started = runs[0].start if runs else end
-            finished = max((r.end or end for r in runs), default=end)
+            started_at = runs[0].start if runs else end
+            finished_at = max((r.end or end for r in runs), default=end)
+            status = str(record.get("status") or "")
             attributes: dict[str, Any] = {
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": str(record.get("tool", "")),
                 "gen_ai.tool.type": "function", "gen_ai.tool.call.id": str(record.get("id") or ""),
-                "reinloop.tool.status": str(record.get("status") or ""),
-                "reinloop.tool.attempts": int(record.get("attempts") or 0),
+                "reinloop.tool.status": status, "reinloop.tool.attempts": int(record.get("attempts") or 0),
             }
             if self.content:
                 attributes["gen_ai.tool.call.arguments"] = as_json(record.get("args") or {})
                 attributes["gen_ai.tool.call.result"] = str(record.get("observation") or "")
-            span = self.telemetry.tracer.start_span(f"execute_tool {record.get('tool', '')}",
-                                                    context=trace.set_span_in_context(step), start_time=started,
-                                                    attributes=attributes)
             if record.get("error"):
-                errors += 1
-                span.set_attribute("error.type", str(record.get("status") or "error"))
-                span.set_status(Status(StatusCode.ERROR, str(record.get("status") or "error")))
-            span.end(end_time=finished)
-        step.set_attribute("reinloop.tool_errors", errors)
+                attributes["error.type"] = status or "error"
+            span = self.telemetry.tracer.start_span(f"execute_tool {record.get('tool', '')}", context=parent,
+                                                    start_time=started_at, attributes=attributes)
+            if record.get("error"):
+                span.set_status(Status(StatusCode.ERROR, status or "error"))
+            span.end(end_time=finished_at)
 
     def guard_attributes(self, event: NodeEvent) -> dict[str, Any]:
         """The guard's decision, its break reason and the counters it judged."""
@@ -402,9 +417,7 @@ class RunTrace:
     def end(self, error: BaseException | None = None) -> None:
         """End the invocation's span (and a step left open: a call waiting for approval, a failure)."""
         last = self.last or {}
-        if self.step is not None:
-            self.step.set_attribute("reinloop.step.unfinished", True)
-            self.close_step()
+        self.close_step(unfinished=True)
         decision = last.get("decision") if last.get("node") == "guard" else None
         status = {"finish": "done", "break": "broken", "pause": "paused"}.get(str(decision), "running")
         if last.get("node") == "execute" and (last.get("data") or {}).get("waiting"):
