@@ -61,6 +61,8 @@ class AgentContext:
     """The models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`)."""
     telemetry: Any = None
     """A :class:`reinloop.telemetry.Telemetry` when ``spec.telemetry`` is on; ``None``: no spans, nothing done."""
+    call_handlers: tuple[Any, ...] = ()
+    """LangChain callback handlers for the model and tool calls alone, not every node (:mod:`reinloop.callbacks`)."""
 
     @property
     def max_output_tokens(self) -> int | None:

@@ -22,6 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from .callbacks import call_config
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .redact import origin, scrub
@@ -172,6 +173,8 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     spec = getattr(ctx, "spec", None)
     plain = {"stream": False} if spec is not None and not spec.stream else {}
     config = {"metadata": {"reinloop_step": step}} if step is not None else None
+    if ctx.call_handlers:  # telemetry's call recorder: reinloop.callbacks
+        config = call_config(ctx.call_handlers, config)
     try:
         return call_with_retries(
             lambda: llm.invoke(prompt, config, **cap, **plain, **(options or {})),

@@ -244,17 +244,11 @@ class RunTrace:
         self.usage = [0, 0]
 
     def config(self, config: Any) -> dict[str, Any]:
-        """``config`` with the call recorder among its callbacks and the trace in its checkpoints' metadata."""
+        """``config`` with the trace in its checkpoints' metadata (the call recorder goes in the context instead:
+        in the config's callbacks it would ride along every node and router, :mod:`reinloop.callbacks`)."""
         config = dict(config or {})
         part = traceparent(self.span.get_span_context())
         config["metadata"] = {**(config.get("metadata") or {}), ROOT_KEY: self.root, PART_KEY: part}
-        callbacks = config.get("callbacks")
-        if callbacks is None or isinstance(callbacks, list):
-            config["callbacks"] = [*(callbacks or []), self.recorder]
-        else:  # a callback manager
-            callbacks = callbacks.copy()
-            callbacks.add_handler(self.recorder, inherit=True)
-            config["callbacks"] = callbacks
         return config
 
     def follow(self, chunks: Iterator[Any]) -> Iterator[Any]:

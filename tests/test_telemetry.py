@@ -81,6 +81,33 @@ def test_a_run_is_one_span_with_a_step_span_per_step_and_its_model_and_tool_call
     assert steps[0].start_time <= chat.start_time <= chat.end_time <= tool.start_time <= tool.end_time <= steps[0].end_time
 
 
+def test_the_summarizers_call_is_a_chat_span_of_the_step_it_ran_in(make_graph, spans):
+    from reinloop import Memory
+
+    from .memory.conftest import read_page, reads
+
+    graph = traced(make_graph, spans, [*reads(range(1, 7)), "done"], tools=[read_page], memory=Memory(window_steps=3))
+    graph.invoke({"task": "read"})
+    chats = named(spans[1], "chat ScriptedChatModel")
+    steps = {s.context.span_id: s.attributes["reinloop.step"] for s in named(spans[1], "reinloop.step")}
+    assert len(chats) == 8  # seven steps' calls and the summary of steps 1-3, made at step 7
+    assert [steps[c.parent.span_id] for c in chats] == [1, 2, 3, 4, 5, 6, 7, 7]
+
+
+def test_streamed_tokens_still_reach_the_messages_stream_with_telemetry_on(openai_server, spans):
+    from reinloop import build_graph
+    from reinloop.tools import builtins
+
+    openai_server.responses += [completion("Let me compute.", tool_calls=[{"name": "calculator", "args": {"expression": "6*7"}}]),
+                                completion("6*7 is 42")]
+    graph = build_graph("openai:gpt-4o-mini", builtins("calculator"), base_url=openai_server.base_url,
+                        telemetry=True, tracer_provider=spans[0])
+    pieces = [(m.content, meta["langgraph_node"]) for m, meta in graph.stream({"task": "6*7?"}, stream_mode="messages")
+              if m.content]
+    assert "".join(p[0] for p in pieces) == "Let me compute.6*7 is 42" and {p[1] for p in pieces} == {"decide"}
+    assert [s.attributes["gen_ai.request.model"] for s in named(spans[1], "chat gpt-4o-mini")] == ["gpt-4o-mini"] * 2
+
+
 def test_a_parse_error_marks_its_step_without_the_reply_in_it(make_graph, spans):
     cut = '{"name": "calculator", "arguments": {"expression": "(3*12.5)"}'
     graph = traced(make_graph, spans, [cut, [tool_call("calculator", {"expression": "3*12.5"})], "37.5"])

@@ -137,7 +137,8 @@ class Folding:
         keep = newest_lines(lines, room / 2, self.counter)
         old = lines[: len(lines) - len(keep)]
         try:  # the merged line takes the other half (less its line break)
-            merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1))
+            merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1),
+                                  getattr(self.ctx, "call_handlers", ()))
         except SummaryError as exc:  # the lines stay; the next fold tries again
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
@@ -157,7 +158,8 @@ class Folding:
     def summarize(self, steps: Sequence[Step]) -> Folded | None:
         """The summary of ``steps`` and its cost, or ``None`` after a failure (reported)."""
         try:
-            folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens)
+            folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens,
+                                     getattr(self.ctx, "call_handlers", ()))
         except SummaryError as exc:
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}
             self.events.append({"event": "summary_failed", "steps": indices(steps), "error": str(exc),

@@ -32,9 +32,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..bounds import bounded_message, check_value, token_count
+from ..callbacks import call_config
 from ..state import Step
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens
 
@@ -109,11 +111,12 @@ def summarizer_prompt(
 
 
 def summarize_steps(
-    model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None
+    model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None,
+    handlers: Sequence[BaseCallbackHandler] = (),
 ) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
     prompt = summarizer_prompt(task, steps, max_tokens, counter)
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, handlers)
     return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                   reply=reply)
 
@@ -127,19 +130,22 @@ def merged_label(lines: Sequence[str]) -> str:
     return f"Step {start}" if start == end else f"Steps {start}–{end}"
 
 
-def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int) -> Folded:
+def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int,
+                 handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
     """Merge summary ``lines`` into one line of at most ``max_tokens``; raises :class:`SummaryError`."""
     prompt = [SystemMessage(content=REFOLD_RULES), HumanMessage(content=f"Task: {task}\n\n" + "\n".join(lines))]
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, handlers)
     label = f"{merged_label(lines)}: "
     line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
     return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=reply)
 
 
-def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter) -> tuple[str, int, int, BaseMessage]:
-    """The summarizer's reply to ``prompt`` as one line of text, its prompt and completion tokens, the message."""
+def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter,
+        handlers: Sequence[BaseCallbackHandler] = ()) -> tuple[str, int, int, BaseMessage]:
+    """The summarizer's reply to ``prompt`` as one line of text, its prompt and completion tokens, the message
+    (``handlers``: callback handlers for this call, :mod:`reinloop.callbacks`)."""
     try:
-        reply = model.invoke(prompt, config={"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"})
+        reply = model.invoke(prompt, config=call_config(handlers, {"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"}))
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
         raise SummaryError(f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(reply, BaseMessage):

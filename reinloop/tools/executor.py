@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from tenacity import (
@@ -49,6 +50,7 @@ from tenacity import (
 )
 
 from ..bounds import clean_text, describe_exception, exception_message
+from ..callbacks import TOOL_CALL_KEY, call_config
 from ..limits import Limits
 from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
@@ -196,9 +198,10 @@ class ToolExecutor:
 
     def __init__(
         self, limits: Limits | None = None, pool: WorkerPool | None = None, journal: ToolJournal | None = None,
-        deadline: float | None = None,
+        deadline: float | None = None, handlers: Sequence[BaseCallbackHandler] = (),
     ) -> None:
         self.limits = limits if limits is not None else Limits()
+        self.handlers = handlers  # given to each tool call (telemetry's call recorder): reinloop.callbacks
         # Without a pool given (``run_tool``, one-off executors) workers end with their call: kept
         # workers belong to a long-lived pool, such as the graph's.
         self.pool = pool if pool is not None else WorkerPool(self.limits.tool_workers, idle_seconds=0)
@@ -250,11 +253,12 @@ class ToolExecutor:
 
     def _attempt(self, call: ToolCall, options: ToolOptions, retries: int, deadline: float | None, key: CallKey | None) -> ToolResult:
         began, attempts = time.monotonic(), 0
+        config = call_config(self.handlers, {"metadata": {TOOL_CALL_KEY: call.call_id}}) if self.handlers else None
 
         def once() -> Any:
             nonlocal attempts
             attempts += 1
-            return call.tool.invoke(call.args)
+            return call.tool.invoke(call.args, config)
 
         retrying = Retrying(
             stop=_stop(retries + 1, deadline),
