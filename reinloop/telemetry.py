@@ -39,7 +39,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 
 from .errors import TelemetrySetupError
-from .events import NodeEvent
+from .callbacks import TOOL_CALL_KEY
+from .events import ActionRecord, NodeEvent
 from .spec import RunSpec
 
 try:
@@ -130,6 +131,7 @@ class Call:
     output: Any = None
     error: BaseException | None = None
     end: int | None = None
+    call_id: str = ""  # a tool call's id (reinloop.callbacks.TOOL_CALL_KEY), which tells parallel calls apart
 
 
 class CallRecorder(BaseCallbackHandler):
@@ -144,9 +146,11 @@ class CallRecorder(BaseCallbackHandler):
         self.lock = threading.Lock()
 
     def _start(self, run_id: UUID, kind: str, name: str, metadata: Any, inputs: Any) -> None:
-        node = str((metadata or {}).get("langgraph_node", ""))
+        metadata = metadata or {}
+        call = Call(kind, str(metadata.get("langgraph_node", "")), name, time.time_ns(), dict(metadata), inputs,
+                    call_id=str(metadata.get(TOOL_CALL_KEY) or ""))
         with self.lock:
-            self.calls[run_id] = Call(kind, node, name, time.time_ns(), dict(metadata or {}), inputs)
+            self.calls[run_id] = call
 
     def _end(self, run_id: UUID, output: Any = None, error: BaseException | None = None) -> None:
         with self.lock:
@@ -375,9 +379,7 @@ class RunTrace:
         """One ``execute_tool`` span per call of the step under ``parent`` (a context), timed by its runs
         (none: reused, replayed, refused)."""
         for record in event.get("actions") or []:
-            runs = [c for c in calls if c.name == record.get("tool")][:max(1, int(record.get("attempts") or 0))]
-            if record.get("status") in ("reused", "rejected", "replayed", "unknown", "busy") or not runs:
-                runs = []
+            runs = self.runs_of(record, calls)
             for run in runs:
                 calls.remove(run)
             started_at = runs[0].start if runs else end
@@ -398,6 +400,18 @@ class RunTrace:
             if record.get("error"):
                 span.set_status(Status(StatusCode.ERROR, status or "error"))
             span.end(end_time=finished_at)
+
+    @staticmethod
+    def runs_of(record: ActionRecord, calls: list[Call]) -> list[Call]:
+        """The tool runs (its attempts) behind one call the event reports: those with its call id; for runs
+        without one, the first of its tool's by start (none for a call reused, replayed or refused)."""
+        if record.get("status") in ("reused", "rejected", "replayed", "unknown", "busy"):
+            return []
+        wanted = str(record.get("id") or "")
+        runs = [c for c in calls if c.call_id and c.call_id == wanted]
+        if runs:
+            return runs
+        return [c for c in calls if not c.call_id and c.name == record.get("tool")][:max(1, int(record.get("attempts") or 0))]
 
     def guard_attributes(self, event: NodeEvent) -> dict[str, Any]:
         """The guard's decision, its break reason and the counters it judged."""

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -79,6 +80,39 @@ def test_a_run_is_one_span_with_a_step_span_per_step_and_its_model_and_tool_call
     assert dict(tool.attributes).items() >= {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "calculator",
                                              "gen_ai.tool.call.id": "c1", "reinloop.tool.status": "ok"}.items()
     assert steps[0].start_time <= chat.start_time <= chat.end_time <= tool.start_time <= tool.end_time <= steps[0].end_time
+
+
+def test_parallel_calls_to_one_tool_are_each_timed_by_their_own_runs(make_graph, spans):
+    from langchain_core.tools import tool
+
+    from reinloop.tools import configure
+
+    began: dict[tuple[str, int], int] = {}
+    lock, b_began, a_retried = threading.Lock(), threading.Event(), threading.Event()
+
+    @tool
+    def fetch(key: str) -> str:
+        """Fetch a key."""
+        with lock:
+            attempt = 1 + sum(1 for k, _ in began if k == key)
+            began[(key, attempt)] = time.time_ns()
+        if key == "b":  # b runs from before a's retry to after it: start order pairs a's retry with b
+            b_began.set()
+            assert a_retried.wait(30)
+        elif attempt == 1:
+            assert b_began.wait(30)
+            raise ConnectionError("flaky")
+        else:
+            a_retried.set()
+        return key
+
+    tools = [configure(fetch, parallel_safe=True, retries=1, backoff=0.001)]
+    replies = [[tool_call("fetch", {"key": "a"}, id="ca"), tool_call("fetch", {"key": "b"}, id="cb")], "done"]
+    traced(make_graph, spans, replies, tools=tools).invoke({"task": "fetch a and b"})
+    by_id = {s.attributes["gen_ai.tool.call.id"]: s for s in named(spans[1], "execute_tool fetch")}
+    assert by_id["ca"].attributes["reinloop.tool.attempts"] == 2
+    assert by_id["ca"].start_time <= began[("a", 1)] and by_id["ca"].end_time >= began[("a", 2)]
+    assert by_id["cb"].start_time <= began[("b", 1)] < began[("a", 2)]
 
 
 def test_the_summarizers_call_is_a_chat_span_of_the_step_it_ran_in(make_graph, spans):
