@@ -34,7 +34,7 @@ from . import __version__
 from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
 from .errors import ConfigurationError, ModelSetupError, ReinloopError, ToolDatabaseError, UsageError
 from .rundb import DB_VARIABLE, DEFAULT_DB
-from .spec import DEFAULT_MODEL, RunSpec
+from .spec import DEFAULT_MODEL, NOT_REPLAYED, RunSpec
 from .terminal import ReaderSafe, counted, fit, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -343,7 +343,8 @@ def replay_options(p: argparse.ArgumentParser) -> None:
                    help="serve each tool call from the run's stored observation instead of running the tool")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_db_flag(p)
-    add_spec_flags(p, defaults="stored")  # each given flag changes the stored spec: where would the run go then?
+    # each given flag changes the stored spec (where would the run go then?); spans only with --otel
+    add_spec_flags(p, defaults="stored", not_kept=NOT_REPLAYED)
 
 
 @command("replay", help="re-run a stored run on its stored model replies; report the first step that differs",

@@ -24,7 +24,7 @@ import argparse
 import dataclasses
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -303,17 +303,18 @@ def spec_flags() -> Iterator[SpecFlag]:
                            f.metadata.get("group", "run"), str(f.type), f.metadata.get("help", ""), getattr(default, f.name))
 
 
-def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown") -> None:
+def add_spec_flags(parser: argparse.ArgumentParser, *, defaults: str = "shown", not_kept: Sequence[str] = ()) -> None:
     """Add every RunSpec flag to ``parser``, in its option group; given ones land in :func:`spec_changes`.
 
-    ``defaults="shown"`` prints each field's default in its help; ``"stored"`` says the run's own is kept.
+    ``defaults="shown"`` prints each field's default in its help; ``"stored"`` says the run's own is kept,
+    except for the fields in ``not_kept``, whose flags say nothing (the command starts them from their default).
     """
     groups = {name: parser.add_argument_group(title) for name, title in GROUP_TITLES.items()}
     for spec_flag in spec_flags():
         group = groups[spec_flag.group]
         shown = f" [{spec_flag.shown_default()}]" if defaults == "shown" else " [the run's own]"
         if spec_flag.is_switch:
-            shown = "" if defaults == "shown" else shown
+            shown = "" if defaults == "shown" or spec_flag.path[0] in not_kept else shown
         choices = CHOICES.get(spec_flag.path) or RunSpec.__dataclass_fields__[spec_flag.path[0]].metadata.get("choices")
         if spec_flag.is_switch:
             group.add_argument(spec_flag.switch_flag(), dest=spec_flag.dest, action="store_const",

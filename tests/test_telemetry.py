@@ -361,6 +361,24 @@ def test_reinloop_resume_in_a_new_process_continues_the_trace_with_a_link(openai
     assert {a.key: a.value for a in second.attributes}["reinloop.resumed"].bool_value
 
 
+def test_reinloop_replay_of_a_run_recorded_with_otel_exports_nothing_unless_asked(openai_server, tmp_path):
+    openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}]),
+                                completion("6")]
+    db = str(tmp_path / "runs.db")
+    with Collector() as collector:
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.httpd.server_address[1]}",
+               "OPENAI_API_KEY": "not-needed"}
+        exported = []
+        for command, code in [(["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
+                                openai_server.base_url, "--tools", "calculator", "--otel", "--db", db], 0),
+                              (["replay", "t-otel", "--db", db], 0), (["replay", "t-otel", "--otel", "--db", db], 0)]:
+            proc = subprocess.run([sys.executable, "-m", "reinloop", *command], capture_output=True, text=True,
+                                  env=env, timeout=600)
+            assert proc.returncode == code, proc.stdout + proc.stderr
+            exported.append(len(collector.runs()))
+    assert exported == [1, 1, 2]  # the recorded run, nothing from the plain replay, the replay asked for with --otel
+
+
 def test_an_approval_wait_ends_the_part_and_the_decision_is_an_event_of_the_step_that_goes_on(make_graph, spans):
     from langchain_core.tools import tool
     from langgraph.checkpoint.memory import InMemorySaver
