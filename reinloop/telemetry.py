@@ -19,8 +19,10 @@ taken by the event of the node they ran in. A step ends with the guard's event.
 
 A resumed run continues the trace: every checkpoint of an invocation carries
 the W3C ``traceparent`` of the trace's first span and of its own span in its
-metadata (:data:`ROOT_KEY`, :data:`PART_KEY`); the next invocation on the
-thread starts its span as a child of the first, linked to the previous part.
+metadata (:data:`TRACE_KEY`); the next invocation on the thread starts its
+span as a child of the first, linked to the previous part. One key, not two:
+LangGraph copies every metadata key into each task's config, a few calls per
+key and task.
 
 Message texts, tool arguments and results are recorded only with
 ``RunSpec.telemetry_content`` (``--otel-content``): they may be private.
@@ -49,10 +51,11 @@ try:
 except ImportError as exc:  # reinloop runs without the extra; only switching telemetry on needs it
     raise TelemetrySetupError(exc.name or "opentelemetry") from None
 
-ROOT_KEY = "reinloop_trace_root"
-"""Checkpoint metadata key: the ``traceparent`` of the span that began the run's trace."""
-PART_KEY = "reinloop_trace_part"
-"""Checkpoint metadata key: the ``traceparent`` of the invocation that wrote the checkpoint."""
+TRACE_KEY = "reinloop_trace"
+"""Checkpoint metadata key: the ``traceparent`` of the span that began the run's trace, a space, and that of the
+invocation that wrote the checkpoint."""
+ROOT_KEY, PART_KEY = "reinloop_trace_root", "reinloop_trace_part"
+"""The two keys checkpoints written by an earlier reinloop hold them under (still read)."""
 SCOPE = "reinloop"
 """The instrumentation scope name of reinloop's spans."""
 COUNTERS = ("steps", "llm_calls", "prompt_tokens", "completion_tokens", "errors", "consecutive_errors",
@@ -96,6 +99,13 @@ def from_traceparent(value: Any) -> SpanContext | None:
     except (IndexError, ValueError):
         return None
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
+
+
+def stored_trace(metadata: Mapping[str, Any]) -> tuple[SpanContext | None, SpanContext | None]:
+    """The trace's first span and the previous invocation's, from a checkpoint's metadata (``None``: not traced)."""
+    value = metadata.get(TRACE_KEY)
+    root, part = value.split(" ", 1) if isinstance(value, str) and " " in value else (metadata.get(ROOT_KEY), metadata.get(PART_KEY))
+    return from_traceparent(root), from_traceparent(part)
 
 
 def ns(seconds: float) -> int:
@@ -219,7 +229,7 @@ class Telemetry:
         if not isinstance(input, Mapping) and thread and graph.checkpointer not in (None, False):
             saved = graph.checkpointer.get_tuple(config)
             metadata = (saved.metadata if saved else None) or {}
-            root, previous = from_traceparent(metadata.get(ROOT_KEY)), from_traceparent(metadata.get(PART_KEY))
+            root, previous = stored_trace(metadata)
         return RunTrace(self, thread, root, previous)
 
 
@@ -252,7 +262,7 @@ class RunTrace:
         in the config's callbacks it would ride along every node and router, :mod:`reinloop.callbacks`)."""
         config = dict(config or {})
         part = traceparent(self.span.get_span_context())
-        config["metadata"] = {**(config.get("metadata") or {}), ROOT_KEY: self.root, PART_KEY: part}
+        config["metadata"] = {**(config.get("metadata") or {}), TRACE_KEY: f"{self.root} {part}"}
         return config
 
     def follow(self, chunks: Iterator[Any]) -> Iterator[Any]:

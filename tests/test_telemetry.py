@@ -188,6 +188,21 @@ def test_a_resumed_run_continues_the_trace_with_a_link_to_the_part_before(make_g
     assert [e.attributes["reinloop.guard.decision"] for e in second.events if e.name == "reinloop.resume"] == ["hint"]
 
 
+def test_a_run_checkpointed_under_the_earlier_two_trace_keys_continues_its_trace(make_graph, spans, tmp_path):
+    from reinloop.telemetry import PART_KEY, ROOT_KEY
+
+    root, part = f"00-{7:032x}-{1:016x}-01", f"00-{7:032x}-{2:016x}-01"
+    with open_database(tmp_path / "runs.db") as db:
+        graph, _ = make_graph([[tool_call("calculator", {"expression": "1+1"})]], limits=Limits(max_steps=1),
+                              checkpointer=db.checkpointer)
+        graph.invoke({"task": "count"}, {**THREAD, "metadata": {ROOT_KEY: root, PART_KEY: part}})  # an earlier reinloop
+        traced(make_graph, spans, ["2"], checkpointer=db.checkpointer).invoke(
+            Command(resume={"action": "continue", "extra_steps": 1}), THREAD)
+    (resumed,) = named(spans[1], "invoke_agent reinloop")
+    assert (resumed.context.trace_id, resumed.parent.span_id) == (7, 1)
+    assert [link.context.span_id for link in resumed.links] == [2]
+
+
 def test_a_new_task_on_a_thread_starts_a_new_trace(make_graph, spans, tmp_path):
     with open_database(tmp_path / "runs.db") as db:
         graph = traced(make_graph, spans, ["1", "2"], checkpointer=db.checkpointer)
