@@ -35,6 +35,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 from uuid import UUID
 
@@ -108,19 +109,36 @@ def stored_trace(metadata: Mapping[str, Any]) -> tuple[SpanContext | None, SpanC
     return from_traceparent(root), from_traceparent(part)
 
 
-def ns(seconds: float) -> int:
-    """Wall-clock seconds (``time.time()``) as the nanoseconds spans take."""
-    return int(seconds * 1e9)
+def span_times(event: NodeEvent) -> tuple[int, int]:
+    """When an event's node started and returned, in span nanoseconds."""
+    start = int((event.get("started_at") or time.time()) * 1e9)
+    return start, start + int((event.get("latency_ms") or 0.0) * 1e6)
 
 
-def started(event: NodeEvent) -> int:
-    """When an event's node started, in span nanoseconds."""
-    return ns(event.get("started_at") or time.time())
+def calls_by_event(timed: list[tuple[NodeEvent, int, int]], calls: list[Call]) -> list[list[Call]]:
+    """``calls`` (by start) shared out to the events of the nodes they ran in (``timed``: each event, its start
+    and end); a node that ran twice in the step (execute, after an approval) has each call in its first run that
+    had not ended when the call started."""
+    shares: list[list[Call]] = [[] for _ in timed]
+    for call in calls:
+        last = None
+        for i, (event, _, end) in enumerate(timed):
+            if event["node"] == call.node:
+                last = i
+                if call.start <= end:
+                    break
+        if last is not None:
+            shares[last].append(call)
+    return shares
 
 
-def finished(event: NodeEvent) -> int:
-    """When an event's node returned, in span nanoseconds."""
-    return started(event) + int((event.get("latency_ms") or 0.0) * 1e6)
+def counted(actions: Any, flag: str) -> int:
+    """How many of an event's action records have ``flag`` set."""
+    n = 0
+    for action in actions or ():
+        if action.get(flag):
+            n += 1
+    return n
 
 
 def as_json(value: Any) -> str:
@@ -155,9 +173,8 @@ class CallRecorder(BaseCallbackHandler):
         self.calls: dict[UUID, Call] = {}
         self.lock = threading.Lock()
 
-    def _start(self, run_id: UUID, kind: str, name: str, metadata: Any, inputs: Any) -> None:
-        metadata = metadata or {}
-        call = Call(kind, str(metadata.get("langgraph_node", "")), name, time.time_ns(), dict(metadata), inputs,
+    def _start(self, run_id: UUID, kind: str, name: str, metadata: Mapping[str, Any], inputs: Any) -> None:
+        call = Call(kind, str(metadata.get("langgraph_node", "")), name, time.time_ns(), metadata, inputs,
                     call_id=str(metadata.get(TOOL_CALL_KEY) or ""))
         with self.lock:
             self.calls[run_id] = call
@@ -171,9 +188,9 @@ class CallRecorder(BaseCallbackHandler):
     def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,
                             invocation_params: Any = None, **kwargs: Any) -> None:
         """Note a model call's start, its prompt and its request parameters."""
-        params = dict(invocation_params or {})
-        name = str((metadata or {}).get("ls_model_name") or params.get("model") or params.get("model_name") or "")
-        self._start(run_id, "chat", name, {**params, **(metadata or {})}, messages[0] if messages else [])
+        meta = {**(invocation_params or {}), **(metadata or {})}  # the one copy: LangChain's own dicts are left alone
+        name = str(meta.get("ls_model_name") or meta.get("model") or meta.get("model_name") or "")
+        self._start(run_id, "chat", name, meta, messages[0] if messages else [])
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Note a model call's end and its reply."""
@@ -188,7 +205,7 @@ class CallRecorder(BaseCallbackHandler):
     def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, metadata: Any = None,
                       inputs: Any = None, **kwargs: Any) -> None:
         """Note a tool call's start and its arguments."""
-        self._start(run_id, "tool", str((serialized or {}).get("name", "")), metadata, inputs)
+        self._start(run_id, "tool", str((serialized or {}).get("name", "")), metadata or {}, inputs)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         """Note a tool call's end."""
@@ -198,13 +215,12 @@ class CallRecorder(BaseCallbackHandler):
         """Note a tool call that raised."""
         self._end(run_id, error=error)
 
-    def take(self, node: str) -> list[Call]:
-        """The calls made in ``node``, in the order they started, removed from the recorder."""
+    def take(self) -> list[Call]:
+        """Every call noted so far, in the order they started, removed from the recorder."""
         with self.lock:
-            taken = [(k, c) for k, c in self.calls.items() if c.node == node]
-            for key, _ in taken:
-                del self.calls[key]
-        return sorted((c for _, c in taken), key=lambda c: c.start)
+            calls, self.calls = list(self.calls.values()), {}
+        calls.sort(key=attrgetter("start"))
+        return calls
 
 
 @dataclass(frozen=True)
@@ -253,7 +269,7 @@ class RunTrace:
         self.span: Span = telemetry.tracer.start_span(f"invoke_agent {telemetry.agent}", context=parent,
                                                       kind=SpanKind.INTERNAL, attributes=attributes, links=links)
         self.root = traceparent(root or self.span.get_span_context())
-        self.pending: list[tuple[NodeEvent, list[Call]]] = []  # the open step's events and calls, in order
+        self.pending: list[NodeEvent] = []  # the open step's events, in order
         self.last: NodeEvent | None = None
         self.usage = [0, 0]
 
@@ -291,47 +307,48 @@ class RunTrace:
         self.end()
 
     def on_event(self, event: NodeEvent) -> None:
-        """An event sink: the event and its calls join the open step; the guard's event ends the step."""
-        calls = self.recorder.take(event["node"])
-        if event["node"] == "guard" and not self.pending:  # an operator's answer to a pause, before a new step
-            self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=started(event))
-        else:
-            self.pending.append((event, calls))
-            if event["node"] == "guard":
-                self.close_step()
+        """An event sink: the event joins the open step; the guard's event ends the step."""
+        if event["node"] != "guard":
+            self.pending.append(event)
+        elif self.pending:
+            self.pending.append(event)
+            self.close_step()
+        else:  # an operator's answer to a pause, before a new step
+            self.span.add_event("reinloop.resume", self.guard_attributes(event), timestamp=span_times(event)[0])
         self.last = event
 
     def close_step(self, unfinished: bool = False) -> None:
-        """Make the open step's spans from its events: the step, with every attribute at its start, then its calls.
+        """Make the open step's spans from its events and the calls noted meanwhile: the step, then its calls.
 
-        Made once the step is over, each span is started with all its attributes: the SDK checks every value
-        set under a lock, so one ``attributes=`` costs less than setting them node by node.
+        Made once the step is over, each span is started with all its attributes (the SDK checks every value
+        set under a lock, so one ``attributes=`` costs less than setting them node by node), and the calls
+        are taken from the recorder once a step, not once a node.
         """
         pending, self.pending = self.pending, []
         if not pending:
             return
-        first = pending[0][0]
+        first, timed = pending[0], [(event, *span_times(event)) for event in pending]
         attributes: dict[str, Any] = {"reinloop.step": int(first.get("step") or 0),
                                       "reinloop.run": int(first.get("run") or 0), "reinloop.first_node": first["node"]}
-        for event, _ in pending:
+        for event in pending:
             attributes.update(self.node_attributes(event))
         if unfinished:
             attributes["reinloop.step.unfinished"] = True
         step = self.telemetry.tracer.start_span("reinloop.step", context=trace.set_span_in_context(self.span),
-                                                start_time=started(first), attributes=attributes)
+                                                start_time=timed[0][1], attributes=attributes)
         under = trace.set_span_in_context(step)
-        for event, calls in pending:
+        for (event, _, end), calls in zip(timed, calls_by_event(timed, self.recorder.take()), strict=True):
             for call in calls:
                 if call.kind == "chat":
                     self.model_span(call, under, str((event.get("data") or {}).get("model") or ""))
             if event["node"] == "execute":
-                self.tool_spans(under, event, [c for c in calls if c.kind == "tool"], finished(event))
+                self.tool_spans(under, event, [c for c in calls if c.kind == "tool"], end)
             elif event["node"] == "approve":
                 for decision in (event.get("data") or {}).get("decisions") or []:
                     step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
                                                          "reinloop.approval.action": str(decision.get("action", ""))},
-                                   timestamp=finished(event))
-        step.end(end_time=max(finished(event) for event, _ in pending))
+                                   timestamp=end)
+        step.end(end_time=max([end for _, _, end in timed]))
 
     def node_attributes(self, event: NodeEvent) -> dict[str, Any]:
         """What one node's event puts on its step span (no span event per node: they cost a fifth of telemetry's time)."""
@@ -341,9 +358,9 @@ class RunTrace:
         if node == "parse" and event.get("error"):
             return {"reinloop.parse_error": True, **({"reinloop.parse_error.message": str(event["error"])} if self.content else {})}
         if node == "validate":
-            return {"reinloop.refused_calls": sum(1 for a in event.get("actions") or [] if a.get("problem"))}
+            return {"reinloop.refused_calls": counted(event.get("actions"), "problem")}
         if node == "execute":
-            return {"reinloop.tool_errors": sum(1 for a in event.get("actions") or [] if a.get("error"))}
+            return {"reinloop.tool_errors": counted(event.get("actions"), "error")}
         if node == "guard":
             return self.guard_attributes(event)
         return {}
@@ -352,13 +369,14 @@ class RunTrace:
         """The decide node's facts for its step: tokens and cost of its model calls (added to the run's usage)."""
         tokens_in, tokens_out = int(event.get("tokens_in") or 0), int(event.get("tokens_out") or 0)
         self.usage = [self.usage[0] + tokens_in, self.usage[1] + tokens_out]
-        cost = (event.get("data") or {}).get("cost") or []
-        return {
-            "reinloop.step": int(event.get("step") or 0),
-            "gen_ai.usage.input_tokens": tokens_in, "gen_ai.usage.output_tokens": tokens_out,
-            "reinloop.cost_usd": float(sum(c.get("usd") or 0.0 for c in cost)),
-            "reinloop.unpriced_calls": sum(c.get("usd") is None for c in cost),
-        }
+        usd, unpriced = 0.0, 0
+        for call in (event.get("data") or {}).get("cost") or ():
+            if call.get("usd") is None:
+                unpriced += 1
+            else:
+                usd += call["usd"]
+        return {"reinloop.step": int(event.get("step") or 0), "gen_ai.usage.input_tokens": tokens_in,
+                "gen_ai.usage.output_tokens": tokens_out, "reinloop.cost_usd": float(usd), "reinloop.unpriced_calls": unpriced}
 
     def model_span(self, call: Call, parent: Any, model: str) -> None:
         """One ``chat`` span for a model call under ``parent`` (a context), with its request, usage and finish
