@@ -242,19 +242,20 @@ class Telemetry:
         """Start the span of one invocation: a new trace for a new task, the stored one for a resume."""
         thread = ((config or {}).get("configurable") or {}).get("thread_id")
         root = previous = None
-        if not isinstance(input, Mapping) and thread and graph.checkpointer not in (None, False):
+        checkpointed = graph.checkpointer not in (None, False)
+        if not isinstance(input, Mapping) and thread and checkpointed:
             saved = graph.checkpointer.get_tuple(config)
             metadata = (saved.metadata if saved else None) or {}
             root, previous = stored_trace(metadata)
-        return RunTrace(self, thread, root, previous)
+        return RunTrace(self, thread, root, previous, checkpointed)
 
 
 class RunTrace:
     """One invocation's spans: its own, live; its steps' and calls', made from events as they arrive."""
 
     def __init__(self, telemetry: Telemetry, thread: str | None, root: SpanContext | None,
-                 previous: SpanContext | None) -> None:
-        self.telemetry, self.content = telemetry, telemetry.spec.telemetry_content
+                 previous: SpanContext | None, checkpointed: bool = True) -> None:
+        self.telemetry, self.content, self.checkpointed = telemetry, telemetry.spec.telemetry_content, checkpointed
         self.recorder = CallRecorder()
         spec = telemetry.spec
         attributes: dict[str, Any] = {
@@ -273,9 +274,13 @@ class RunTrace:
         self.last: NodeEvent | None = None
         self.usage = [0, 0]
 
-    def config(self, config: Any) -> dict[str, Any]:
-        """``config`` with the trace in its checkpoints' metadata (the call recorder goes in the context instead:
-        in the config's callbacks it would ride along every node and router, :mod:`reinloop.callbacks`)."""
+    def config(self, config: Any) -> Any:
+        """``config`` with the trace in its checkpoints' metadata; as given without a checkpointer (no checkpoint
+        to carry it, and LangGraph copies each metadata key into every task's config). The call recorder goes in
+        the context instead: in the config's callbacks it would ride along every node and router
+        (:mod:`reinloop.callbacks`)."""
+        if not self.checkpointed:
+            return config
         config = dict(config or {})
         part = traceparent(self.span.get_span_context())
         config["metadata"] = {**(config.get("metadata") or {}), TRACE_KEY: f"{self.root} {part}"}
