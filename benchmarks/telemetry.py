@@ -1,10 +1,13 @@
 """Telemetry overhead per step: telemetry on against off, and off against off (the noise floor), paired round by round.
 
     python benchmarks/telemetry.py                          # 20 steps a run, 41 rounds
+    python benchmarks/telemetry.py --checkpointer           # the same runs checkpointed (SQLite in memory)
     python benchmarks/telemetry.py --steps 2 --rounds 1     # a smoke run
 
 Every run is the same script (one tool call per step to a trivial tool that
-returns 2 KB, then an answer), without a checkpointer, on one of three sides:
+returns 2 KB, then an answer), without a checkpointer (with ``--checkpointer``:
+reinloop's on an in-memory SQLite database, ``durability="sync"``, where the
+trace also goes into every checkpoint's metadata), on one of three sides:
 
 - ``off``: ``telemetry=False`` (the default);
 - ``off again``: the same, the A/A control: the spread between two identical sides;
@@ -29,9 +32,10 @@ The machine is shared and noisy, so the measure is built to cancel what it can:
   side; it does not depend on the load at all.
 
 The garbage collector runs a full collection before each run (a collection
-owed by the run before is not charged to the next). A first one-step run on
-each side is not counted (the tokenizer loads once). The load average is
-printed before and after.
+owed by the run before is not charged to the next). A first whole run on each
+side is not counted: the tokenizer loads once, and caches fill on the first
+run (uncounted, the first run's calls were 1% more than the next runs').
+The load average is printed before and after.
 """
 
 from __future__ import annotations
@@ -55,31 +59,35 @@ PAIRS = (("on", "off"), ("off again", "off"))
 """The comparisons: (B, A); each round runs A, B, B, A for each."""
 
 
-def one_run(side: str, steps: int, provider: Any, profile: Any = None) -> tuple[float, int]:
+def one_run(side: str, steps: int, provider: Any, profile: Any = None, checkpointed: bool = False) -> tuple[float, int]:
     """CPU seconds of one run of ``steps`` tool steps and an answer on ``side``, and the spans it made.
 
-    ``profile``: a ``sys.setprofile`` function to run the measured section under (its time is then meaningless).
+    ``profile``: a ``sys.setprofile`` function to run the measured section under (its time is then meaningless);
+    ``checkpointed``: with a checkpointer on an in-memory SQLite database.
     """
     from reinloop import Limits, build_graph
+    from reinloop.checkpoints import open_database
     from reinloop.testing import ScriptedChatModel, tool_call
 
     replies = [[tool_call("fetch", {"page": i})] for i in range(steps)] + ["done"]
     model = ScriptedChatModel(replies=replies)
     on = side == "on"
-    graph = build_graph(model, [fetch_tool()], limits=Limits(max_steps=None, max_seconds=None, max_repeats=None),
-                        telemetry=on, tracer_provider=provider if on else None)
-    exporter = provider.get_span_processor_exporter() if on else None  # type: ignore[attr-defined]
-    gc.collect()
-    if profile is not None:
-        threading.setprofile(profile)
-        sys.setprofile(profile)
-    before = time.process_time()
-    try:
-        out = graph.invoke({"task": "read every page"})
-    finally:
-        spent = time.process_time() - before
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+    with open_database(":memory:") as db:
+        graph = build_graph(model, [fetch_tool()], limits=Limits(max_steps=None, max_seconds=None, max_repeats=None),
+                            telemetry=on, tracer_provider=provider if on else None,
+                            checkpointer=db.checkpointer if checkpointed else None)
+        exporter = provider.get_span_processor_exporter() if on else None  # type: ignore[attr-defined]
+        gc.collect()
+        if profile is not None:
+            threading.setprofile(profile)
+            sys.setprofile(profile)
+        before = time.process_time()
+        try:
+            out = graph.invoke({"task": "read every page"}, {"configurable": {"thread_id": "bench"}})
+        finally:
+            spent = time.process_time() - before
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
     assert out["status"] == "done", out["status"]
     return spent, len(exporter.get_finished_spans()) if exporter is not None else 0
 
@@ -102,7 +110,7 @@ def provider_with_memory() -> Any:
     return provider
 
 
-def calls_per_step(side: str, steps: int, provider: Any) -> float:
+def calls_per_step(side: str, steps: int, provider: Any, checkpointed: bool = False) -> float:
     """Python function calls (and C calls) per step of one run on ``side``, counted by a profile function."""
     counted = [0]
     lock = threading.Lock()
@@ -112,11 +120,12 @@ def calls_per_step(side: str, steps: int, provider: Any) -> float:
             with lock:
                 counted[0] += 1
 
-    one_run(side, steps, provider, profile=count)
+    one_run(side, steps, provider, profile=count, checkpointed=checkpointed)
     return counted[0] / (steps + 1)
 
 
-def paired_rounds(rounds: int, steps: int, provider: Any) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
+def paired_rounds(rounds: int, steps: int, provider: Any,
+                  checkpointed: bool = False) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
     """Per-round ratios for each of :data:`PAIRS` and CPU ms per step of every run, by side."""
     ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in PAIRS}
     per_step: dict[str, list[float]] = {side: [] for side in SIDES}
@@ -125,7 +134,7 @@ def paired_rounds(rounds: int, steps: int, provider: Any) -> tuple[dict[tuple[st
         for b, a in order:
             spent = {a: 0.0, b: 0.0}
             for side in (a, b, b, a):
-                seconds, _ = one_run(side, steps, provider)
+                seconds, _ = one_run(side, steps, provider, checkpointed=checkpointed)
                 spent[side] += seconds
                 per_step[side].append(seconds * 1000 / (steps + 1))
             ratios[(b, a)].append(spent[b] / spent[a])
@@ -144,17 +153,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="tool steps per run (an answer follows)")
     parser.add_argument("--rounds", type=int, default=41, help="paired rounds (each runs every side twice per pair)")
+    parser.add_argument("--checkpointer", action="store_true", help="checkpoint the runs (SQLite in memory)")
     args = parser.parse_args(argv)
-    provider = provider_with_memory()
+    provider, saved = provider_with_memory(), args.checkpointer
     for side in SIDES:
-        one_run(side, 1, provider)  # one-time costs (the tokenizer) are not counted
+        one_run(side, args.steps, provider, checkpointed=saved)  # one-time costs and first-run caches are not counted
     load_before = os.getloadavg()[0]
-    ratios, per_step = paired_rounds(args.rounds, args.steps, provider)
+    ratios, per_step = paired_rounds(args.rounds, args.steps, provider, saved)
     load_after = os.getloadavg()[0]
-    _, spans = one_run("on", args.steps, provider)
-    calls = {side: calls_per_step(side, args.steps, provider) for side in ("off", "on")}
+    _, spans = one_run("on", args.steps, provider, checkpointed=saved)
+    calls = {side: calls_per_step(side, args.steps, provider, saved) for side in ("off", "on")}
     print(f"load average {load_before:.1f} before, {load_after:.1f} after; {args.steps} tool steps + an answer a run, "
-          f"{args.rounds} rounds; spans a run with telemetry on: {spans}")
+          f"{'checkpointed (SQLite in memory)' if saved else 'no checkpointer'}, {args.rounds} rounds; "
+          f"spans a run with telemetry on: {spans}")
     print()
     print("| comparison | median of per-round ratios | interquartile range | min – max |")
     print("| --- | --- | --- | --- |")
