@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -31,7 +32,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
+from .cli_options import (
+    add_answer_flags, add_spec_flags, break_answer, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole,
+)
 from .errors import ConfigurationError, ModelSetupError, ReinloopError, ToolDatabaseError, UsageError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, RunSpec
@@ -303,12 +306,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
 
 def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--extra-steps", type=whole(0), default=0, metavar="N", help="raise the step limit by N")
-    p.add_argument("--extra-seconds", type=seconds, default=0.0, metavar="S", help="raise the time limit by S seconds")
-    p.add_argument("--extra-tokens", type=whole(0), default=0, metavar="N", help="raise the token budget by N")
-    p.add_argument("--extra-cost", type=seconds, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
-    p.add_argument("--hint", help="a hint shown to the model on its next call")
-    p.add_argument("--abort", action="store_true", help="end the paused run as broken")
+    add_answer_flags(p)
     add_output_flags(p)
     add_db_flag(p)
     add_spec_flags(p, defaults="stored")  # each given flag overrides the run's stored spec
@@ -320,19 +318,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .runs import resume, run_limits
 
-    changes = spec_changes(args)
+    changes, answer = spec_changes(args), break_answer(args)
     shown = run_limits(args.thread, args.db).replace(**changes.get("limits", {}))
     if shown.max_steps is not None:
-        shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
+        shown = shown.replace(max_steps=shown.max_steps + answer.extra_steps)
     if shown.max_cost is not None:
-        shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
+        shown = shown.replace(max_cost=shown.max_cost + answer.extra_cost)
     console = make_console(args, shown)
     live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
     with console or contextlib.nullcontext():
-        outcome = resume(args.thread, db=args.db, extra_steps=args.extra_steps, extra_seconds=args.extra_seconds,
-                         extra_tokens=args.extra_tokens, extra_cost=args.extra_cost, hint=args.hint, abort=args.abort,
-                         on_event=console.handle if console else None, on_token=console.token if live else None,
-                         **changes)
+        outcome = resume(args.thread, db=args.db, on_event=console.handle if console else None,
+                         on_token=console.token if live else None, **dataclasses.asdict(answer), **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
 

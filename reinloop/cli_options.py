@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .breaks import BreakAnswer
 from .errors import ConfigurationError
 from .spec import EMBEDDINGS, GROUPS, RunSpec
 
@@ -343,6 +344,26 @@ def spec_changes(args: argparse.Namespace) -> dict[str, Any]:
         for name, implied in (spec_flag.alias.implies if spec_flag.alias else {}).items():
             group.setdefault(name, implied)
     return changes
+
+
+# --- a resume's answer to a break: BreakAnswer's fields ------------------------------------------
+
+
+def add_answer_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per :class:`~reinloop.breaks.BreakAnswer` field (``extra_steps`` -> ``--extra-steps N``)."""
+    for f in dataclasses.fields(BreakAnswer):
+        flag, kind = "--" + f.name.replace("_", "-"), str(f.type)
+        if kind == "bool":
+            parser.add_argument(flag, dest=f.name, action="store_true", help=f.metadata["help"])
+            continue
+        parse = {"int": whole(0), "float": seconds}.get(kind, str)
+        parser.add_argument(flag, dest=f.name, type=parse, default=f.default, metavar=f.metadata.get("metavar"),
+                            help=f.metadata["help"])
+
+
+def break_answer(args: argparse.Namespace) -> BreakAnswer:
+    """The :class:`~reinloop.breaks.BreakAnswer` the command line gave."""
+    return BreakAnswer(**{f.name: getattr(args, f.name) for f in dataclasses.fields(BreakAnswer)})
 
 
 # --- the values of the other flags (--concurrency, --extra-steps, the task) -----------------------
