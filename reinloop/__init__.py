@@ -41,6 +41,7 @@ EXPORTS = {
     "RunLog": ".runlog",
     "RunSpec": ".spec",
     "ScriptExhaustedError": ".errors",
+    "SettingError": ".errors",
     "SqliteCheckpointer": ".checkpoints",
     "Step": ".state",
     "StepEvent": ".events",

@@ -55,7 +55,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import SettingError
 from .settings import replace_known
 
 # The rules are data a RunSpec holds, and ``reinloop --help`` reads the spec: the checks import the
@@ -100,11 +100,10 @@ class AnswerRules:
 
     def __post_init__(self) -> None:
         if isinstance(self.min_tool_calls, bool) or not isinstance(self.min_tool_calls, int) or self.min_tool_calls < 0:
-            raise ConfigurationError(
-                f"AnswerRules.min_tool_calls must be a whole number >= 0, got {self.min_tool_calls!r}")
+            raise SettingError("AnswerRules", "min_tool_calls", "must be a whole number >= 0", value=self.min_tool_calls)
         for name in ("grounded_numbers", "wrap_up", "ask_next_step", "vary_repeats"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigurationError(f"AnswerRules.{name} must be True or False, got {getattr(self, name)!r}")
+                raise SettingError("AnswerRules", name, "must be True or False", value=getattr(self, name))
 
     def replace(self, **changes: Any) -> AnswerRules:
         """A copy with some rules changed (unknown names are refused)."""

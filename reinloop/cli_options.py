@@ -13,8 +13,9 @@ what the user gives becomes :meth:`RunSpec.replace` changes
 
 A bad value is a usage error (exit 2) that names the flag in command-line
 terms: ``argument --max-steps: must be a positive whole number or none, got '0'``;
-an error found later (a combination of flags, an unknown tool) has its spec
-names put in flag terms by :func:`in_flag_terms`.
+a setting refused later (a combination of flags, a batch line) is a
+:class:`~reinloop.errors.SettingError`, whose fields :func:`in_flag_terms` words
+with the flag.
 This module imports no LangChain.
 """
 
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .breaks import BreakAnswer
-from .errors import ConfigurationError
+from .errors import ConfigurationError, SettingError
 from .spec import EMBEDDINGS, GROUPS, RunSpec
 
 GROUP_TITLES = {
@@ -174,7 +175,9 @@ class SpecFlag:
         except ConfigurationError as exc:
             if self.kind.startswith(("int", "float")):
                 raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}") from None
-            raise argparse.ArgumentTypeError(f"{_plain_reason(exc)}, got {text!r}") from None
+            if isinstance(exc, SettingError) and exc.shown:  # the value is shown as the command line gave it
+                raise argparse.ArgumentTypeError(f"{exc.reason}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(in_flag_terms(exc)) from None
         return value
 
     def wanted(self) -> str:
@@ -256,29 +259,19 @@ class SpecFlag:
         return "none" if value is None else str(value)
 
 
-def _plain_reason(exc: ConfigurationError) -> str:
-    """A spec's error without its Python names: ``Limits.max_steps must be ...; use None ...`` -> ``must be ...``."""
-    text = str(exc).split("; use None")[0]
-    text = re.sub(r",? got [^;]*$", "", text)  # the flag's error ends with the text given instead
-    return re.sub(r"^(?:\w+: )?(?:\w+\.)?\w+ must", "must", text)
-
-
 def in_flag_terms(exc: Exception) -> str:
-    """An error's message with the spec's Python names as the flags that set them (``Limits.max_steps`` -> ``--max-steps``).
+    """An error's message, a :class:`~reinloop.errors.SettingError` worded with the flag that sets it
+    (``Limits.max_steps`` -> ``--max-steps``, ``None`` -> ``none``); any other error's message as it is."""
+    if not isinstance(exc, SettingError):
+        return str(exc)
+    return exc.worded(flag_of(exc), none="none")
 
-    Only the wording changes, for a person reading one line; code goes on deciding by the exception's type and fields.
-    """
-    text = str(exc)
-    flags = {".".join(f.path): f.flag for f in spec_flags()}
-    classes = {cls.__name__: name for name, cls in GROUPS.items()}
 
-    def flag_of(match: re.Match[str]) -> str:
-        owner, name = match[1], match[2]
-        path = name if owner == "RunSpec" else f"{classes.get(owner, '')}.{name}"
-        return flags.get(path, match[0])
-
-    text = re.sub(r"\b(RunSpec|" + "|".join(classes) + r")\.(\w+)\b", flag_of, text)
-    return text.replace("use None to switch it off", "use none to switch it off").replace(" or None", " or none")
+def flag_of(exc: SettingError) -> str:
+    """The flag of the setting ``exc`` refused; its Python name for a setting no flag sets (``RunSpec.limits``)."""
+    owner = next((group for group, cls in GROUPS.items() if cls.__name__ == exc.owner), None)
+    path = (exc.name,) if exc.owner == "RunSpec" else (owner or exc.owner, exc.name)
+    return next((f.flag for f in spec_flags() if f.path == path), f"{exc.owner}.{exc.name}")
 
 
 def _changes_for(path: tuple[str, ...], value: Any, spec: RunSpec) -> RunSpec:

@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ..settings import replace_known
 
 POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "ledger_max_tokens", "recall_k")
@@ -67,12 +67,10 @@ class Memory:
             if value is None and name in OPTIONAL:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                hint = "; use None to switch it off" if name in OPTIONAL else ""
-                raise ConfigurationError(f"Memory.{name} must be a positive integer, got {value!r}{hint}")
+                raise SettingError("Memory", name, "must be a positive integer", value=value,
+                                   none="off" if name in OPTIONAL else "")
         if self.encoding not in ("o200k_base", "cl100k_base", "estimate"):
-            raise ConfigurationError(
-                f"Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate', got {self.encoding!r}"
-            )
+            raise SettingError("Memory", "encoding", "must be 'o200k_base', 'cl100k_base' or 'estimate'", value=self.encoding)
 
     def replace(self, **changes: Any) -> Memory:
         """A copy with some settings changed (unknown names are refused)."""
