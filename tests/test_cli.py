@@ -252,7 +252,7 @@ def test_runs_list_shows_the_status_names_status_accepts(openai_server, capsys):
 def test_runs_list_aligns_columns_by_display_width_and_shortens_long_ids():
     from rich.cells import cell_len
 
-    from reinloop.cli import table_row
+    from reinloop.cli_runs import table_row
 
     rows = [table_row(["t" * 30, "done", "1", "-", "2026-12-01 20:00:00", "查询用户ID为1的信息，然后计算他的年龄乘以2的结果" * 2, "60"]),
             table_row(["short", "broken", "12", "$0.0010", "2026-12-01 20:00:00", "plain task", "max_steps"])]
