@@ -33,12 +33,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from ..errors import ConfigurationError
 from .files import open_beneath
-from .options import configure
+from .options import function_tool
 
 logger = logging.getLogger(__name__)
 
@@ -342,14 +342,12 @@ def search_docs_tool(
         opening = opening_of(docs.text(hits[0].path), prefix + hits[0].path, preview_chars) if hits and preview_chars else ""
         return format_hits(query, hits, docs.count(), prefix, opening)
 
-    return configure(
-        StructuredTool.from_function(
-            search_docs,
-            name="search_docs",
-            description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
-            "Returns the best-matching files, the best one's opening text and a snippet of each other; use read_file for the rest.",
-            args_schema=SearchDocsInput,
-        ),
+    return function_tool(
+        search_docs,
+        name="search_docs",
+        description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
+        "Returns the best-matching files, the best one's opening text and a snippet of each other; use read_file for the rest.",
+        args_schema=SearchDocsInput,
         parallel_safe=True,
         transient=(),
     )
