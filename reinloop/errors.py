@@ -5,12 +5,12 @@ Errors are split by who has to act::
     ReinloopError                 base of everything reinloop raises
     ├── ConfigurationError        the developer: bad arguments to build_graph, the CLI, a tool
     │   ├── SettingError          a RunSpec setting refused its value (which, why, the value)
+    │   │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
     │   ├── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
-    │   ├── UsageError            the command line: a value refused before the run started (exit 2)
-    │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
+    │   └── UsageError            the command line: a value refused before the run started (exit 2)
     ├── RunError                  the run: something went wrong while the loop was running
     │   ├── ModelCallError        the model endpoint failed and retries did not help
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
