@@ -37,7 +37,7 @@ def run_pages(memory: Memory, protocol: str = "tool_calling", summarizer: Script
 
 @pytest.mark.parametrize("protocol", ["tool_calling", "json", "react"])
 def test_a_fact_from_step_2_is_answerable_at_step_12_through_the_summary(protocol):
-    out, model = run_pages(Memory(window_steps=3), protocol)
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3), protocol)
     assert out["status"] == "done" and out["counters"]["steps"] == 12
     assert out["answer"] == "The code is 4711"
     last = prompt_text(model.prompts[-1])
@@ -71,7 +71,7 @@ def test_the_summarizer_prompt_asks_to_keep_every_number():
 
 
 def test_summarizer_tokens_are_counted_against_the_run():
-    out, model = run_pages(Memory(window_steps=3))
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3))
     calls = len(model.prompts) + len(model.summary_prompts)  # every call reports 10 prompt + 5 completion
     assert out["counters"]["llm_calls"] == calls == 14
     assert out["counters"]["prompt_tokens"] == 10 * calls
@@ -83,7 +83,7 @@ def test_summarizer_tokens_are_counted_against_the_run():
 def test_summarizer_spending_can_trip_the_token_budget():
     replies = reads(range(1, 12))
     model = ScriptedChatModel(replies=replies)
-    graph = build_graph(model, [read_page], memory=Memory(window_steps=3),
+    graph = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3),
                         limits=Limits(max_steps=20, token_budget=7 * 15 + 1))
     out = graph.invoke({"task": "read"})
     assert out["break_reason"] == "token_budget" and len(model.prompts) == 7  # 7 calls + 1 summary = 120 tokens
@@ -91,7 +91,7 @@ def test_summarizer_spending_can_trip_the_token_budget():
 
 def test_a_failing_summarizer_does_not_break_the_run_and_keeps_the_raw_steps():
     down = ScriptedChatModel(summary_reply=ConnectionError("summarizer endpoint down"))
-    out, model = run_pages(Memory(window_steps=3), summarizer=down)
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3), summarizer=down)
     assert out["status"] == "done" and out["answer"] == "The code is 4711"  # step 2 was never dropped
     failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
     assert len(failed) == 6 and failed[0]["steps"] == [1, 2, 3]
@@ -109,7 +109,7 @@ def test_a_summarizer_failure_is_retried_at_the_next_step():
             raise TimeoutError("slow")
         return "pages read; The vault code is 4711."
 
-    out, model = run_pages(Memory(window_steps=3), summarizer=ScriptedChatModel(summary_reply=flaky))
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3), summarizer=ScriptedChatModel(summary_reply=flaky))
     events = [(s["index"], e["event"]) for s in out["scratchpad"] for e in s["memory"]
               if e["event"] in ("summary_failed", "summarized")]
     assert events[:2] == [(7, "summary_failed"), (8, "summarized")]
@@ -118,7 +118,7 @@ def test_a_summarizer_failure_is_retried_at_the_next_step():
 
 
 def test_an_empty_summary_counts_as_a_failure():
-    out, _ = run_pages(Memory(window_steps=3), summarizer=ScriptedChatModel(summary_reply="   "))
+    out, _ = run_pages(Memory(summary_batch=3, window_steps=3), summarizer=ScriptedChatModel(summary_reply="   "))
     failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summary_failed"]
     assert failed and failed[0]["error"] == "the summarizer replied with no text"
 
@@ -132,12 +132,12 @@ def test_the_summarizer_is_the_runs_model_by_default_and_tagged():
             return super()._generate(messages, stop, run_manager, **kwargs)
 
     model = Recording(replies=[*reads(range(1, 7)), "done"])
-    build_graph(model, [read_page], memory=Memory(window_steps=3)).invoke({"task": "read"})
+    build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3)).invoke({"task": "read"})
     assert [SUMMARIZER_TAG in tags for tags in seen] == [False] * 6 + [True, False]
 
 
 def test_a_summary_past_its_bound_is_merged_into_one_line_and_stays_within_it():
-    out, model = run_pages(Memory(window_steps=3, summary_max_tokens=40), pages=14)  # steps 1-9 are folded
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3, summary_max_tokens=40), pages=14)  # steps 1-9 are folded
     lines = out["summary"].splitlines()
     assert lines[0].startswith("Steps 1–6: ") and lines[1].startswith("Steps 7–9: ") and len(lines) == 2
     assert summary_fits(lines, 40, active_counter("o200k_base"))
@@ -154,7 +154,7 @@ def test_a_fact_in_old_summary_lines_survives_their_merge():
             return answer_from_prompt(r"vault code is (\d+)", "The vault code is {0}.", "nothing of note")(messages)
         return facts_summary(messages)
 
-    out, model = run_pages(Memory(window_steps=3, summary_max_tokens=80), pages=20,
+    out, model = run_pages(Memory(summary_batch=3, window_steps=3, summary_max_tokens=80), pages=20,
                            summarizer=ScriptedChatModel(summary_reply=summarizer))
     assert any(e["event"] == "summary_refolded" for s in out["scratchpad"] for e in s["memory"])
     assert out["summary"].splitlines()[0].endswith(": The vault code is 4711.")
@@ -164,7 +164,7 @@ def test_a_fact_in_old_summary_lines_survives_their_merge():
 def test_an_unchanged_summary_is_not_written_again():
     saver = InMemorySaver()
     graph = build_graph(ScriptedChatModel(replies=[*reads(range(1, 12)), "done"]), [read_page],
-                        memory=Memory(window_steps=3), checkpointer=saver, limits=Limits(max_steps=13))
+                        memory=Memory(summary_batch=3, window_steps=3), checkpointer=saver, limits=Limits(max_steps=13))
     config = {"configurable": {"thread_id": "t"}}
     out = graph.invoke({"task": "Find the vault code in the report."}, config)
     added = [s for s in out["scratchpad"] if any(e["event"] == "summarized" for e in s["memory"])]
@@ -184,7 +184,7 @@ def test_the_summarizer_prompt_also_fits_the_budget():
 
     replies = [[{"name": "dump", "args": {"part": i}, "id": f"c{i}", "type": "tool_call"}] for i in range(1, 7)]
     model = ScriptedChatModel(replies=[*replies, "done"])
-    memory = Memory(window_steps=3, max_prompt_tokens=2500)
+    memory = Memory(summary_batch=3, window_steps=3, max_prompt_tokens=2500)
     out = build_graph(model, [dump], memory=memory, limits=Limits(max_steps=10, max_observation_chars=6000)).invoke({"task": "t"})
     assert out["status"] == "done" and model.summary_prompts
     for prompt in model.summary_prompts:
