@@ -94,16 +94,18 @@ class Memory:
 
     def describe(self) -> str:
         """One line for the console: the window, the budget, summaries and recall."""
-        batch = self.summary_batch
-        most = None if self.window_steps is None or batch is None else self.window_steps + batch - 1
-        window = ("all steps" if self.window_steps is None
-                  else f"last {self.window_steps}+ steps" if most is None
-                  else f"last {self.window_steps} steps" if most == self.window_steps
-                  else f"last {self.window_steps}–{most} steps")
+        batch, keep = self.summary_batch, self.window_steps
+        most = None if keep is None or batch is None else keep + batch - 1
+        if keep is None:
+            window = "all steps"
+        elif most is None:  # folding by size
+            until = "the budget is full" if self.fold_tokens is None else f"they pass {self.fold_tokens} tokens"
+            window = f"recent steps until {until}, then the last {keep}"
+        else:
+            window = f"last {keep} steps" if most == keep else f"last {keep}–{most} steps"
         budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
-        when = (f"every {batch} steps" if batch is not None
-                else "at the budget" if self.fold_tokens is None else f"past {self.fold_tokens} step tokens")
-        summary = f"summaries {when}" if self.summarize else "no summaries"
+        summary = ("no summaries" if not self.summarize else "summaries" if batch is None
+                   else f"summaries every {batch} steps")
         recall = f"recall top {self.recall_k}" if self.recall else "no recall"
         ledger = "no ledger" if self.ledger_max_tokens is None else f"ledger <= {self.ledger_max_tokens} tokens"
         return f"{window}, {budget}, {summary}, {ledger}, {recall}"

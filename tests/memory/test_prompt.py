@@ -105,7 +105,11 @@ def test_memory_events_reach_the_custom_stream_and_the_console():
 
 def test_memory_settings_are_checked():
     with pytest.raises(ConfigurationError, match=r"Memory.window_steps must be a positive integer, got 0; use None"):
-        Memory(summary_batch=3, window_steps=0)
+        Memory(window_steps=0)
+    with pytest.raises(ConfigurationError, match=r"Memory.fold_tokens must be a positive integer, got 0; use None"):
+        Memory(fold_tokens=0)
+    with pytest.raises(ConfigurationError, match=r"Memory.summary_batch must be a positive integer, got 0; use None"):
+        Memory(summary_batch=0)
     with pytest.raises(ConfigurationError, match="Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate'"):
         Memory(encoding="gpt2")
     with pytest.raises(ConfigurationError, match="unknown memory setting"):
