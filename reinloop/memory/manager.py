@@ -21,6 +21,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ..bounds import token_count
 from ..state import MemoryCursor, Step
 from .config import Memory
 from .longterm import recall, remember
@@ -198,8 +199,8 @@ class Folding:
         usage = getattr(exc.reply, "usage_metadata", None) or {}
         self.calls += 1
         self.replies.append(exc.reply)
-        self.prompt_tokens += int(usage.get("input_tokens") or 0)
-        self.completion_tokens += int(usage.get("output_tokens") or 0)
+        self.prompt_tokens += token_count(usage.get("input_tokens")) or 0  # bounded, like a summary's own usage
+        self.completion_tokens += token_count(usage.get("output_tokens")) or 0
 
     def checked(self, folded: Folded, steps: Sequence[Step]) -> Folded:
         """``folded``, or the steps' own calls and results when the summary disagrees with them (reported)."""
