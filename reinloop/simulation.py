@@ -40,7 +40,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 from .local_models import LocalChatModel
-from .memory.summary import SUMMARIZER_TAG
+from .memory.summary import RESULT_ABOVE, SUMMARIZER_TAG, with_results
 from .memory.tokens import count_message_tokens, estimate_tokens
 
 FAULTS: tuple[str, ...] = ("malformed", "bad_args", "unknown_tool", "repeat", "ignore_error")
@@ -125,7 +125,7 @@ class SimulatedModel(LocalChatModel):
         tools = options.get("tools") or []
         tokens = count_message_tokens(messages) + sum(estimate_tokens(json.dumps(t, ensure_ascii=False)) for t in tools)
         if SUMMARIZER_TAG in tags or (not tools and _asks_for_summary(messages)):
-            message, fault = AIMessage(content=summarize(_text_of(messages))), None
+            message, fault = AIMessage(content=summarize(_request_of(messages))), None
         else:
             message, fault = self._reply(messages, native=bool(tools))
         message.usage_metadata = {"input_tokens": tokens, "output_tokens": estimate_tokens(_text(message)),
@@ -247,6 +247,13 @@ def _asks_for_summary(messages: Sequence[BaseMessage]) -> bool:
     """A summarization request: its instructions (first or last message) ask for a summary."""
     ends = [str(messages[0].content), str(messages[-1].content)] if messages else []
     return any(_SUMMARY_REQUEST.search(text[:400]) for text in ends)
+
+
+def _request_of(messages: Sequence[BaseMessage]) -> str:
+    """A summarization request's text; asked at the end of the agent's prompt, with the results it holds."""
+    if messages and RESULT_ABOVE in str(messages[-1].content):
+        return with_results(messages)
+    return _text_of(messages)
 
 
 def _text_of(messages: Sequence[BaseMessage]) -> str:

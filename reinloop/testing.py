@@ -54,7 +54,7 @@ from pydantic import Field, PrivateAttr
 
 from .errors import ScriptExhaustedError
 from .local_models import LocalChatModel
-from .memory.summary import SUMMARIZER_TAG
+from .memory.summary import RESULT_ABOVE, SUMMARIZER_TAG, with_results
 from .memory.tokens import message_text
 from .simulation import FAULTS, Plan, PlanStep, SimulatedModel  # noqa: F401  (the flaky stand-in, for benchmarks)
 
@@ -85,12 +85,14 @@ _STEP = re.compile(r"^Step \d+:$", re.M)
 def facts_summary(messages: Sequence[BaseMessage], max_chars: int = 160) -> str:
     """A summarizer that only uses its prompt: the sentences with a number, from each step.
 
-    It reads reinloop's summarizer prompt (``Step N:`` blocks) and keeps, per
+    It reads reinloop's summarizer prompt (``Step N:`` blocks; asked at the end of the agent's prompt, it
+    reads each call's result there, :func:`~reinloop.memory.summary.with_results`) and keeps, per
     step, the sentences of its observations and answer that contain a digit
     (else the first sentence), cut to ``max_chars`` per step. Asked to merge
     summary lines, it keeps their sentences with a digit, up to ``2 * max_chars``.
     """
-    body = message_text(messages[-1]) if messages else ""
+    body = with_results(messages) if messages and RESULT_ABOVE in message_text(messages[-1]) else (
+        message_text(messages[-1]) if messages else "")  # asked at the end of the agent's prompt: its results
     blocks = _STEP.split(body)[1:]
     if not blocks:  # summary lines to merge (reinloop.memory.summary.refold_lines): keep their numbers
         lines = [line.split(": ", 1)[-1] for line in body.split("\n\n", 1)[-1].splitlines()]

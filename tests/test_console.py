@@ -163,7 +163,7 @@ def two_replies(openai_server):
 def test_run_prints_the_thread_the_steps_and_the_outcome(two_replies, capsys):
     assert main(two_replies) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "thread c1" and lines[1].startswith("memory: last 3–5 steps")
+    assert lines[0] == "thread c1" and lines[1].startswith("memory: recent steps until they pass 4000 tokens, then the last 3")
     assert lines[2].startswith("[step 1/10 · ")
     assert lines[-2:] == ["answer: 6", lines[-1]] and lines[-1].startswith("thread c1: 2 steps, 38 tokens, 0 errors")
 
