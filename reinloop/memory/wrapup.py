@@ -50,7 +50,7 @@ def wrap_up_prompt(state: Mapping[str, Any], ctx: Any, protocol_name: str) -> tu
     request = HumanMessage(content=REQUEST)
     fixed = count_message_tokens([*head, request], counter)
     room = float("inf") if memory.max_prompt_tokens is None else max(0, memory.max_prompt_tokens - fixed)
-    lines = newest_lines_within(current_steps(state), [], room, counter)
+    lines = newest_lines_within(current_steps(state), [], room, counter, str(state.get('task') or ''))
     listing, tokens = fit_listing(RESULTS_HEADER, lines, room, counter)
     messages = [*head, *([listing] if listing is not None else []), request]
     return messages, fixed + tokens
