@@ -202,3 +202,21 @@ def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "x", "--min-tool-calls", "-1"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "--min-tool-calls: must be a whole number >= 0" in proc.stderr
+
+
+def test_grounded_numbers_refuse_an_answer_stating_false_arithmetic_with_grounded_figures(make_graph):
+    # Qwen's wrap-up for "how far apart are 1779 and 17790000": every figure is in a result, the sum is false
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1779*10000"})],
+                           "17790000 - 1779 = 17790000", "17790000 is 1779 万"],
+                          answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": "1779 万 in people"})
+    assert "'17790000 - 1779 = 17790000', which is false" in out["scratchpad"][1]["parse_error"]
+    assert out["answer"] == "17790000 is 1779 万"
+
+
+def test_a_true_equation_rounded_as_written_passes_the_arithmetic_check():
+    from reinloop.answers import false_equation
+
+    assert false_equation("1252*10000/16850 ≈ 743; 1252 / 16850 = 0.07 and 17*23 = 391") is None
+    assert false_equation("2 + 2 = 5") == "2 + 2 = 5"
+    assert false_equation("12,520,000 / 16850 = 743.03") is None
