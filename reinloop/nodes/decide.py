@@ -202,7 +202,8 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
         system = system.model_copy(update={"content": str(system.content).replace(listing, fewer.describe())})
     if system is None or not isinstance(system, SystemMessage):
         return message
-    messages, _ = results_prompt(state, ctx, system, f"{tool} gave its result already (above). {NEXT_STEP_CUE}")
+    ending = "" if protocol.native_tools else " Reply following the required format exactly."
+    messages, _ = results_prompt(state, ctx, system, f"{tool} gave its result already (above). {NEXT_STEP_CUE}{ending}")
     again = invoke_model(ctx, llm, messages, lambda: ctx.seconds_left(state, time.time()),
                          step=state["counters"]["steps"] + 1)
     count_aside(prepared, [message])
