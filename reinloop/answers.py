@@ -22,9 +22,9 @@ distrust). These rules always hold:
   Off by default: a strong model's derived numbers ("3 files") are fine.
   Under it, an answer that states false arithmetic ("17790000 - 1779 =
   17790000", all three figures from results) is refused too, and an
-  arithmetic argument of a tool whose description shows an expression (the
-  calculator) must take its figures from the task or a result, apart from
-  0–10 and the powers of ten (:func:`figure_problem`).
+  arithmetic argument of any tool (the calculator's expression) must take
+  its figures from the task or a result, apart from 0–10 and the powers of
+  ten (:func:`figure_problem`).
   Under it, an answer that names one of the run's tools must also repeat a
   value of a tool result (:func:`tool_talk_problem`): "The task still needs the
   function `db_insert`." talks about the tools and is refused; "The calculator
@@ -78,6 +78,7 @@ ECHO_MARKERS = (
     "Tool results of earlier steps, verbatim",
     "Give the final answer to the task now",
     "Which tool gives what the task still needs",
+    "the task still needs",
 )
 """Phrases of reinloop's own messages to the model: an answer that repeats one is an echo."""
 
@@ -227,10 +228,14 @@ _EXPRESSION = re.compile(r"[\d\s.,+\-*/%()^×÷]*\d[\d\s.,+\-*/%()^×÷]*")
 _OPERATOR = re.compile(r"\d\s*[+\-*/%^×÷]|\)\s*[+\-*/%^×÷]|[+\-*/%^×÷]\s*\(")
 
 
+_DATE = re.compile(r"\s*\d{1,4}([-/.])\d{1,2}\1\d{1,4}\s*")
+
+
 def is_expression(value: str) -> bool:
-    """Is ``value`` an arithmetic expression (figures, operators, brackets, the calculator's functions)?"""
+    """Is ``value`` an arithmetic expression (figures, operators, brackets, the calculator's functions),
+    and not a date such as ``2026-12-01``?"""
     bare = _EXPRESSION_WORDS.sub(" ", value.lower())
-    return bool(_EXPRESSION.fullmatch(bare) and _OPERATOR.search(bare))
+    return bool(_EXPRESSION.fullmatch(bare) and _OPERATOR.search(bare)) and not _DATE.fullmatch(value)
 
 
 def is_plain_constant(value: str) -> bool:

@@ -50,6 +50,11 @@ def test_in_json_the_withheld_tool_leaves_the_listing_of_the_re_ask(make_graph):
     assert out["answer"] == "4"
     listing = [str(p[0].content) for p in model.prompts]
     assert "- calculator:" in listing[1] and "- calculator:" not in listing[2] and "- get_weather:" in listing[2]
+    fresh = model.prompts[2]  # the task and the results, none of the model's own replies to copy
+    assert [m.type for m in fresh] == ["system", "human", "human", "human"]
+    assert "Results of the tools called for this task, verbatim:" in str(fresh[2].content) and "-> 4" in str(fresh[2].content)
+    assert str(fresh[3].content).startswith("calculator gave its result already (above). Which tool gives")
+    assert str(fresh[3].content).endswith("Reply following the required format exactly.")
 
 
 def test_a_repeat_of_a_side_effecting_call_is_not_withheld(make_graph):

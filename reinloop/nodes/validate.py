@@ -11,8 +11,8 @@ An argument copied from our own prompt instead of the task is refused: a
 format placeholder (``"<expression>"``), or an example value from the tool's
 description or schema (``"(22*1.8)+32"``) that neither the task nor any result
 of the run contains, brackets and spaces aside. Small models copy the first concrete value they see.
-Under ``AnswerRules.grounded_numbers`` an arithmetic argument of a tool whose
-description shows an expression takes every figure from the task or a result
+Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
+figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
 with an example's (``(3*12.5)+32``).
 
@@ -43,7 +43,7 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import figure_problem, is_expression
+from ..answers import figure_problem
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
@@ -53,7 +53,7 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
     which make a value that also appears in a tool's example a real one; it is called only for such a value).
 
     ``figures`` (under ``AnswerRules.grounded_numbers``) gives the task and the results apart: then an
-    arithmetic argument of a tool whose description shows an expression must take its figures from them."""
+    arithmetic argument must take its figures from them."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -88,7 +88,7 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
-    if problem is None and figures is not None and any(is_expression(e) for e in tools.examples_of(name).splitlines()):
+    if problem is None and figures is not None:
         problem = next((p for v in string_values(args) if (p := figure_problem(v, *figures()))), None)
     return {**action, "args": args, "problem": problem}
 

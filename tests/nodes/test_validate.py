@@ -6,6 +6,21 @@ from reinloop.testing import tool_call
 from reinloop.tools import builtins
 
 
+def example_calculator():
+    """A calculator whose description gives an example expression, as the built-in one did."""
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel, Field
+
+    from reinloop.tools.arithmetic import evaluate
+
+    class Expression(BaseModel):
+        expression: str = Field(description="Arithmetic expression, e.g. '(22*1.8)+32'.")
+
+    return StructuredTool.from_function(lambda expression: str(evaluate(expression)), name="calculator",
+                                        description="Evaluate an arithmetic expression.", args_schema=Expression)
+
+
+
 def test_unknown_tool_observation_lists_the_available_tools(make_graph):
     graph, _ = make_graph([[tool_call("web_search", {"q": "x"})], "fine"])
     out = graph.invoke({"task": "t"})
@@ -129,16 +144,16 @@ def test_a_refusal_describes_the_call_in_words_not_as_a_json_schema(make_graph):
                           protocol="json")
     observation = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]["observation"]
     assert 'Expected: calculator(expression: string), for example {"expression": "<expression>"}' in observation
-    assert "Arithmetic expression, e.g." in observation and "(1 to 500 characters)" in observation
+    assert "Arithmetic expression of the figures to compute" in observation and "(1 to 500 characters)" in observation
     assert '"properties"' not in observation and '"type": "object"' not in observation
 
 
 def test_an_example_value_copied_from_the_tool_description_is_refused_unless_the_task_shares_it(make_graph):
     copied = {"tool": "calculator", "args": {"expression": "(22 * 1.8) + 32"}}
-    graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json")
+    graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'(22 * 1.8) + 32' is an example from the tool's description" in action["observation"]
-    graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json")
+    graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "convert 22C to Fahrenheit"})["scratchpad"][0]["actions"][0]
     assert action["observation"] == "71.6"  # the task has 22: the example is the task's own computation
 
@@ -152,7 +167,7 @@ def test_a_format_placeholder_as_an_argument_is_refused(make_graph):
 
 def test_a_copied_example_stays_refused_after_the_refusal_quoted_it(make_graph):
     copied = {"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}
-    graph, _ = make_graph([copied, copied, {"final_answer": "x"}], protocol="json")
+    graph, _ = make_graph([copied, copied, {"final_answer": "x"}], protocol="json", tools=[example_calculator()])
     steps = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"]
     assert [s["actions"][0]["error"] for s in steps[:2]] == [True, True]
     assert "is an example from the tool's description" in steps[1]["actions"][0]["observation"]
@@ -191,7 +206,7 @@ def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stand
 def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(make_graph):
     from reinloop.nodes.validate import check_action
 
-    graph, _ = make_graph(["x"])
+    graph, _ = make_graph(["x"], tools=[example_calculator()])
     tools = graph.reinloop_context.tools
     asked: list[str] = []
 
@@ -208,7 +223,7 @@ def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(
 def test_an_example_copied_without_its_brackets_is_still_the_example(make_graph):
     # Qwen2.5-Coder-0.5B wrote the calculator's example '(22*1.8)+32' as "22 * 1.8 + 32" for a density task
     graph, _ = make_graph([{"tool": "calculator", "args": {"expression": "22 * 1.8 + 32"}}, {"final_answer": "x"}],
-                          protocol="json")
+                          protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "杭州的人口密度是多少？"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'22 * 1.8 + 32' is an example from the tool's description" in action["observation"]
 
