@@ -260,7 +260,7 @@ def ledger_message(
     if memory.ledger_max_tokens is None:
         return None
     cap = min(memory.ledger_max_tokens, budget.left)
-    lines = newest_lines_within(current_steps(state), shown, cap, counter)
+    lines = newest_lines_within(current_steps(state), shown, cap, counter, str(state.get("task") or ""))
     message, tokens = fit_listing(LEDGER_HEADER, lines, cap, counter)
     budget.spend("ledger", tokens)
     return message
