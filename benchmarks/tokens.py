@@ -1,7 +1,7 @@
 """Prompt tokens and dollars per task: reinloop's memory vs the full history ``create_agent`` replays.
 
 Both agents follow the same scripted trajectory — N tool calls that each
-return a 1 KB observation, then a final answer — with the same system prompt,
+return a 1 KB observation (217 tokens, shown whole by both), then a final answer — with the same system prompt,
 tools and task. Everything sent is counted with the same exact o200k counter:
 every prompt's messages, the tool schemas sent with every call, and (for
 reinloop) every summarizer call. Run it offline:
@@ -33,12 +33,14 @@ from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import PrivateAttr
 
 from reinloop import Limits, Memory, build_graph
 from reinloop.caching import CachingChatModel
 from reinloop.pricing import library_price
 from reinloop.memory import active_counter
 from reinloop.memory.prompt import system_message
+from reinloop.memory.summary import SUMMARIZER_TAG
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
 from reinloop.testing import ScriptedChatModel, tool_call
 
@@ -81,47 +83,70 @@ def dollars(model: CachingChatModel) -> float:
     return sum(library_price(PRICE_AS, i, c, o) or 0.0 for i, c, o in model.calls)
 
 
+class TaggedCache(CachingChatModel):
+    """The cache, noting which calls were the summarizer's (by their tag), to split the dollars."""
+
+    _summarizer: list[bool] = PrivateAttr(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None, run_manager: Any = None,
+                  **kwargs: Any) -> Any:
+        self._summarizer.append(SUMMARIZER_TAG in (run_manager.tags if run_manager is not None else []))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+    def split(self) -> dict[str, float]:
+        """Dollars of fresh input, cached input and output, for the agent's calls and the summarizer's."""
+        out: dict[str, float] = {}
+        for (prompt, cached, written), summarizer in zip(self.calls, self._summarizer, strict=True):
+            who = "summarizer" if summarizer else "agent"
+            for part, usd in (("fresh", library_price(PRICE_AS, prompt - cached, 0, 0) or 0.0),
+                              ("cached", (library_price(PRICE_AS, cached, cached, 0) or 0.0)),
+                              ("output", library_price(PRICE_AS, 0, 0, written) or 0.0)):
+                out[f"{who} {part}"] = out.get(f"{who} {part}", 0.0) + usd
+        return out
+
+
 def run_reinloop(steps: int, memory: Memory) -> dict[str, Any]:
     """Run the trajectory through reinloop; tokens sent, summarizer calls, dollars and cache hit rate."""
     inner = ScriptedChatModel(replies=script(steps))
-    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
+    model = TaggedCache(inner=inner, price_as=PRICE_AS)
     graph = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=steps + 1, max_seconds=None,
                                                                          max_observation_chars=2000))
     out = graph.invoke({"task": TASK})
     assert out["status"] == "done", out.get("break_message")
     schemas = count_tool_schemas(inner.bound_tools, active_counter())
     agent = sent(inner.prompts, schemas)
-    summaries = sent(inner.summary_prompts, 0)
+    summaries = out["counters"]["prompt_tokens"] - agent  # as reported: a summary asked in the agent's prompt has its tools
     recorded = sum(s["prompt_parts"]["total"] for s in out["scratchpad"])
     assert recorded == agent, (recorded, agent)  # the per-step records count what was sent
     usd = out["counters"]["cost_usd"]
     assert abs(usd - dollars(model)) < 1e-9, (usd, dollars(model))  # the run priced every call it made
     return {"tokens": agent + summaries, "summary_tokens": summaries, "summary_calls": len(inner.summary_prompts),
-            "usd": usd, "hit_rate": model.hit_rate()}
+            "usd": usd, "hit_rate": model.hit_rate(), "split": model.split()}
 
 
 def run_create_agent(steps: int, system: str) -> dict[str, Any]:
     """Run the trajectory through ``langchain.agents.create_agent``; tokens sent, dollars, cache hit rate."""
     inner = ScriptedChatModel(replies=script(steps))
-    model = CachingChatModel(inner=inner, price_as=PRICE_AS)
+    model = TaggedCache(inner=inner, price_as=PRICE_AS)
     agent = create_agent(model, [read_page], system_prompt=system)
     agent.invoke({"messages": [HumanMessage(content=f"Task: {TASK}")]})
     schemas = count_tool_schemas([convert_to_openai_tool(read_page)], active_counter())
-    return {"tokens": sent(inner.prompts, schemas), "usd": dollars(model), "hit_rate": model.hit_rate()}
+    return {"tokens": sent(inner.prompts, schemas), "usd": dollars(model), "hit_rate": model.hit_rate(),
+            "split": model.split()}
 
 
 TASK = "Read the report page by page and tell me which region sold the most units."
 
 CONFIGS = {
     "default": Memory(),
-    "summary_batch=5": Memory(summary_batch=5),
-    "window 3, no summary": Memory(summarize=False),
+    "summary_batch=3": Memory(summary_batch=3),  # the default until folds came by size
+    "no summary": Memory(summarize=False),
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", default="5,15,30", help="comma-separated task lengths [5,15,30]")
+    parser.add_argument("--steps", default="5,15,30,60", help="comma-separated task lengths [5,15,30,60]")
     parser.add_argument("--json", action="store_true", help="one JSON object per row")
     parser.add_argument("--write", action="store_true", help="also write both tables to BENCHMARKS.md")
     args = parser.parse_args(argv)
@@ -136,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.json:
             print(json.dumps({"steps": steps, "create_agent": full, **results}))
     if not args.json:
-        text = token_table(rows) + "\n\n" + cost_table(rows)
+        text = token_table(rows) + "\n\n" + cost_table(rows) + "\n\n" + split_table(rows)
         print(text)
         if args.write:
             from benchmarks.eval.__main__ import write_markdown
@@ -169,6 +194,18 @@ def cost_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]
         cells = " | ".join(f"{r['usd']:.5f} ({r['hit_rate']:.0%}) | {r['usd'] / full['usd']:.2f}x"
                            for r in results.values())
         lines.append(f"| {steps} | {full['usd']:.5f} ({full['hit_rate']:.0%}) | {cells} |")
+    return "\n".join(lines)
+
+
+def split_table(rows: list[tuple[int, dict[str, Any], dict[str, dict[str, Any]]]]) -> str:
+    """Where the dollars go: fresh input, cached input and output of the agent's calls and the summarizer's."""
+    parts = ["agent fresh", "agent cached", "agent output", "summarizer fresh", "summarizer cached", "summarizer output"]
+    header = "| steps | contestant | " + " | ".join(f"{p} $" for p in parts) + " |"
+    lines = [header, "|" + "---|" * (header.count("|") - 1)]
+    for steps, full, results in rows:
+        for name, r in [("create_agent", full), ("default", results["default"])]:
+            cells = " | ".join(f"{r['split'].get(p, 0.0):.5f}" for p in parts)
+            lines.append(f"| {steps} | {name} | {cells} |")
     return "\n".join(lines)
 
 

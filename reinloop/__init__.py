@@ -41,6 +41,7 @@ EXPORTS = {
     "RunLog": ".runlog",
     "RunSpec": ".spec",
     "ScriptExhaustedError": ".errors",
+    "SettingError": ".errors",
     "SqliteCheckpointer": ".checkpoints",
     "Step": ".state",
     "StepEvent": ".events",
@@ -65,5 +66,4 @@ EXPORTS = {
 }
 """Each public name -> the module defining it; loaded on first use."""
 
-__getattr__, __dir__ = exports(__name__, EXPORTS)
-__all__ = sorted(EXPORTS)
+__getattr__, __dir__, __all__ = exports(__name__, EXPORTS)

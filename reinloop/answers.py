@@ -20,6 +20,11 @@ distrust). These rules always hold:
   in a tool result (or be one rounded). "17*23 = 421" with no calculator
   result 421 is refused and the model is told to compute it with a tool.
   Off by default: a strong model's derived numbers ("3 files") are fine.
+  Under it, an answer that states false arithmetic ("17790000 - 1779 =
+  17790000", all three figures from results) is refused too, and an
+  arithmetic argument of any tool (the calculator's expression) must take
+  its figures from the task or a result, apart from 0–10 and the powers of
+  ten (:func:`figure_problem`).
   Under it, an answer that names one of the run's tools must also repeat a
   value of a tool result (:func:`tool_talk_problem`): "The task still needs the
   function `db_insert`." talks about the tools and is refused; "The calculator
@@ -55,7 +60,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import SettingError
 from .settings import replace_known
 
 # The rules are data a RunSpec holds, and ``reinloop --help`` reads the spec: the checks import the
@@ -73,6 +78,7 @@ ECHO_MARKERS = (
     "Tool results of earlier steps, verbatim",
     "Give the final answer to the task now",
     "Which tool gives what the task still needs",
+    "the task still needs",
 )
 """Phrases of reinloop's own messages to the model: an answer that repeats one is an echo."""
 
@@ -100,11 +106,10 @@ class AnswerRules:
 
     def __post_init__(self) -> None:
         if isinstance(self.min_tool_calls, bool) or not isinstance(self.min_tool_calls, int) or self.min_tool_calls < 0:
-            raise ConfigurationError(
-                f"AnswerRules.min_tool_calls must be a whole number >= 0, got {self.min_tool_calls!r}")
+            raise SettingError("AnswerRules", "min_tool_calls", "must be a whole number >= 0", value=self.min_tool_calls)
         for name in ("grounded_numbers", "wrap_up", "ask_next_step", "vary_repeats"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigurationError(f"AnswerRules.{name} must be True or False, got {getattr(self, name)!r}")
+                raise SettingError("AnswerRules", name, "must be True or False", value=getattr(self, name))
 
     def replace(self, **changes: Any) -> AnswerRules:
         """A copy with some rules changed (unknown names are refused)."""
@@ -215,6 +220,86 @@ def grounding_problem(answer: str, sources: Sequence[str]) -> str | None:
     shown = ", ".join(missing[:5])
     return (f"your answer has {shown}, which no tool result and not the task contains; compute it with a tool "
             "(the calculator for arithmetic) and answer with the tool's result")
+
+
+_EXPRESSION_WORDS = re.compile(r"\b(?:sqrt|abs|round|floor|ceil|log10|log|exp|sin|cos|tan|min|max|pi|e)\b")
+_EXPRESSION = re.compile(r"[\d\s.,+\-*/%()^×÷]*\d[\d\s.,+\-*/%()^×÷]*")
+_OPERATOR = re.compile(r"\d\s*[+\-*/%^×÷]|\)\s*[+\-*/%^×÷]|[+\-*/%^×÷]\s*\(")
+
+
+_DATE = re.compile(r"\s*\d{1,4}([-/.])\d{1,2}\1\d{1,4}\s*")
+
+
+def is_expression(value: str) -> bool:
+    """Is ``value`` an arithmetic expression (figures, operators, brackets, the calculator's functions),
+    and not a date such as ``2026-12-01``?"""
+    bare = _EXPRESSION_WORDS.sub(" ", value.lower())
+    return bool(_EXPRESSION.fullmatch(bare) and _OPERATOR.search(bare)) and not _DATE.fullmatch(value)
+
+
+def is_plain_constant(value: str) -> bool:
+    """0 to 10 and the powers of ten: figures a calculation may bring in itself (rounding digits, 万 = 10000)."""
+    try:
+        number = float(value)
+    except ValueError:
+        return False
+    if number.is_integer() and 0 <= number <= 10:
+        return True
+    exponent = math.log10(abs(number)) if number else 0.5
+    return exponent.is_integer()
+
+
+def figure_problem(expression: str, task: str, results: Sequence[str]) -> str | None:
+    """Why an arithmetic argument is refused under ``grounded_numbers``, else None.
+
+    Each of its figures must be in the task or a tool result (or be a plain
+    constant, :func:`is_plain_constant`): Qwen2.5-Coder-0.5B computed the order
+    total "(3*12.5)+32", the task's figures with the ``+32`` of the
+    calculator's example ``(22*1.8)+32``. The refusal lists the figures the
+    results gave, newest first.
+    """
+    from .protocols.prose import numbers
+
+    if not is_expression(expression):
+        return None
+    known = numbers(task).union(*(numbers(r) for r in results))
+    stray = sorted((n for n in numbers(expression) if n not in known and not is_plain_constant(n)),
+                   key=expression.find)
+    if not stray:
+        return None
+    have = list(dict.fromkeys(n for r in reversed(results) for n in sorted(numbers(r), key=r.find)))[:8]
+    offer = f" The figures the tool results give: {', '.join(have)}." if have else ""
+    return (f"the expression uses {', '.join(stray[:5])}, which neither the task nor any tool result contains "
+            f"(a figure from an example is not the task's); use only the figures of the task and the results.{offer}")
+
+
+_EQUATION = re.compile(r"(-?\d[\d,]*(?:\.\d+)?)\s*([+\-*/×÷x])\s*(-?\d[\d,]*(?:\.\d+)?)\s*=\s*(-?\d[\d,]*(?:\.\d+)?)")
+
+
+def false_equation(answer: str) -> str | None:
+    """The first ``a op b = c`` of ``answer`` that is false (beyond rounding), else None."""
+    for match in _EQUATION.finditer(answer):
+        a, op, b, c = match.groups()
+        try:
+            x, y, z = (float(v.replace(",", "")) for v in (a, b, c))
+        except ValueError:
+            continue
+        if op in "/÷" and y == 0:
+            return match.group(0)
+        value = {"+": x + y, "-": x - y, "*": x * y, "×": x * y, "x": x * y}.get(op, x / y if y else 0.0)
+        places = len(c.split(".")[1]) if "." in c else 0
+        if abs(value - z) > 0.5 * 10 ** -places + 1e-9 * abs(value):
+            return match.group(0)
+    return None
+
+
+def equation_problem(answer: str) -> str | None:
+    """Why ``answer`` is refused under ``grounded_numbers`` for stating false arithmetic, else None."""
+    wrong = false_equation(answer)
+    if wrong is None:
+        return None
+    return (f"your answer states {wrong!r}, which is false; compute it with a tool (the calculator for "
+            "arithmetic) and answer with the tool's result")
 
 
 def tool_talk_problem(answer: str, tool_names: Iterable[str], results: Sequence[str]) -> str | None:

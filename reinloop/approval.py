@@ -33,7 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, SettingError
 
 APPROVAL_KIND = "reinloop.approval"
 """The ``kind`` of an interrupt payload that lists calls waiting for approval."""
@@ -70,14 +70,14 @@ def approve_rules(value: Any) -> dict[str, Rule] | None:
     if isinstance(value, str):
         return approve_from_text(value)
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"RunSpec.approve must map tool names to True, False, 'ask', 'always' or 'never', "
-                                 f"e.g. {{'write_file': True}}; got {value!r}")
+        raise SettingError("RunSpec", "approve", "must map tool names to True, False, 'ask', 'always' or 'never', "
+                           f"e.g. {{'write_file': True}}; got {value!r}", shown=False)
     rules: dict[str, Rule] = {}
     for name, rule in value.items():
         word = {True: "ask", False: "never"}.get(rule, rule) if isinstance(rule, bool) else rule
         if not isinstance(name, str) or word not in RULES:
-            raise ConfigurationError(f"RunSpec.approve[{name!r}] must be True, False, 'ask', 'always' or 'never', "
-                                     f"got {rule!r}")
+            raise SettingError("RunSpec", "approve", "must be True, False, 'ask', 'always' or 'never'", value=rule,
+                               sentence=f"{{setting}}[{name!r}] {{reason}}")
         rules[name] = word
     return rules
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -31,11 +32,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .cli_options import add_spec_flags, in_flag_terms, positive_seconds, seconds, spec_changes, task_text, whole
+from .cli_options import (
+    add_answer_flags, add_spec_flags, break_answer, in_flag_terms, positive_seconds, spec_changes, task_text, whole,
+)
 from .errors import ConfigurationError, ModelSetupError, ReinloopError, ToolDatabaseError, UsageError
 from .rundb import DB_VARIABLE, DEFAULT_DB
 from .spec import DEFAULT_MODEL, NOT_REPLAYED, RunSpec
-from .terminal import ReaderSafe, counted, fit, safe_json, safe_text
+from .terminal import ReaderSafe, counted, safe_json, safe_text
 
 EXIT_DONE, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 MODEL_VARIABLE = "REINLOOP_MODEL"
@@ -126,7 +129,8 @@ def say(text: str = "", *, file: TextIO | None = None, flush: bool = False) -> N
     print(safe_text(text), file=file, flush=flush)
 
 
-def _short(text: Any, width: int) -> str:
+def short(text: Any, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(str(text if text is not None else "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
@@ -148,7 +152,7 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
             say(f"last answer, INVALID (it does not match the output schema): {safe_json(outcome.invalid_output)}")
         for result in outcome.observations:  # the answer may be in hand
             say(f"  step {result['step']}: {result['tool']} {safe_json(result['args'])}"
-                f" -> {_short(result['observation'], 100)}")
+                f" -> {short(result['observation'], 100)}")
     say(
         f"thread {outcome.thread_id}: {counted(c.get('steps', 0), 'step')}, "
         f"{counted(c.get('prompt_tokens', 0) + c.get('completion_tokens', 0), 'token')}, {spent(c)}"
@@ -298,17 +302,12 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return EXIT_DONE
 
 
-# --- resume and runs -----------------------------------------------------------------------------
+# --- resume and replay (the `runs` commands: reinloop.cli_runs) ------------------------------
 
 
 def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--extra-steps", type=whole(0), default=0, metavar="N", help="raise the step limit by N")
-    p.add_argument("--extra-seconds", type=seconds, default=0.0, metavar="S", help="raise the time limit by S seconds")
-    p.add_argument("--extra-tokens", type=whole(0), default=0, metavar="N", help="raise the token budget by N")
-    p.add_argument("--extra-cost", type=seconds, default=0.0, metavar="USD", help="raise the cost budget by USD dollars")
-    p.add_argument("--hint", help="a hint shown to the model on its next call")
-    p.add_argument("--abort", action="store_true", help="end the paused run as broken")
+    add_answer_flags(p)
     add_output_flags(p)
     add_db_flag(p)
     add_spec_flags(p, defaults="stored")  # each given flag overrides the run's stored spec
@@ -320,19 +319,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from .console import RunConsole
     from .runs import resume, run_limits
 
-    changes = spec_changes(args)
+    changes, answer = spec_changes(args), break_answer(args)
     shown = run_limits(args.thread, args.db).replace(**changes.get("limits", {}))
     if shown.max_steps is not None:
-        shown = shown.replace(max_steps=shown.max_steps + args.extra_steps)
+        shown = shown.replace(max_steps=shown.max_steps + answer.extra_steps)
     if shown.max_cost is not None:
-        shown = shown.replace(max_cost=shown.max_cost + args.extra_cost)
+        shown = shown.replace(max_cost=shown.max_cost + answer.extra_cost)
     console = make_console(args, shown)
     live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
     with console or contextlib.nullcontext():
-        outcome = resume(args.thread, db=args.db, extra_steps=args.extra_steps, extra_seconds=args.extra_seconds,
-                         extra_tokens=args.extra_tokens, extra_cost=args.extra_cost, hint=args.hint, abort=args.abort,
-                         on_event=console.handle if console else None, on_token=console.token if live else None,
-                         **changes)
+        outcome = resume(args.thread, db=args.db, on_event=console.handle if console else None,
+                         on_token=console.token if live else None, **dataclasses.asdict(answer), **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
 
@@ -364,161 +361,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def runs_list_options(p: argparse.ArgumentParser) -> None:
-    from .rundb import STATUSES
-
-    p.add_argument("--status", choices=STATUSES,
-                   help="only runs with this status, as the list shows it (broken includes paused)")
-    p.add_argument("--json", action="store_true", help="print a JSON list (whole thread ids)")
-    add_db_flag(p)
-
-
-RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 8), ("STEPS", 5), ("COST", 9), ("UPDATED", 19), ("TASK", 40), ("OUTCOME", 40))
-"""``runs list``'s columns and their widths in terminal cells (a CJK character takes two)."""
-
-
-@command("runs list", help="the stored runs, newest first", options=runs_list_options,
-         example="reinloop runs list --status broken --json")
-def cmd_runs_list(args: argparse.Namespace) -> int:
-    from .pricing import spent
-    from .rundb import list_runs
-
-    records = list_runs(args.db, status=args.status)
-    if args.json:
-        say(safe_json([r.as_dict() for r in records]))
-        return EXIT_DONE
-    if not records:
-        say("no runs" + (f" with status {args.status}" if args.status else ""))
-        return EXIT_DONE
-    say(table_row([name for name, _ in RUNS_COLUMNS]))
-    for r in records:
-        outcome = r.answer if r.status == "done" else r.break_reason or ""
-        say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
-                       (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))
-    return EXIT_DONE
-
-
-def table_row(cells: Sequence[Any]) -> str:
-    """One row of ``runs list``: each cell cut and padded to its column's width in terminal cells."""
-    widths = [width for _, width in RUNS_COLUMNS]
-    numbers = {2, 3}  # right-aligned
-    return "  ".join(fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
-
-
-def runs_show_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("thread", help="the run's thread id")
-    p.add_argument("--format", choices=("text", "json", "html"), default="text",
-                   help="text; json (everything stored, the run spec and the report data included); html (one "
-                        "self-contained page: the graph with the run's path and traversal counts, where it broke, "
-                        "the step timeline) [text]")
-    p.add_argument("-o", "--output", metavar="FILE", help="write json or html to FILE [stdout]")
-    p.add_argument("--json", action="store_true", help="the same as --format json")
-    add_db_flag(p)
-
-
-@command("runs show", help="a run's spec, steps, counters and breaks; its path drawn on the graph",
-         options=runs_show_options, example="reinloop runs show 3f2a9c1b7d04 --format html -o run.html")
-def cmd_runs_show(args: argparse.Namespace) -> int:
-    from .report import run_report, visualize
-    from .runs import db_location, open_db, show_run
-
-    fmt = "json" if args.json else args.format
-    with open_db(args.db):  # a missing, damaged or foreign file is refused with its own message
-        pass
-    if fmt == "html":
-        write_output(visualize(thread_id=args.thread, db=db_location(args.db), format="html"), args.output)
-        return EXIT_DONE
-    detail = show_run(args.thread, args.db)
-    if fmt == "json":
-        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
-        write_output(safe_json(data, default=str), args.output)
-        return EXIT_DONE
-    print_detail(detail)
-    return EXIT_DONE
-
-
-def print_detail(detail: Any) -> None:
-    """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
-    from .pricing import cost_breakdown
-
-    from .approval import waiting_calls
-
-    state, record = detail.state, detail.run
-    status = state.get("status", record.status if record else "?")  # named as `runs list` names it
-    status = "paused" if state.get("decision") == "pause" else "waiting" if waiting_calls(state) else status
-    say(f"thread {detail.thread_id}: {status}" + (" (at a break: `reinloop resume` goes on)" if status == "paused" else ""))
-    say(f"task: {state.get('task', record.task if record else '')}")
-    if detail.spec is not None:
-        spec = RunSpec.from_dict(detail.spec)
-        say(f"model: {spec.model}  protocol: {spec.protocol}  tools: {','.join(spec.tools)} ({spec.tool_detail})")
-        say(f"spec: {safe_json(detail.spec)}")
-    if state.get("answer") is not None:
-        say(f"answer: {state['answer']}" + (" (structured, valid)" if state.get("output") is not None else ""))
-    elif state.get("invalid_output") is not None:
-        say(f"last answer, INVALID (it does not match the output schema): {safe_json(state['invalid_output'])}")
-    if state.get("break_reason"):
-        say(f"break: {state['break_reason']}: {state.get('break_message')}")
-    say("counters: " + safe_json(state.get("counters") or {}))
-    say("cost: " + cost_breakdown(state.get("counters") or {}))
-    summary = [line for line in (state.get("summary") or "").splitlines() if line.strip()]
-    if summary:
-        say("summary:\n" + "\n".join(f"  {line}" for line in summary))
-    for step in detail.steps:
-        say(f"[run {step.get('run', 1)} step {step.get('index')}] {_short(step.get('thought'), 100)}")
-        for action in step.get("actions") or []:
-            say(f"  {action.get('tool')} {safe_json(action.get('args') or {})}"
-                f" -> {_short(action.get('observation'), 100)}")
-        if step.get("answer") is not None:
-            say(f"  answer: {_short(step['answer'], 100)}")
-        if step.get("parse_error"):
-            say(f"  parse error: {_short(step['parse_error'], 100)}")
-    for result in (detail.pending_break or {}).get("observations") or []:
-        say(f"in hand at the break: step {result['step']}: {result['tool']} "
-            f"{safe_json(result['args'])} -> {_short(result['observation'], 100)}")
-
-    for call in waiting_calls(state):
-        say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
-            f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
-    for number, b in enumerate(detail.breaks, 1):  # within the thread: b.id counts across the database
-        resolved = safe_json(b.resolution) if b.resolution else "pending"
-        say(f"break #{number} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
-
-
-def runs_prune_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--keep-last", type=whole(0), required=True, metavar="N", help="checkpoints kept per run")
-    p.add_argument("--older-than", type=seconds, metavar="DAYS", help="only runs not updated for DAYS days")
-    p.add_argument("--vacuum", action="store_true", help="then shrink the file (VACUUM)")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    add_db_flag(p)
-
-
-@command("runs prune", help="drop old checkpoints, keeping every run's steps", options=runs_prune_options,
-         example="reinloop runs prune --keep-last 1 --older-than 7")
-def cmd_runs_prune(args: argparse.Namespace) -> int:
-    from .runs import prune_runs
-
-    report = prune_runs(args.db, keep_last=args.keep_last, older_than_days=args.older_than, vacuum=args.vacuum)
-    if args.json:
-        say(safe_json(report.as_dict()))
-        return EXIT_DONE
-    say(f"pruned {counted(report.threads, 'run')}: {report.checkpoints_before} -> {report.checkpoints_after} checkpoints"
-        + (f", {report.bytes_before} -> {report.bytes_after} bytes" if report.bytes_before is not None else ""))
-    return EXIT_DONE
-
-
-def runs_delete_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("thread", help="the run's thread id")
-    add_db_flag(p)
-
-
-@command("runs delete", help="delete a run and everything stored for it", options=runs_delete_options,
-         example="reinloop runs delete 3f2a9c1b7d04")
-def cmd_runs_delete(args: argparse.Namespace) -> int:
-    from .runs import delete_run
-
-    delete_run(args.thread, args.db)
-    say(f"deleted run {args.thread}")
-    return EXIT_DONE
+from . import cli_runs  # noqa: E402, F401  (registers `runs list`, `show`, `prune` and `delete`, here in --help's order)
 
 
 # --- batch ------------------------------------------------------------------------------------------

@@ -13,8 +13,9 @@ what the user gives becomes :meth:`RunSpec.replace` changes
 
 A bad value is a usage error (exit 2) that names the flag in command-line
 terms: ``argument --max-steps: must be a positive whole number or none, got '0'``;
-an error found later (a combination of flags, an unknown tool) has its spec
-names put in flag terms by :func:`in_flag_terms`.
+a setting refused later (a combination of flags, a batch line) is a
+:class:`~reinloop.errors.SettingError`, whose fields :func:`in_flag_terms` words
+with the flag.
 This module imports no LangChain.
 """
 
@@ -28,7 +29,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError
+from .breaks import BreakAnswer
+from .errors import ConfigurationError, SettingError
 from .spec import EMBEDDINGS, GROUPS, RunSpec
 
 GROUP_TITLES = {
@@ -97,7 +99,8 @@ HELP: dict[tuple[str, ...], str] = {
     ("memory", "max_prompt_tokens"): "tokens per model call, everything included",
     ("memory", "window_steps"): "recent steps shown verbatim",
     ("memory", "summarize"): "fold steps that leave the window into a summary (--no-summarize drops them)",
-    ("memory", "summary_batch"): "steps folded into the summary per summarizer call",
+    ("memory", "summary_batch"): "fold every N steps, N at a time (none: fold by size, --fold-tokens)",
+    ("memory", "fold_tokens"): "tokens of recent steps that make a fold when --summary-batch is none (none: the budget)",
     ("memory", "summary_max_tokens"): "tokens of the running summary before its older lines are merged",
     ("memory", "ledger_max_tokens"): "verbatim tool results of steps outside the window, beside the summary",
     ("memory", "summarizer"): "the summarizer's model string [the run's model]",
@@ -173,7 +176,9 @@ class SpecFlag:
         except ConfigurationError as exc:
             if self.kind.startswith(("int", "float")):
                 raise argparse.ArgumentTypeError(f"must be {self.wanted()}, got {text!r}") from None
-            raise argparse.ArgumentTypeError(f"{_plain_reason(exc)}, got {text!r}") from None
+            if isinstance(exc, SettingError) and exc.shown:  # the value is shown as the command line gave it
+                raise argparse.ArgumentTypeError(f"{exc.reason}, got {text!r}") from None
+            raise argparse.ArgumentTypeError(in_flag_terms(exc)) from None
         return value
 
     def wanted(self) -> str:
@@ -255,29 +260,19 @@ class SpecFlag:
         return "none" if value is None else str(value)
 
 
-def _plain_reason(exc: ConfigurationError) -> str:
-    """A spec's error without its Python names: ``Limits.max_steps must be ...; use None ...`` -> ``must be ...``."""
-    text = str(exc).split("; use None")[0]
-    text = re.sub(r",? got [^;]*$", "", text)  # the flag's error ends with the text given instead
-    return re.sub(r"^(?:\w+: )?(?:\w+\.)?\w+ must", "must", text)
-
-
 def in_flag_terms(exc: Exception) -> str:
-    """An error's message with the spec's Python names as the flags that set them (``Limits.max_steps`` -> ``--max-steps``).
+    """An error's message, a :class:`~reinloop.errors.SettingError` worded with the flag that sets it
+    (``Limits.max_steps`` -> ``--max-steps``, ``None`` -> ``none``); any other error's message as it is."""
+    if not isinstance(exc, SettingError):
+        return str(exc)
+    return exc.worded(flag_of(exc), none="none")
 
-    Only the wording changes, for a person reading one line; code goes on deciding by the exception's type and fields.
-    """
-    text = str(exc)
-    flags = {".".join(f.path): f.flag for f in spec_flags()}
-    classes = {cls.__name__: name for name, cls in GROUPS.items()}
 
-    def flag_of(match: re.Match[str]) -> str:
-        owner, name = match[1], match[2]
-        path = name if owner == "RunSpec" else f"{classes.get(owner, '')}.{name}"
-        return flags.get(path, match[0])
-
-    text = re.sub(r"\b(RunSpec|" + "|".join(classes) + r")\.(\w+)\b", flag_of, text)
-    return text.replace("use None to switch it off", "use none to switch it off").replace(" or None", " or none")
+def flag_of(exc: SettingError) -> str:
+    """The flag of the setting ``exc`` refused; its Python name for a setting no flag sets (``RunSpec.limits``)."""
+    owner = next((group for group, cls in GROUPS.items() if cls.__name__ == exc.owner), None)
+    path = (exc.name,) if exc.owner == "RunSpec" else (owner or exc.owner, exc.name)
+    return next((f.flag for f in spec_flags() if f.path == path), f"{exc.owner}.{exc.name}")
 
 
 def _changes_for(path: tuple[str, ...], value: Any, spec: RunSpec) -> RunSpec:
@@ -344,6 +339,26 @@ def spec_changes(args: argparse.Namespace) -> dict[str, Any]:
         for name, implied in (spec_flag.alias.implies if spec_flag.alias else {}).items():
             group.setdefault(name, implied)
     return changes
+
+
+# --- a resume's answer to a break: BreakAnswer's fields ------------------------------------------
+
+
+def add_answer_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per :class:`~reinloop.breaks.BreakAnswer` field (``extra_steps`` -> ``--extra-steps N``)."""
+    for f in dataclasses.fields(BreakAnswer):
+        flag, kind = "--" + f.name.replace("_", "-"), str(f.type)
+        if kind == "bool":
+            parser.add_argument(flag, dest=f.name, action="store_true", help=f.metadata["help"])
+            continue
+        parse = {"int": whole(0), "float": seconds}.get(kind, str)
+        parser.add_argument(flag, dest=f.name, type=parse, default=f.default, metavar=f.metadata.get("metavar"),
+                            help=f.metadata["help"])
+
+
+def break_answer(args: argparse.Namespace) -> BreakAnswer:
+    """The :class:`~reinloop.breaks.BreakAnswer` the command line gave."""
+    return BreakAnswer(**{f.name: getattr(args, f.name) for f in dataclasses.fields(BreakAnswer)})
 
 
 # --- the values of the other flags (--concurrency, --extra-steps, the task) -----------------------

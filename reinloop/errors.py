@@ -4,12 +4,13 @@ Errors are split by who has to act::
 
     ReinloopError                 base of everything reinloop raises
     ├── ConfigurationError        the developer: bad arguments to build_graph, the CLI, a tool
+    │   ├── SettingError          a RunSpec setting refused its value (which, why, the value)
+    │   │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
     │   ├── ToolDatabaseError     a tool database that is the run database (--db-tool = --db)
-    │   ├── UsageError            the command line: a value refused before the run started (exit 2)
-    │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
+    │   └── UsageError            the command line: a value refused before the run started (exit 2)
     ├── RunError                  the run: something went wrong while the loop was running
     │   ├── ModelCallError        the model endpoint failed and retries did not help
     │   └── RunStoppedError       a stored run stopped on a failure; its progress is saved
@@ -80,6 +81,30 @@ class DuplicateToolError(ConfigurationError):
         self.sources = sources
 
 
+class SettingError(ConfigurationError):
+    """A run setting refused its value: ``owner`` and ``name`` say which (``"Limits"``, ``"max_steps"``).
+
+    ``reason`` says what it must be (``"must be positive"``), ``value`` what it was given (shown
+    when ``shown``), ``none`` how ``None`` is offered: ``"or"`` as another valid value (``must be
+    a whole number or None``), ``"off"`` as the way to switch the setting off. ``sentence`` is the
+    sentence the setting stands in, when it is not at its start. The message is :meth:`worded` in
+    Python's names; the command line words it with the flag instead (``--max-steps``, ``none``).
+    """
+
+    def __init__(self, owner: str, name: str, reason: str, *, value: object = None, shown: bool = True,
+                 none: Literal["", "or", "off"] = "", sentence: str = "{setting} {reason}") -> None:
+        self.owner, self.name, self.reason, self.value = owner, name, reason, value
+        self.shown, self.none, self.sentence = shown, none, sentence
+        super().__init__(self.worded(f"{owner}.{name}"))
+
+    def worded(self, setting: str, none: str = "None") -> str:
+        """The message with the setting called ``setting`` and Python's ``None`` called ``none``."""
+        reason = self.reason + (f" or {none}" if self.none == "or" else "")
+        reason += f", got {self.value!r}" if self.shown else ""
+        reason += f"; use {none} to switch it off" if self.none == "off" else ""
+        return self.sentence.replace("{setting}", setting).replace("{reason}", reason)
+
+
 class UnknownToolError(ConfigurationError):
     """A tool name that reinloop does not know."""
 
@@ -112,13 +137,13 @@ class UsageError(ConfigurationError):
         self.cause = cause
 
 
-class TelemetrySetupError(ConfigurationError):
+class TelemetrySetupError(SettingError):
     """Telemetry was switched on (``RunSpec.telemetry``, ``--otel``) but ``missing``, an OpenTelemetry module, is not installed."""
 
     def __init__(self, missing: str) -> None:
-        super().__init__(f"telemetry needs the OpenTelemetry SDK, and {missing!r} is not installed: "
-                         f"pip install 'reinloop[otel]' (or run without --otel / RunSpec.telemetry)")
         self.missing = missing
+        super().__init__("RunSpec", "telemetry", f"needs the OpenTelemetry SDK, and {missing!r} is not installed",
+                         shown=False, sentence="telemetry {reason}: pip install 'reinloop[otel]' (or run without --otel / {setting})")
 
 
 class RunError(ReinloopError):

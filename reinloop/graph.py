@@ -30,7 +30,7 @@ from langgraph.types import Checkpointer, Command, Interrupt
 from .checkpoints import Database
 from .context import AgentContext
 from .drawing import LoopDrawing
-from .errors import ConfigurationError
+from .errors import SettingError
 from .events import EventSink, observed
 from .fallback import ChainModel, chain_models
 from .memory.longterm import resolve_memory
@@ -255,8 +255,8 @@ def build_graph(
     changes["tools"] = tuple(registry.names())
     spec = (spec or RunSpec()).replace(**changes)
     if spec.mcp is not None:  # the graph has no end to close connections at: the caller owns them
-        raise ConfigurationError("build_graph takes tool objects, not RunSpec.mcp: connect with "
-                                 "reinloop.tools.mcp(config) and pass [*tools, *mcp_tools] (close them when done)")
+        raise SettingError("RunSpec", "mcp", "connect with reinloop.tools.mcp(config) and pass [*tools, *mcp_tools] "
+                           "(close them when done)", shown=False, sentence="build_graph takes tool objects, not {setting}: {reason}")
     chat_model = given_model or resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)
     return graph_for(spec, chat_model, registry, protocol=protocol if not isinstance(protocol, str) else None,
                      checkpointer=checkpointer, journal=journal, sinks=sinks, name=name,
@@ -282,8 +282,8 @@ def graph_for(
     registry = registry.with_detail(spec.tool_detail)  # type: ignore[arg-type]
     output = AnswerSchema.of(spec.output)
     if output is not None and ANSWER_TOOL in registry.names():
-        raise ConfigurationError(f"a tool is named {ANSWER_TOOL!r}, the name of the structured answer's tool "
-                                 "(RunSpec.output); rename the tool")
+        raise SettingError("RunSpec", "output", "rename the tool", shown=False,
+                           sentence=f"a tool is named {ANSWER_TOOL!r}, the name of the structured answer's tool ({{setting}}); {{reason}}")
     answer_tool = output.tool() if output is not None else None
     proto, llm = prepare_model(chat_model, get_protocol(protocol or spec.protocol), registry, answer_tool)
     context = AgentContext(

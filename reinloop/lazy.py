@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: name -> relative module (``".runs"``) defining it."""
+def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and the sorted ``__all__`` of ``package``: name -> relative module (``".runs"``) defining it."""
 
     def __getattr__(name: str) -> Any:
         try:
@@ -26,4 +26,4 @@ def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any
     def __dir__() -> list[str]:
         return sorted(where)
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(where)

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import SettingError
 from .settings import replace_known
 from .state import Counters, Extensions
 from .terminal import counted
@@ -66,17 +66,15 @@ class Limits:
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, (int, float)):
-                raise ConfigurationError(
-                    f"Limits.{field.name} must be a number or None, got {value!r}"
-                )
+                raise SettingError("Limits", field.name, "must be a number", value=value, none="or")
             if value < 0 or (value == 0 and field.name not in ZERO_IS_A_VALUE):
-                off = "; use None to switch it off" if "None" in str(field.type) else ""
                 wanted = ">= 0" if field.name in ZERO_IS_A_VALUE else "positive"
-                raise ConfigurationError(f"Limits.{field.name} must be {wanted}, got {value!r}{off}")
+                raise SettingError("Limits", field.name, f"must be {wanted}", value=value,
+                                   none="off" if "None" in str(field.type) else "")
         if self.max_calls_per_step is not None and not isinstance(self.max_calls_per_step, int):
-            raise ConfigurationError(f"Limits.max_calls_per_step must be a whole number or None, got {self.max_calls_per_step!r}")
+            raise SettingError("Limits", "max_calls_per_step", "must be a whole number", value=self.max_calls_per_step, none="or")
         if not isinstance(self.tool_workers, int) or isinstance(self.tool_workers, bool):
-            raise ConfigurationError(f"Limits.tool_workers must be a whole number >= 1, got {self.tool_workers!r}")
+            raise SettingError("Limits", "tool_workers", "must be a whole number >= 1", value=self.tool_workers)
 
     def replace(self, **changes: Any) -> Limits:
         """A copy with some limits changed (unknown names are refused)."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .errors import ConfigurationError
+from .errors import ConfigurationError, SettingError
 
 ANSWER_TOOL = "final_answer"
 """The tool a model calls, under native tool calling, to give a structured answer."""
@@ -69,11 +69,12 @@ def check_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise ConfigurationError(f"the output schema (RunSpec.output) is not a valid JSON Schema: {exc.message} "
-                                 f"(at {'/'.join(map(str, exc.path)) or 'the top'}); fix the schema") from None
+        raise SettingError("RunSpec", "output", f"is not a valid JSON Schema: {exc.message} "
+                           f"(at {'/'.join(map(str, exc.path)) or 'the top'}); fix the schema", shown=False,
+                           sentence="the output schema ({setting}) {reason}") from None
     if schema.get("type") != "object":
-        raise ConfigurationError(f"the output schema (RunSpec.output) must describe an object (\"type\": \"object\"), "
-                                 f"got type {schema.get('type')!r}; wrap the value in an object with one property")
+        raise SettingError("RunSpec", "output", f"must describe an object (\"type\": \"object\"), got type {schema.get('type')!r}; "
+                           "wrap the value in an object with one property", shown=False, sentence="the output schema ({setting}) {reason}")
     return schema
 
 
@@ -86,8 +87,8 @@ def output_field(value: Any) -> Any:
     if value is None or is_model_class(value):
         return value
     if not isinstance(value, Mapping):
-        raise ConfigurationError(f"RunSpec.output must be a Pydantic model class or a JSON Schema (a dict), "
-                                 f"got {type(value).__name__}")
+        raise SettingError("RunSpec", "output", "must be a Pydantic model class or a JSON Schema (a dict), "
+                           f"got {type(value).__name__}", shown=False)
     if "schema" in value and isinstance(value["schema"], Mapping) and set(value) <= {"schema", "model"}:
         model = imported(value["model"]) if isinstance(value.get("model"), str) else None
         return model if is_model_class(model) else check_schema(value["schema"])

@@ -1,4 +1,4 @@
-"""A reply that repeats an earlier one of the run, asked for again with sampling.
+"""A reply that repeats an earlier one of the run, asked for again: with sampling, or without the tool.
 
 At temperature 0 a small model given nearly the same prompt writes nearly the
 same reply: after a refusal, a correction or a "you already did this" hint,
@@ -12,8 +12,20 @@ run stays reproducible on a server that honours ``seed``), at most
 :data:`VARY_TRIES` times. The first reply that differs is kept; if none does,
 the last one goes on and the guard deals with the repeat as before.
 
+A reply that repeats a read-only call whose result the run already has
+(:func:`known_repeat`) is asked for once more, greedily, in a fresh prompt:
+the system message with that tool withheld (left out of the listing in JSON
+and ReAct, of the bound tools under native calling), the task, the run's
+results verbatim (as a wrap-up shows them) and the next-step question, with
+none of the model's own replies. Its result is known and will not change
+(the same call would be answered from it, :mod:`reinloop.nodes.execute`).
+Qwen2.5-Coder-0.5B searched ``杭州`` three times with the city's figures in
+front of it; with the tool only withheld, it searched again, copying its own
+earlier reply. If the re-ask repeats too, it goes on and the guard deals
+with it as before.
+
 The replies put aside are counted (calls, tokens, cost) like any other call,
-and each leaves a ``resampled`` memory event on the step.
+and each leaves a ``resampled`` or ``withheld`` memory event on the step.
 """
 
 from __future__ import annotations
@@ -24,6 +36,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from .memory.ledger import earlier_result
 from .memory.window import current_steps
 from .protocols.base import OutputProtocol, parse_reply
 from .state import Action, AgentState, Reply
@@ -95,3 +108,22 @@ def vary_repeat(
         message = ask_again({"temperature": VARY_TEMPERATURE, "seed": step * 100 + len(aside)})
         repeat = bool(reply_keys(protocol, read(message)) & seen)
     return message, aside, repeat
+
+
+def known_repeat(state: AgentState, protocol: OutputProtocol, reply: Reply, tools: Any) -> str | None:
+    """The tool of ``reply``'s one call when that call repeats a read-only call whose result the run has, else None.
+
+    ``tools`` is the run's :class:`~reinloop.tools.registry.ToolRegistry` (names as written are resolved
+    the way validate resolves them); a tool with side effects is never one (its repeat does something).
+    """
+    from .tools.options import options_of
+
+    actions = parse_reply(protocol, reply).get("actions") or []
+    if len(actions) != 1 or len(tools) < 2:
+        return None
+    name = tools.resolve(str(actions[0].get("tool") or ""))
+    changers = {t.name for t in tools if options_of(t).side_effects}
+    if name is None or name in changers:
+        return None
+    known = earlier_result(current_steps(state), name, actions[0].get("args") or {}, changers)
+    return name if known is not None else None

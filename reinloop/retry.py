@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError, StoppedBy
+from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError, SettingError, StoppedBy
 from .redact import redact_url, scrub
 from .terminal import safe_text
 
@@ -65,7 +65,7 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
-            raise ConfigurationError(f"RetryPolicy.attempts must be at least 1 (one call, no retry), got {self.attempts}")
+            raise SettingError("RetryPolicy", "attempts", "must be at least 1 (one call, no retry)", value=self.attempts)
         if self.base_delay < 0 or self.max_delay < 0 or (self.timeout is not None and self.timeout <= 0):
             raise ConfigurationError(
                 f"RetryPolicy delays must be >= 0 and timeout > 0 or None, got {self!r}"

@@ -34,6 +34,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from .approval import waiting_calls
+from .breaks import BreakAnswer
 from .checkpoints import BreakRecord, Database, RunRecord
 from .checkpoints.base import break_interrupts
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
@@ -246,12 +247,6 @@ def resume(
     thread_id: str,
     *,
     db: str | Path | None = None,
-    extra_steps: int = 0,
-    extra_seconds: float = 0.0,
-    extra_tokens: int = 0,
-    extra_cost: float = 0.0,
-    hint: str | None = None,
-    abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     on_token: TokenHandler | None = None,
@@ -263,48 +258,42 @@ def resume(
     see :mod:`reinloop.approval`; :func:`reinloop.pending.approve` builds them). ``on_token`` gets the
     model's replies as they stream, as in :func:`run`.
 
-    ``extra_*`` raise the limits of a run paused at a break, ``hint`` is shown
-    to the model on its next call, ``abort`` ends it as broken. The run's stored
-    :class:`~reinloop.RunSpec` is reused with ``changes`` (:meth:`RunSpec.replace`:
+    The fields of :class:`~reinloop.breaks.BreakAnswer` answer a run paused at a break:
+    ``extra_steps``, ``extra_seconds``, ``extra_tokens`` and ``extra_cost`` raise its limits, ``hint``
+    is shown to the model on its next call, ``abort=True`` ends it as broken. The other ``changes``
+    change the run's stored :class:`~reinloop.RunSpec` (:meth:`RunSpec.replace`:
     e.g. ``limits={"max_steps": 20}``, ``tool_settings={"write_quota": 20_000_000}``,
     ``retry=RetryPolicy(...)``, ``memory={"window_steps": 5}``, ``model=`` a string
     or a chat model, ``tools=`` names or tool objects); the changed spec is stored,
     so a later resume starts from it.
     """
     with open_db(db, write=True) as saver:
-        return resume_with(saver, thread_id, extra_steps=extra_steps, extra_seconds=extra_seconds,
-                           extra_tokens=extra_tokens, extra_cost=extra_cost, hint=hint, abort=abort,
-                           decisions=decisions, on_event=on_event, on_token=on_token, **changes)
+        return resume_with(saver, thread_id, decisions=decisions, on_event=on_event, on_token=on_token, **changes)
 
 
 def resume_with(
     saver: Database,
     thread_id: str,
     *,
-    extra_steps: int = 0,
-    extra_seconds: float = 0.0,
-    extra_tokens: int = 0,
-    extra_cost: float = 0.0,
-    hint: str | None = None,
-    abort: bool = False,
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     on_token: TokenHandler | None = None,
     **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
+    answer, changes = BreakAnswer.split(changes)
     values = _latest_state(saver, thread_id)
-    answer = _approval_payload(thread_id, values, decisions)
-    if answer is None:
-        answer = _resume_payload(thread_id, values, extra_steps, extra_seconds, extra_tokens, hint, abort, extra_cost)
+    resumed_with = _approval_payload(thread_id, values, decisions)
+    if resumed_with is None:
+        resumed_with = _resume_payload(thread_id, values, answer)
     graph = _rebuild(saver, thread_id, changes, state=values)
     try:
         # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
         # the step still has its task, and invoking resumes after it
         state = graph.get_state(thread_config(thread_id))
-        if answer is None and not state.next and not state.tasks:
+        if resumed_with is None and not state.next and not state.tasks:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_stored(graph, answer, thread_id, on_event, on_token)
+        return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
     finally:  # the MCP servers the stored spec named, connected to again by this resume
         close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 
@@ -330,27 +319,20 @@ def _approval_payload(thread_id: str, values: Mapping[str, Any], decisions: Mapp
     return Command(resume={"decisions": dict(decisions)}) if decisions is not None else None
 
 
-def _resume_payload(
-    thread_id: str, values: Mapping[str, Any], extra_steps: int, extra_seconds: float, extra_tokens: int,
-    hint: str | None, abort: bool, extra_cost: float = 0.0,
-) -> Command | None:
+def _resume_payload(thread_id: str, values: Mapping[str, Any], answer: BreakAnswer) -> Command | None:
     """What to invoke the graph with: the operator's answer to a break, or None after a crash."""
     status = values.get("status")
     new_task = f"start a new task on it with `reinloop run TASK --thread {thread_id}`"
     if status == "done":
         raise NotResumableError(f"run {thread_id!r} is finished (answer: {values.get('answer')!r}); {new_task}")
     if values.get("decision") == "pause":
-        if abort:
-            return Command(resume={"action": "abort"})
-        answer = {"action": "continue", "extra_steps": extra_steps, "extra_seconds": extra_seconds,
-                  "extra_tokens": extra_tokens, "extra_cost": extra_cost}
-        return Command(resume={**answer, **({"hint": hint} if hint else {})})
+        return Command(resume=answer.payload())
     if status == "broken":
         raise NotResumableError(
             f"run {thread_id!r} ended broken ({values.get('break_reason')}: {values.get('break_message')}) and is "
             f"not waiting at a break; {new_task}"
         )
-    if abort or hint or extra_steps or extra_seconds or extra_tokens or extra_cost:
+    if answer.given:
         raise ConfigurationError(
             f"run {thread_id!r} is not paused at a break (it was cut off while running), so --abort, --hint and "
             "--extra-* do not apply; resume it without them"

@@ -19,9 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 
 from .graph import build_graph
 from .limits import Limits
@@ -55,15 +53,9 @@ def plan(messages: list[BaseMessage]) -> Any:
 class PlanningChatModel(ScriptedChatModel):
     """A scripted model whose every reply is :func:`plan` of the prompt: it never runs out."""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        # Prompts are not recorded: a server answers for as long as it runs.
-        return ChatResult(generations=[ChatGeneration(message=self._to_message(plan(messages), messages))])
+    def reply(self, messages: list[BaseMessage], tags: frozenset[str], options: dict[str, Any]) -> AIMessage:
+        """:func:`plan` of the prompt. Prompts are not recorded: a server answers for as long as it runs."""
+        return self._to_message(plan(messages), messages)
 
 
 SPEC = RunSpec(tools="calculator,db_query,get_weather", limits=Limits(max_steps=8, max_seconds=60))

@@ -33,16 +33,14 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
-from .memory.summary import SUMMARIZER_TAG
+from .local_models import LocalChatModel
+from .memory.summary import RESULT_ABOVE, SUMMARIZER_TAG, with_results
 from .memory.tokens import count_message_tokens, estimate_tokens
 
 FAULTS: tuple[str, ...] = ("malformed", "bad_args", "unknown_tool", "repeat", "ignore_error")
@@ -90,11 +88,8 @@ class _Seen:
     pairs: list[tuple[dict[str, Any], str]] = field(default_factory=list)
 
 
-class SimulatedModel(BaseChatModel):
+class SimulatedModel(LocalChatModel):
     """A plan-following chat model that injects seeded faults (see the module docstring)."""
-
-    reinloop_local: ClassVar[bool] = True
-    """Runs on this machine: its calls cost nothing (:mod:`reinloop.pricing`)."""
 
     plans: dict[str, Plan]
     """Plans keyed by the exact task text."""
@@ -124,25 +119,19 @@ class SimulatedModel(BaseChatModel):
         """Bind tools: the model then answers with native tool calls."""
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], tags: frozenset[str], options: dict[str, Any]) -> AIMessage:
+        """A summary to a summarizer call; else the plan's next step, or a seeded fault; recorded with its cost."""
         start = time.perf_counter()
-        tools = kwargs.get("tools") or []
+        tools = options.get("tools") or []
         tokens = count_message_tokens(messages) + sum(estimate_tokens(json.dumps(t, ensure_ascii=False)) for t in tools)
-        tags = set(run_manager.tags or []) if run_manager is not None else set()
         if SUMMARIZER_TAG in tags or (not tools and _asks_for_summary(messages)):
-            message, fault = AIMessage(content=summarize(_text_of(messages))), None
+            message, fault = AIMessage(content=summarize(_request_of(messages))), None
         else:
             message, fault = self._reply(messages, native=bool(tools))
         message.usage_metadata = {"input_tokens": tokens, "output_tokens": estimate_tokens(_text(message)),
                                   "total_tokens": tokens + estimate_tokens(_text(message))}
         self._records.append(CallRecord(tokens, time.perf_counter() - start, fault))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return message
 
     # --- deciding -------------------------------------------------------
 
@@ -258,6 +247,13 @@ def _asks_for_summary(messages: Sequence[BaseMessage]) -> bool:
     """A summarization request: its instructions (first or last message) ask for a summary."""
     ends = [str(messages[0].content), str(messages[-1].content)] if messages else []
     return any(_SUMMARY_REQUEST.search(text[:400]) for text in ends)
+
+
+def _request_of(messages: Sequence[BaseMessage]) -> str:
+    """A summarization request's text; asked at the end of the agent's prompt, with the results it holds."""
+    if messages and RESULT_ABOVE in str(messages[-1].content):
+        return with_results(messages)
+    return _text_of(messages)
 
 
 def _text_of(messages: Sequence[BaseMessage]) -> str:

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 
 from .answers import AnswerRules
 from .approval import SIDE_EFFECTS_WORD, approve_from_text, approve_rules
-from .errors import ConfigurationError
+from .errors import ConfigurationError, SettingError
 from .fallback import fallback_ref, fallback_refs
 from .limits import Limits
 from .memory.config import Memory
@@ -170,34 +170,33 @@ class RunSpec:
         object.__setattr__(self, "prices", plain_prices(self.prices))
         for name in ("local_is_free", "telemetry", "telemetry_content", "stream"):
             if not isinstance(getattr(self, name), bool):
-                raise ConfigurationError(f"RunSpec.{name} must be True or False, got {getattr(self, name)!r}")
+                raise SettingError("RunSpec", name, "must be True or False", value=getattr(self, name))
         object.__setattr__(self, "approve", approve_rules(self.approve))
         for name, kind in GROUPS.items():
             value = getattr(self, name)
             if isinstance(value, Mapping):
                 object.__setattr__(self, name, _group_from(name, kind(), value))
             elif not isinstance(value, kind):
-                raise ConfigurationError(f"RunSpec.{name} must be a {kind.__name__} (or a mapping of its fields), "
-                                         f"got {type(value).__name__}")
+                raise SettingError("RunSpec", name, f"must be a {kind.__name__} (or a mapping of its fields), "
+                                   f"got {type(value).__name__}", shown=False)
         if self.mcp is not None:
             object.__setattr__(self, "mcp", config_field(self.mcp))
         if not isinstance(self.model, str) or not self.model.strip():
-            raise ConfigurationError(f"RunSpec.model must be a model string such as {DEFAULT_MODEL!r}, got {self.model!r}")
+            raise SettingError("RunSpec", "model", f"must be a model string such as {DEFAULT_MODEL!r}", value=self.model)
         for name in ("base_url", "system_prompt"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise ConfigurationError(f"RunSpec.{name} must be a string or None, got {getattr(self, name)!r}")
+                raise SettingError("RunSpec", name, "must be a string", value=getattr(self, name), none="or")
         if self.protocol not in PROTOCOL_NAMES:
             raise ConfigurationError(f"unknown protocol {self.protocol!r}; choose one of: {', '.join(PROTOCOL_NAMES)}")
         if self.tool_detail not in TOOL_DETAILS:
             raise ConfigurationError(f"tool_detail must be one of {', '.join(TOOL_DETAILS)}; got {self.tool_detail!r}")
         cap = self.max_output_tokens
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
-            raise ConfigurationError(
-                f"max_output_tokens must be a positive integer or None (the provider's default), got {cap!r}")
+            raise SettingError("RunSpec", "max_output_tokens", "must be a positive integer", value=cap, none="or")
         embeddings = self.memory.embeddings
         if isinstance(embeddings, str) and embeddings not in EMBEDDINGS and not is_object_label(embeddings):
-            raise ConfigurationError(f"Memory.embeddings {embeddings!r} is not an embedder reinloop knows by name; "
-                                     f"choose one of: {', '.join(EMBEDDINGS)}, or pass an Embeddings object")
+            raise SettingError("Memory", "embeddings", f"{embeddings!r} is not an embedder reinloop knows by name; "
+                               f"choose one of: {', '.join(EMBEDDINGS)}, or pass an Embeddings object", shown=False)
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -43,19 +43,18 @@ import json
 import re
 import uuid
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 from .errors import ScriptExhaustedError
-from .memory.summary import SUMMARIZER_TAG
+from .local_models import LocalChatModel
+from .memory.summary import RESULT_ABOVE, SUMMARIZER_TAG, with_results
 from .memory.tokens import message_text
 from .simulation import FAULTS, Plan, PlanStep, SimulatedModel  # noqa: F401  (the flaky stand-in, for benchmarks)
 
@@ -86,12 +85,14 @@ _STEP = re.compile(r"^Step \d+:$", re.M)
 def facts_summary(messages: Sequence[BaseMessage], max_chars: int = 160) -> str:
     """A summarizer that only uses its prompt: the sentences with a number, from each step.
 
-    It reads reinloop's summarizer prompt (``Step N:`` blocks) and keeps, per
+    It reads reinloop's summarizer prompt (``Step N:`` blocks; asked at the end of the agent's prompt, it
+    reads each call's result there, :func:`~reinloop.memory.summary.with_results`) and keeps, per
     step, the sentences of its observations and answer that contain a digit
     (else the first sentence), cut to ``max_chars`` per step. Asked to merge
     summary lines, it keeps their sentences with a digit, up to ``2 * max_chars``.
     """
-    body = message_text(messages[-1]) if messages else ""
+    body = with_results(messages) if messages and RESULT_ABOVE in message_text(messages[-1]) else (
+        message_text(messages[-1]) if messages else "")  # asked at the end of the agent's prompt: its results
     blocks = _STEP.split(body)[1:]
     if not blocks:  # summary lines to merge (reinloop.memory.summary.refold_lines): keep their numbers
         lines = [line.split(": ", 1)[-1] for line in body.split("\n\n", 1)[-1].splitlines()]
@@ -119,11 +120,8 @@ def answer_from_prompt(pattern: str, template: str = "{0}", default: str = "I do
     return reply
 
 
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(LocalChatModel):
     """A chat model that replays a script, for deterministic tests and offline demos."""
-
-    reinloop_local: ClassVar[bool] = True
-    """Runs on this machine: its calls cost nothing (:mod:`reinloop.pricing`)."""
 
     replies: list[Any] = Field(default_factory=list)
     """The script, consumed one reply per call."""
@@ -237,23 +235,15 @@ class ScriptedChatModel(BaseChatModel):
         return message.model_copy(update={"content": text[: limit * 4], "tool_calls": [],
                                           "response_metadata": {**message.response_metadata, "finish_reason": "length"}})
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tags = run_manager.tags if run_manager is not None else []
-        if self.summary_reply is not None and SUMMARIZER_TAG in (tags or []):
+    def reply(self, messages: list[BaseMessage], tags: frozenset[str], options: dict[str, Any]) -> AIMessage:
+        """The summary reply to a summarizer call; else the script's next reply, recorded with its prompt."""
+        if self.summary_reply is not None and SUMMARIZER_TAG in tags:
             self._summary_prompts.append(list(messages))
-            message = self._to_message(self.summary_reply, messages)
-        else:
-            self._prompts.append(list(messages))
-            self._call_options.append({k: v for k, v in kwargs.items() if k != "tools"})
-            self._tools_sent.append([t["function"]["name"] for t in kwargs.get("tools") or []])
-            message = self._capped(self._next(messages), kwargs.get("max_tokens"))
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return self._to_message(self.summary_reply, messages)
+        self._prompts.append(list(messages))
+        self._call_options.append({k: v for k, v in options.items() if k != "tools"})
+        self._tools_sent.append([t["function"]["name"] for t in options.get("tools") or []])
+        return self._capped(self._next(messages), options.get("max_tokens"))
 
 
 def replay_model(thread_id: str, db: Any = None) -> ScriptedChatModel:

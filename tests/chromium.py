@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from .local_net import free_port
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -30,13 +31,6 @@ def executable() -> str:
         pytest.fail("headless Chromium is needed and not installed: apt-get install -y chromium "
                     "(bash .ci/run installs it when missing)")
     return exe
-
-
-def dead_port() -> int:
-    """A local port with nothing listening: requests sent there are refused on this machine."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -62,7 +56,7 @@ def page_requests(netlog: Path) -> list[str]:
 def render(page: Path, tmp: Path, size: tuple[int, int] = (1200, 2400)) -> Rendered:
     """Open ``page`` in headless Chromium: its rendered DOM, a screenshot, the requests it made."""
     base = [executable(), *FLAGS, "--host-resolver-rules=MAP * ~NOTFOUND",
-            f"--proxy-server=127.0.0.1:{dead_port()}", f"--window-size={size[0]},{size[1]}"]
+            f"--proxy-server=127.0.0.1:{free_port()}", f"--window-size={size[0]},{size[1]}"]
     url = page.resolve().as_uri()
     netlog, shot = tmp / "netlog.json", tmp / "screenshot.png"
     dom = subprocess.run([*base, f"--user-data-dir={tmp / 'profile-dom'}", f"--log-net-log={netlog}",

@@ -15,9 +15,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from collections.abc import Callable
 from typing import Any
+
+from .local_net import LocalHTTPServer
 
 
 def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
@@ -92,7 +94,7 @@ class Raw:
         self.body = body.encode() if isinstance(body, str) else body
 
 
-class OpenAIServer:
+class OpenAIServer(LocalHTTPServer):
     """Serve queued responses to ``POST /v1/chat/completions``."""
 
     def __init__(self, responses: list[Any] | None = None, reply: Callable[[dict[str, Any]], Any] | None = None) -> None:
@@ -145,19 +147,9 @@ class OpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)  # shutdown() waits up to one poll
+        super().__init__(Handler)
 
     @property
     def base_url(self) -> str:
         """The ``base_url`` to give the OpenAI client."""
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __enter__(self) -> OpenAIServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        return f"http://127.0.0.1:{self.port}/v1"

@@ -94,7 +94,7 @@ def test_grounded_numbers_refuses_a_number_no_tool_gave(make_graph):
 def test_grounded_answers_refuse_talk_about_a_tool_that_repeats_no_result(make_graph):
     # Qwen2.5-Coder-0.5B under tool calling, after db_insert had answered: its "answer" was this sentence
     graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})],
-                           "The task still needs the function `calculator`.", "The calculator returned 391."],
+                           "Next comes the function `calculator`.", "The calculator returned 391."],
                           answers=AnswerRules(grounded_numbers=True))
     out = graph.invoke({"task": "compute 17*23"})
     assert out["answer"] == "The calculator returned 391."
@@ -202,3 +202,27 @@ def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "x", "--min-tool-calls", "-1"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and "--min-tool-calls: must be a whole number >= 0" in proc.stderr
+
+
+def test_grounded_numbers_refuse_an_answer_stating_false_arithmetic_with_grounded_figures(make_graph):
+    # Qwen's wrap-up for "how far apart are 1779 and 17790000": every figure is in a result, the sum is false
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "1779*10000"})],
+                           "17790000 - 1779 = 17790000", "17790000 is 1779 万"],
+                          answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": "1779 万 in people"})
+    assert "'17790000 - 1779 = 17790000', which is false" in out["scratchpad"][1]["parse_error"]
+    assert out["answer"] == "17790000 is 1779 万"
+
+
+def test_a_true_equation_rounded_as_written_passes_the_arithmetic_check():
+    from reinloop.answers import false_equation
+
+    assert false_equation("1252*10000/16850 ≈ 743; 1252 / 16850 = 0.07 and 17*23 = 391") is None
+    assert false_equation("2 + 2 = 5") == "2 + 2 = 5"
+    assert false_equation("12,520,000 / 16850 = 743.03") is None
+
+
+def test_an_answer_parroting_the_next_step_question_is_an_echo():
+    # Qwen's JSON "answer" after the next-step question: "The task still needs to be completed."
+    assert "the task still needs" in (echo_problem("The task still needs to be completed.") or "")
+    assert echo_problem("The capital of France is Paris.") is None

@@ -40,15 +40,23 @@ def paused_run(where: Path) -> None:
     assert sent(where) == []
 
 
-def killed(where: Path, kill_at: str) -> None:
+def killed_while_approving(where: Path, kill_at: str) -> list[str]:
+    """Pause a run for approval, kill the approving process at ``kill_at``; the mails sent by then."""
+    paused_run(where)
     proc = agent("approve", where, kill_at)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
+    return sent(where)
+
+
+def resumed_once(where: Path) -> dict:
+    """Resume the run in a new process, with no new answer: it ends done, the mail sent exactly once."""
+    done = outcome(agent("resume", where))
+    assert done["status"] == "done" and sent(where) == ["ann@example.com"]
+    return done
 
 
 def test_killed_before_the_decision_is_stored_the_call_waits_again_and_runs_once_when_approved(tmp_path):
-    paused_run(tmp_path)
-    killed(tmp_path, "decision")
-    assert sent(tmp_path) == []
+    assert killed_while_approving(tmp_path, "decision") == []
     refused = agent("resume", tmp_path)  # no decision was stored: resuming without one is refused
     assert refused.returncode == 1 and "waits for approval of send_mail (m1)" in refused.stderr
     done = outcome(agent("approve", tmp_path))
@@ -56,28 +64,18 @@ def test_killed_before_the_decision_is_stored_the_call_waits_again_and_runs_once
 
 
 def test_killed_between_the_decision_and_the_call_the_resume_runs_it_once(tmp_path):
-    paused_run(tmp_path)
-    killed(tmp_path, "between")
-    assert sent(tmp_path) == []
-    done = outcome(agent("resume", tmp_path))  # the decision was stored: no new answer is needed
-    assert done["status"] == "done" and sent(tmp_path) == ["ann@example.com"]
+    assert killed_while_approving(tmp_path, "between") == []
+    done = resumed_once(tmp_path)  # the decision was stored: no new answer is needed
     assert done["observations"][0]["observation"] == "sent to ann@example.com"
 
 
 def test_killed_during_the_call_the_resume_never_repeats_it_and_says_its_outcome_is_unknown(tmp_path):
-    paused_run(tmp_path)
-    killed(tmp_path, "during")
-    assert sent(tmp_path) == ["ann@example.com"]
-    done = outcome(agent("resume", tmp_path))
-    assert done["status"] == "done" and sent(tmp_path) == ["ann@example.com"]
-    (mail,) = done["first_step"]
+    assert killed_while_approving(tmp_path, "during") == ["ann@example.com"]
+    (mail,) = resumed_once(tmp_path)["first_step"]
     assert mail["error"] is True and "the outcome of this send_mail call is unknown" in mail["observation"]
 
 
 def test_killed_after_the_call_the_resume_replays_its_journaled_result(tmp_path):
-    paused_run(tmp_path)
-    killed(tmp_path, "after")
-    assert sent(tmp_path) == ["ann@example.com"]
-    done = outcome(agent("resume", tmp_path))
-    assert done["status"] == "done" and sent(tmp_path) == ["ann@example.com"]
+    assert killed_while_approving(tmp_path, "after") == ["ann@example.com"]
+    done = resumed_once(tmp_path)
     assert done["observations"][0]["observation"] == "sent to ann@example.com"

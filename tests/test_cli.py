@@ -199,11 +199,36 @@ def test_empty_or_impossible_values_are_usage_errors(argv, capsys):
 
 
 def test_a_spec_error_found_after_parsing_is_worded_in_flags():
-    from reinloop.errors import ConfigurationError
+    from reinloop.errors import SettingError
 
-    error = ConfigurationError("Limits.max_steps must be positive, got -1; use None to switch it off")
+    error = SettingError("Limits", "max_steps", "must be positive", value=-1, none="off")
+    assert str(error) == "Limits.max_steps must be positive, got -1; use None to switch it off"
     assert in_flag_terms(error) == "--max-steps must be positive, got -1; use none to switch it off"
-    assert in_flag_terms(ConfigurationError("RetryPolicy.attempts must be at least 1")) == "--model-retries must be at least 1"
+    retries = SettingError("RetryPolicy", "attempts", "must be at least 1", shown=False)
+    assert in_flag_terms(retries) == "--model-retries must be at least 1"
+    unflagged = SettingError("RunSpec", "limits", "must be a Limits (or a mapping of its fields), got int", shown=False)
+    assert in_flag_terms(unflagged) == str(unflagged) == "RunSpec.limits must be a Limits (or a mapping of its fields), got int"
+
+
+def test_only_a_setting_error_is_reworded_never_a_message_that_names_a_setting():
+    text = "Limits.max_steps must be positive, got -1; use None to switch it off"
+    assert in_flag_terms(ConfigurationError(text)) == text
+
+
+@pytest.mark.parametrize(("make", "owner", "name"), [
+    (lambda: Limits(max_steps=0), "Limits", "max_steps"),
+    (lambda: RunSpec(memory={"window_steps": 0}), "Memory", "window_steps"),
+    (lambda: RunSpec(tool_settings={"write_quota": 0}), "ToolSettings", "write_quota"),
+    (lambda: RunSpec(model=""), "RunSpec", "model"),
+    (lambda: RunSpec(approve={"write_file": "sometimes"}), "RunSpec", "approve"),
+])
+def test_a_refused_setting_carries_which_setting_and_why_as_fields(make, owner, name):
+    from reinloop.errors import SettingError
+
+    with pytest.raises(SettingError) as refused:
+        make()
+    assert (refused.value.owner, refused.value.name) == (owner, name)
+    assert refused.value.reason.startswith("must ") and refused.value.reason in str(refused.value)
 
 
 def paused_run(openai_server, thread, *extra):
@@ -227,7 +252,7 @@ def test_runs_list_shows_the_status_names_status_accepts(openai_server, capsys):
 def test_runs_list_aligns_columns_by_display_width_and_shortens_long_ids():
     from rich.cells import cell_len
 
-    from reinloop.cli import table_row
+    from reinloop.cli_runs import table_row
 
     rows = [table_row(["t" * 30, "done", "1", "-", "2026-12-01 20:00:00", "查询用户ID为1的信息，然后计算他的年龄乘以2的结果" * 2, "60"]),
             table_row(["short", "broken", "12", "$0.0010", "2026-12-01 20:00:00", "plain task", "max_steps"])]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -16,17 +15,11 @@ import pytest
 
 from reinloop.runs import show_run
 
+from .local_net import free_port
 from .openai_server import completion
 
 REINLOOP = [sys.executable, "-m", "reinloop"]
 SCRIPT = Path(sys.executable).parent / "reinloop"  # the console script ./install.sh installs
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on: a model endpoint that is down."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cli(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -47,7 +40,7 @@ def closed_early(*argv: str, lines: int = 0) -> tuple[int, list[str], str]:
 
 def test_a_json_run_whose_endpoint_is_down_ends_with_an_error_outcome_line(tmp_path):
     db = tmp_path / "runs.db"
-    proc = cli("run", "hi", "--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--model-retries", "0",
+    proc = cli("run", "hi", "--base-url", f"http://127.0.0.1:{free_port()}/v1", "--model-retries", "0",
                "--json", "--thread", "down", "--db", str(db))
     assert proc.returncode == 1
     outcome = json.loads(proc.stdout.splitlines()[-1])
@@ -93,7 +86,7 @@ def test_a_reader_that_closes_at_once_gets_no_traceback(demo_db, argv):
 
 
 def test_bad_input_is_refused_before_anything_is_printed(tmp_path):
-    base = ["--base-url", f"http://127.0.0.1:{closed_port()}/v1", "--db", str(tmp_path / "runs.db")]
+    base = ["--base-url", f"http://127.0.0.1:{free_port()}/v1", "--db", str(tmp_path / "runs.db")]
     for argv, code in ((["hi", "--tools", "nosuch"], 2), (["hi", "--tools", "read_file"], 2),
                        (["hi", "--tools", "read_file", "--sandbox", str(tmp_path / "missing")], 2),
                        (["hi", "--tools", ""], 2), ([""], 2), (["  "], 2)):

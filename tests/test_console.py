@@ -108,26 +108,25 @@ def test_progress_shows_the_same_way_count_once_two_failures_in_a_row_are_alike(
     assert "the same way" not in progress(Limits(), {**counters, "same_errors": 1})
 
 
-def test_memory_events_are_printed_under_their_step():
+def one_step(decided: dict) -> list[str]:
+    """What the console prints under the step's header for a step whose decide event has ``decided``, answered ok."""
     out = io.StringIO()
     console = RunConsole(Limits(), out)
     counters = {"steps": 1}
-    console.handle({"node": "decide", "summary": "", "memory": [{"kind": "evicted", "summary": "step 1 left the window"}]})
+    console.handle({"node": "decide", "summary": "", **decided})
     console.handle({"node": "memorize", "summary": "", "step": 1, "answer": "ok", "counters": counters})
     console.handle({"node": "guard", "summary": "", "step": 1, "decision": "finish", "counters": counters})
-    assert out.getvalue().splitlines()[1:] == [
+    return out.getvalue().splitlines()[1:]
+
+
+def test_memory_events_are_printed_under_their_step():
+    assert one_step({"memory": [{"kind": "evicted", "summary": "step 1 left the window"}]}) == [
         "  answer:      ok", "  memory:      evicted: step 1 left the window", "  guard:       finish"]
 
 
 def test_each_model_fallback_is_printed_first_in_its_step():
-    out = io.StringIO()
-    console = RunConsole(Limits(), out)
-    counters = {"steps": 1}
     moved = {"from_model": "gpt-4o", "to_model": "gpt-4o-mini", "reason": "context_length", "problem": "HTTP 400"}
-    console.handle({"node": "decide", "summary": "", "data": {"fallbacks": [moved]}})
-    console.handle({"node": "memorize", "summary": "", "step": 1, "answer": "ok", "counters": counters})
-    console.handle({"node": "guard", "summary": "", "step": 1, "decision": "finish", "counters": counters})
-    assert out.getvalue().splitlines()[1:] == [
+    assert one_step({"data": {"fallbacks": [moved]}}) == [
         "  fallback:    gpt-4o -> gpt-4o-mini (context_length): HTTP 400", "  answer:      ok", "  guard:       finish"]
 
 
@@ -164,7 +163,7 @@ def two_replies(openai_server):
 def test_run_prints_the_thread_the_steps_and_the_outcome(two_replies, capsys):
     assert main(two_replies) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0] == "thread c1" and lines[1].startswith("memory: last 3–5 steps")
+    assert lines[0] == "thread c1" and lines[1].startswith("memory: recent steps until they pass 4000 tokens, then the last 3")
     assert lines[2].startswith("[step 1/10 · ")
     assert lines[-2:] == ["answer: 6", lines[-1]] and lines[-1].startswith("thread c1: 2 steps, 38 tokens, 0 errors")
 

@@ -8,7 +8,9 @@ import httpx2
 import openai
 import pytest
 
-from reinloop.errors import ModelCallError, ModelSetupError, RunError, RunStoppedError, ToolDatabaseError
+from reinloop.errors import (
+    ModelCallError, ModelSetupError, RunError, RunStoppedError, SettingError, TelemetrySetupError, ToolDatabaseError,
+)
 from reinloop.models import resolve_model
 from reinloop.retry import RetryPolicy
 from reinloop.runs import run
@@ -69,6 +71,8 @@ def test_a_file_over_the_read_limit_carries_the_limit(tmp_path):
         ModelSetupError("no key", model="openai:x", key_variable="OPENAI_API_KEY"),
         ToolDatabaseError("same file", path="/tmp/run.db"),
         RunStoppedError("t9", "model endpoint e failed"),
+        SettingError("Limits", "max_steps", "must be positive", value=0, none="off"),
+        TelemetrySetupError("opentelemetry.sdk"),
     ],
     ids=lambda e: type(e).__name__,
 )
@@ -80,3 +84,12 @@ def test_errors_keep_their_fields_and_message_through_pickling(error):
 def test_a_quota_error_is_a_sandbox_error_with_its_path_and_limit():
     error = QuotaError("run", 100, 90, 20, "notes.txt")
     assert isinstance(error, SandboxError) and (error.path, error.limit, error.used, error.wanted) == ("notes.txt", 100, 90, 20)
+
+
+def test_a_setting_error_makes_its_message_from_its_fields_in_either_terms():
+    error = SettingError("ToolSettings", "write_quota", "must be a positive number of bytes", value=-1, none="or")
+    assert str(error) == "ToolSettings.write_quota must be a positive number of bytes or None, got -1"
+    assert error.worded("--write-quota", none="none") == "--write-quota must be a positive number of bytes or none, got -1"
+    telemetry = TelemetrySetupError("opentelemetry.sdk")
+    assert (telemetry.owner, telemetry.name, telemetry.missing) == ("RunSpec", "telemetry", "opentelemetry.sdk")
+    assert str(telemetry).endswith("(or run without --otel / RunSpec.telemetry)")

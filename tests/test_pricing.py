@@ -122,7 +122,7 @@ def test_summarizer_calls_are_priced_with_the_summarizers_own_price():
     replies = [[tool_call("calculator", {"expression": f"{i}+1"})] for i in range(8)] + ["done"]
     summarizer = ScriptedChatModel(usage=(1000, 100))
     graph = build_graph(ScriptedChatModel(replies=replies), builtins("calculator"),
-                        memory=Memory(summarizer=summarizer), prices={"ScriptedChatModel": Price(input=1.0, output=10.0)})
+                        memory=Memory(summarizer=summarizer, summary_batch=3), prices={"ScriptedChatModel": Price(input=1.0, output=10.0)})
     out = graph.invoke({"task": "count"})
     folds = sum(e["event"] == "summarized" for s in out["scratchpad"] for e in s["memory"])
     assert folds >= 1

@@ -34,11 +34,48 @@ def test_a_repeated_unreadable_reply_in_json_is_asked_again(make_graph):
     assert out["answer"] == "2" and model.call_options[2].get("seed") == 201
 
 
-def test_a_repeat_of_a_call_that_worked_is_left_to_the_guard_not_resampled(make_graph):
+def test_a_repeat_of_a_call_that_worked_is_asked_again_greedily_without_that_tool(make_graph):
     graph, model = make_graph([TWO, TWO, "4"], answers=VARY)
     out = graph.invoke({"task": "2+2"})
-    assert out["answer"] == "4" and not any("seed" in o for o in model.call_options)
-    assert out["scratchpad"][1]["actions"][0].get("reused")  # answered from the first call, as without the rule
+    assert out["answer"] == "4" and not any("seed" in o for o in model.call_options)  # no sampling
+    assert model.tools_sent == [["calculator", "db_query", "get_weather"]] * 2 + [["db_query", "get_weather"]]
+    assert len(out["scratchpad"]) == 2 and out["counters"]["llm_calls"] == 3  # the repeat put aside, counted
+    assert {"event": "withheld", "tool": "calculator"} in memory_events(out)
+
+
+def test_in_json_the_withheld_tool_leaves_the_listing_of_the_re_ask(make_graph):
+    two = {"tool": "calculator", "args": {"expression": "2+2"}}
+    graph, model = make_graph([two, two, {"final_answer": "4"}], protocol="json", answers=VARY)
+    out = graph.invoke({"task": "2+2"})
+    assert out["answer"] == "4"
+    listing = [str(p[0].content) for p in model.prompts]
+    assert "- calculator:" in listing[1] and "- calculator:" not in listing[2] and "- get_weather:" in listing[2]
+    fresh = model.prompts[2]  # the task and the results, none of the model's own replies to copy
+    assert [m.type for m in fresh] == ["system", "human", "human", "human"]
+    assert "Results of the tools called for this task, verbatim:" in str(fresh[2].content) and "-> 4" in str(fresh[2].content)
+    assert str(fresh[3].content).startswith("calculator gave its result already (above). Which tool gives")
+    assert str(fresh[3].content).endswith("Reply following the required format exactly.")
+
+
+def test_a_repeat_of_a_side_effecting_call_is_not_withheld(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop.tools import builtins, configure
+
+    sent: list[str] = []
+
+    @configure(side_effects=True)
+    @tool
+    def send(text: str) -> str:
+        """Send a message."""
+        sent.append(text)
+        return "sent"
+
+    again = [tool_call("send", {"text": "hi"})]
+    graph, model = make_graph([again, again, "done"], answers=VARY, tools=[send, *builtins("calculator")])
+    out = graph.invoke({"task": "say hi twice"})
+    assert sent == ["hi", "hi"] and out["answer"] == "done"
+    assert all("send" in names for names in model.tools_sent)
 
 
 def test_a_model_that_repeats_every_time_is_asked_at_most_twice_more_and_the_guard_sees_the_repeat(make_graph):

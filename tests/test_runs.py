@@ -212,7 +212,8 @@ def test_a_run_killed_between_a_nodes_writes_and_the_next_checkpoint_resumes(run
 def test_runs_show_text_prints_the_summary_and_the_results_in_hand(run_db, capsys):
     replies = [[tool_call("calculator", {"expression": f"{i}*7"})] for i in range(1, 8)]
     model = ScriptedChatModel(replies=replies)
-    run("multiply", model=model, tools="calculator", limits=Limits(max_steps=7), thread_id="m1")
+    run("multiply", model=model, tools="calculator", limits=Limits(max_steps=7), thread_id="m1",
+        memory={"summary_batch": 3})  # a fold every 3 steps, so 7 steps have a summary
     capsys.readouterr()
     assert main(["runs", "show", "m1"]) == 0
     text = capsys.readouterr().out

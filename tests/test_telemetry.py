@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -25,6 +25,7 @@ from reinloop.checkpoints import open_database
 from reinloop.errors import TelemetrySetupError
 from reinloop.testing import tool_call
 
+from .local_net import LocalHTTPServer
 from .openai_server import completion
 
 SECRET = "the launch code is 4417"
@@ -120,7 +121,8 @@ def test_the_summarizers_call_is_a_chat_span_of_the_step_it_ran_in(make_graph, s
 
     from .memory.conftest import read_page, reads
 
-    graph = traced(make_graph, spans, [*reads(range(1, 7)), "done"], tools=[read_page], memory=Memory(window_steps=3))
+    graph = traced(make_graph, spans, [*reads(range(1, 7)), "done"], tools=[read_page],
+                   memory=Memory(summary_batch=3, window_steps=3))  # folds by 3 steps, not by size
     graph.invoke({"task": "read"})
     chats = named(spans[1], "chat ScriptedChatModel")
     steps = {s.context.span_id: s.attributes["reinloop.step"] for s in named(spans[1], "reinloop.step")}
@@ -279,7 +281,7 @@ def test_a_global_tracer_provider_set_by_the_caller_receives_the_spans():
     assert proc.stdout.strip() == "['chat ScriptedChatModel', 'invoke_agent reinloop', 'reinloop.step']"
 
 
-class Collector:
+class Collector(LocalHTTPServer):
     """A stub OTLP/HTTP collector on 127.0.0.1: decodes every ``POST /v1/traces`` into its spans."""
 
     def __init__(self) -> None:
@@ -301,8 +303,7 @@ class Collector:
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        super().__init__(Handler)
 
     def spans(self) -> list[tuple[str, dict[str, Any], Any]]:
         """Each received span as (name, attributes, its resource's attributes)."""
@@ -320,20 +321,13 @@ class Collector:
         return [span for request in self.requests for resource in request.resource_spans
                 for scope in resource.scope_spans for span in scope.spans if span.name.startswith("invoke_agent")]
 
-    def __enter__(self) -> Collector:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_name(openai_server, tmp_path):
     openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}]),
                                 completion("6")]
     with Collector() as collector:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.httpd.server_address[1]}",
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
                "OTEL_SERVICE_NAME": "reinloop-test", "OPENAI_API_KEY": "not-needed"}
         proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "2*3?", "--model", "openai:gpt-4o-mini",
                                "--base-url", openai_server.base_url, "--tools", "calculator", "--otel",
@@ -356,7 +350,7 @@ def test_reinloop_resume_in_a_new_process_continues_the_trace_with_a_link(openai
                                 completion("6")]
     db = str(tmp_path / "runs.db")
     with Collector() as collector:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.httpd.server_address[1]}",
+        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
                "OPENAI_API_KEY": "not-needed"}
         commands = [(["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
                       openai_server.base_url, "--tools", "calculator", "--max-steps", "1", "--otel", "--db", db], 3),

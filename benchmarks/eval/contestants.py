@@ -41,7 +41,7 @@ from langchain_core.tools import BaseTool
 from reinloop import build_graph
 from reinloop.answers import AnswerRules
 from reinloop.memory.summary import SUMMARIZER_TAG
-from reinloop.pricing import Pricing
+from reinloop.pricing import Pricing, model_url
 
 PRICING = Pricing(local_is_free=False)
 """Every call priced by the model name its reply reports (the simulated model behind the cache: gpt-5-mini)."""
@@ -73,7 +73,9 @@ class Meter(BaseCallbackHandler):
     time but are not loop iterations.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, model: Any = None) -> None:
+        # the simulated models are priced as gpt-5-mini; a model behind an endpoint on this machine is free
+        self.model, self.pricing = model, (Pricing() if model_url(model) else PRICING)
         self.calls = 0
         self.prompt_tokens = 0
         self.completion_tokens = 0
@@ -94,7 +96,7 @@ class Meter(BaseCallbackHandler):
             usage = getattr(message, "usage_metadata", None) or {}
             self.prompt_tokens += int(usage.get("input_tokens") or 0)
             self.completion_tokens += int(usage.get("output_tokens") or 0)
-            cost = PRICING.price(message, None)  # by the model name the reply reports, as for any endpoint
+            cost = self.pricing.price(message, self.model)  # by the model name the reply reports, as for any endpoint
             self.cached_tokens += cost["cached_tokens"]
             self.usd += cost["usd"] or 0.0
             self.unpriced_calls += cost["usd"] is None
@@ -103,8 +105,8 @@ class Meter(BaseCallbackHandler):
         self.model_seconds += time.perf_counter() - self._started.pop(run_id, time.perf_counter())
 
 
-def _measure(loop: Callable[[dict[str, Any]], tuple[str | None, str, str]]) -> RunResult:
-    meter = Meter()
+def _measure(loop: Callable[[dict[str, Any]], tuple[str | None, str, str]], model: Any) -> RunResult:
+    meter = Meter(model)
     start = time.perf_counter()
     try:
         answer, ending, detail = loop({"callbacks": [meter]})
@@ -125,7 +127,7 @@ def run_reinloop(task: str, model: BaseChatModel, tools: list[BaseTool], **optio
             return out["answer"], "answer", ""
         return None, "limit", f"{out['break_reason']}: {out['break_message']}"
 
-    return _measure(loop)
+    return _measure(loop, model)
 
 
 def run_reinloop_compact(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
@@ -156,7 +158,7 @@ def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], **o
             return None, "limit", str(last.content)[:200]
         return (str(last.content) if isinstance(last, AIMessage) else None), "answer", ""
 
-    return _measure(loop)
+    return _measure(loop, model)
 
 
 def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
@@ -187,7 +189,7 @@ def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool], **opti
                 messages.append(HumanMessage(content=f"工具执行异常: {exc}"))
         return None, "limit", "max_iter reached"
 
-    return _measure(loop)
+    return _measure(loop, model)
 
 
 def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -> dict[str, Any] | None:

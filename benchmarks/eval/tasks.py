@@ -78,22 +78,24 @@ class World:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _density(city: City) -> Task:
+def _look_up_and_compute(task_id: str, text: str, query: str, path: str, expression: str) -> Task:
+    """An A task: find the document, read it, compute the answer from its figures (the calculator's result)."""
     return Task(
-        id=f"A-{city.slug}", text=f"{city.zh}的人口密度是多少？（人/平方公里，四舍五入取整）",
-        steps=(PlanStep("search_docs", {"query": f"{city.zh} 人口 面积"}),
-               PlanStep("read_file", {"path": f"docs/city_{city.slug}.md"}),
-               PlanStep("calculator", {"expression": f"round({city.population}*10000/{city.area})"})),
+        id=task_id, text=text,
+        steps=(PlanStep("search_docs", {"query": query}), PlanStep("read_file", {"path": path}),
+               PlanStep("calculator", {"expression": expression})),
         finish=lambda obs: (obs[2], (obs[2],)))
+
+
+def _density(city: City) -> Task:
+    return _look_up_and_compute(f"A-{city.slug}", f"{city.zh}的人口密度是多少？（人/平方公里，四舍五入取整）",
+                                f"{city.zh} 人口 面积", f"docs/city_{city.slug}.md",
+                                f"round({city.population}*10000/{city.area})")
 
 
 def _price_per_hour(slug: str, zh: str, price: int, hours: int) -> Task:
-    return Task(
-        id=f"A-{slug}", text=f"{zh}的售价除以续航小时数是多少元每小时？（保留两位小数）",
-        steps=(PlanStep("search_docs", {"query": f"{zh} 售价 续航"}),
-               PlanStep("read_file", {"path": f"docs/product_{slug}.md"}),
-               PlanStep("calculator", {"expression": f"round({price}/{hours}, 2)"})),
-        finish=lambda obs: (obs[2], (obs[2],)))
+    return _look_up_and_compute(f"A-{slug}", f"{zh}的售价除以续航小时数是多少元每小时？（保留两位小数）",
+                                f"{zh} 售价 续航", f"docs/product_{slug}.md", f"round({price}/{hours}, 2)")
 
 
 def _difference(a: City, b: City) -> Task:

@@ -54,25 +54,24 @@ def primary_code(exc: sqlite3.Error) -> int | None:
     return code & 0xFF if isinstance(code, int) else None
 
 
+SQLITE_PROBLEMS: dict[int, str] = {
+    sqlite3.SQLITE_BUSY: "{location} is locked by another process (waited {timeout:g} s for it); "
+                         "wait for that process to finish, or use another database with --db",
+    sqlite3.SQLITE_READONLY: "{location} is read-only ({text}); make it writable, or use another database with --db",
+    sqlite3.SQLITE_NOTADB: "{location} is damaged or not a SQLite database ({text}); restore it from a backup, "
+                           "or use another database with --db",
+    sqlite3.SQLITE_CANTOPEN: "cannot open {location} ({text}); check the path and its directory's permissions",
+}
+"""What a SQLite result code means for the run database, and the fix (``LOCKED`` reads as ``BUSY``,
+``CORRUPT`` as ``NOTADB``); any other code is said as SQLite says it."""
+SAME_PROBLEM = {sqlite3.SQLITE_LOCKED: sqlite3.SQLITE_BUSY, sqlite3.SQLITE_CORRUPT: sqlite3.SQLITE_NOTADB}
+
+
 def sqlite_error_message(exc: sqlite3.Error, location: str, timeout: float) -> str:
     """A one-line explanation of a SQLite error (from its result code), naming the file and the fix."""
-    text = str(exc)
-    code = primary_code(exc)
-    if code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED):
-        return (
-            f"{location} is locked by another process (waited {timeout:g} s for it); "
-            "wait for that process to finish, or use another database with --db"
-        )
-    if code == sqlite3.SQLITE_READONLY:
-        return f"{location} is read-only ({text}); make it writable, or use another database with --db"
-    if code in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
-        return (
-            f"{location} is damaged or not a SQLite database ({text}); restore it from a backup, "
-            "or use another database with --db"
-        )
-    if code == sqlite3.SQLITE_CANTOPEN:
-        return f"cannot open {location} ({text}); check the path and its directory's permissions"
-    return f"{location}: SQLite error: {text}"
+    code = primary_code(exc) or sqlite3.SQLITE_ERROR  # no code given: SQLite's generic error
+    problem = SQLITE_PROBLEMS.get(SAME_PROBLEM.get(code, code), "{location}: SQLite error: {text}")
+    return problem.format(location=location, timeout=timeout, text=str(exc))
 
 
 @contextmanager

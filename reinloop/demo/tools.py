@@ -17,10 +17,10 @@ import time
 import unicodedata
 from typing import Literal
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
-from ..tools.options import configure
+from ..tools.options import function_tool
 from ..tools.pool import seconds_left
 
 GLOSSARY: dict[str, str] = {
@@ -107,13 +107,11 @@ def _db_query(table: str, key: str | int) -> str:
     return f"查询结果: {rows.get(wanted, '未找到记录')}"
 
 
-db_query: BaseTool = configure(
-    StructuredTool.from_function(
-        _db_query,
-        name="db_query",
-        description="Look up one row of the demo database (tables users and orders) by primary key.",
-        args_schema=DbQueryInput,
-    ),
+db_query: BaseTool = function_tool(
+    _db_query,
+    name="db_query",
+    description="Look up one row of the demo database (tables users and orders) by primary key.",
+    args_schema=DbQueryInput,
     parallel_safe=True,
     transient=(),
 )
@@ -136,13 +134,13 @@ def make_weather_tool(failure_rate: float = 0.0, seed: int | None = None) -> Bas
             raise ConnectionError("weather service unavailable (simulated failure)")
         return demo_weather(city)
 
-    tool = StructuredTool.from_function(
+    return function_tool(  # its ConnectionError is transient: retried
         get_weather,
         name="get_weather",
         description="Current weather of a city: condition and temperature in °C. Use only for weather questions.",
         args_schema=WeatherInput,
+        parallel_safe=True,
     )
-    return configure(tool, parallel_safe=True)  # its ConnectionError is transient: retried
 
 
 get_weather: BaseTool = make_weather_tool()
@@ -173,13 +171,14 @@ def make_wait_tool(max_seconds: float = 60.0) -> BaseTool:
             raise TimeoutError(f"stopped after {allowed:.3g} s of {seconds:g}: the call's deadline came first")
         return f"waited {seconds:g} s"
 
-    tool = StructuredTool.from_function(
+    return function_tool(
         wait,
         name="wait",
         description=f"Wait (sleep) for a number of seconds, at most {max_seconds:g}, then continue.",
         args_schema=schema,
+        parallel_safe=True,
+        transient=(),
     )
-    return configure(tool, parallel_safe=True, transient=())
 
 
 
@@ -217,13 +216,11 @@ def _translate(text: str, target: str) -> str:
     return "".join(_longest_match(words, english, " "))
 
 
-translate: BaseTool = configure(
-    StructuredTool.from_function(
-        _translate,
-        name="translate",
-        description="Translate short Chinese <-> English text word by word with a small fixed glossary (a deterministic demo translator).",
-        args_schema=TranslateInput,
-    ),
+translate: BaseTool = function_tool(
+    _translate,
+    name="translate",
+    description="Translate short Chinese <-> English text word by word with a small fixed glossary (a deterministic demo translator).",
+    args_schema=TranslateInput,
     parallel_safe=True,
     transient=(),
 )

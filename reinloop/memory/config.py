@@ -5,11 +5,12 @@ Like :class:`~reinloop.limits.Limits`, a frozen keyword-only dataclass whose
 checkpointed state. Objects it refers to (a summarizer model, embeddings, a
 store) are dependencies, resolved once by :func:`reinloop.build_graph`.
 
-The defaults already send far less than full-history replay: 3 to 5 recent
-steps verbatim (the window rolls in batches, see :mod:`.window`), older steps
-folded three at a time into a running summary,
-their tool results kept verbatim in a ledger of at most 400 tokens, all under
-8000 prompt tokens.
+The defaults bound what full-history replay does not: the window grows, each
+prompt extending the last (so a provider's prompt cache serves it), until its
+steps pass 4,000 tokens; then all but the newest 3 are folded at once into a
+running summary, their tool results kept verbatim in a ledger of at most 400
+tokens, all under 8000 prompt tokens (see :mod:`.window`). With
+``summary_batch=N`` it folds every N steps instead.
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ..settings import replace_known
 
-POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "summary_max_tokens", "ledger_max_tokens", "recall_k")
-OPTIONAL = ("max_prompt_tokens", "window_steps", "ledger_max_tokens")
+POSITIVE_INTS = ("max_prompt_tokens", "window_steps", "summary_batch", "fold_tokens", "summary_max_tokens",
+                 "ledger_max_tokens", "recall_k")
+OPTIONAL = ("max_prompt_tokens", "window_steps", "summary_batch", "fold_tokens", "ledger_max_tokens")
 """Bounds that ``None`` switches off."""
 
 
@@ -33,11 +35,15 @@ class Memory:
     max_prompt_tokens: int | None = 8000
     """Everything sent per model call — system rules, tool schemas, task, summary, memories, steps."""
     window_steps: int | None = 3
-    """Recent steps shown verbatim after a fold; the window grows by ``summary_batch - 1`` more before the next."""
+    """Recent steps shown verbatim after a fold; the window grows until the next (``fold_tokens``, ``summary_batch``)."""
     summarize: bool = True
     """Fold steps that leave the window into a running summary with an LLM call (else drop them)."""
-    summary_batch: int = 3
-    """Steps folded at once (one summarizer call per batch); between folds each prompt extends the last one."""
+    summary_batch: int | None = None
+    """Fold every this many steps (the window grows to ``window_steps + summary_batch - 1`` steps, then folds this
+    many in one summarizer call); ``None`` folds by size instead (``fold_tokens``)."""
+    fold_tokens: int | None = 4000
+    """With ``summary_batch=None``: the window's steps grow, each prompt extending the last, until they pass this
+    many tokens; then all but the newest ``window_steps`` are folded in one call. ``None``: only the budget folds."""
     summary_max_tokens: int = 600
     """The running summary's bound: past it, its older lines are merged into one (so all of it is shown)."""
     ledger_max_tokens: int | None = 400
@@ -67,12 +73,10 @@ class Memory:
             if value is None and name in OPTIONAL:
                 continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                hint = "; use None to switch it off" if name in OPTIONAL else ""
-                raise ConfigurationError(f"Memory.{name} must be a positive integer, got {value!r}{hint}")
+                raise SettingError("Memory", name, "must be a positive integer", value=value,
+                                   none="off" if name in OPTIONAL else "")
         if self.encoding not in ("o200k_base", "cl100k_base", "estimate"):
-            raise ConfigurationError(
-                f"Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate', got {self.encoding!r}"
-            )
+            raise SettingError("Memory", "encoding", "must be 'o200k_base', 'cl100k_base' or 'estimate'", value=self.encoding)
 
     def replace(self, **changes: Any) -> Memory:
         """A copy with some settings changed (unknown names are refused)."""
@@ -88,11 +92,18 @@ class Memory:
 
     def describe(self) -> str:
         """One line for the console: the window, the budget, summaries and recall."""
-        most = None if self.window_steps is None else self.window_steps + self.summary_batch - 1
-        window = ("all steps" if most is None else f"last {self.window_steps} steps" if most == self.window_steps
-                  else f"last {self.window_steps}–{most} steps")
+        batch, keep = self.summary_batch, self.window_steps
+        most = None if keep is None or batch is None else keep + batch - 1
+        if keep is None:
+            window = "all steps"
+        elif most is None:  # folding by size
+            until = "the budget is full" if self.fold_tokens is None else f"they pass {self.fold_tokens} tokens"
+            window = f"recent steps until {until}, then the last {keep}"
+        else:
+            window = f"last {keep} steps" if most == keep else f"last {keep}–{most} steps"
         budget = "no token cap" if self.max_prompt_tokens is None else f"<= {self.max_prompt_tokens} prompt tokens"
-        summary = f"summaries every {self.summary_batch} steps" if self.summarize else "no summaries"
+        summary = ("no summaries" if not self.summarize else "summaries" if batch is None
+                   else f"summaries every {batch} steps")
         recall = f"recall top {self.recall_k}" if self.recall else "no recall"
         ledger = "no ledger" if self.ledger_max_tokens is None else f"ledger <= {self.ledger_max_tokens} tokens"
         return f"{window}, {budget}, {summary}, {ledger}, {recall}"

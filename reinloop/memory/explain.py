@@ -48,6 +48,8 @@ def event_line(event: dict[str, Any]) -> str:
     if kind == "resampled":
         return (f"the reply repeated an earlier one: asked again {event['asks']}x at temperature {event['temperature']}"
                 + ("" if event.get("changed") else "; still a repeat"))
+    if kind == "withheld":
+        return f"the reply repeated a call whose result is known: asked again without {event['tool']}"
     if kind == "clipped":
         return f"cut the {event['part']} to fit the prompt budget"
     return f"{kind}: {_short(str({k: v for k, v in event.items() if k != 'event'}))}"

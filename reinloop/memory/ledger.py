@@ -3,7 +3,8 @@
 A summary is a model's paraphrase, and a small model paraphrases wrongly
 ("2+2 → 4, → 8, → 12" became "2 + 2 equals 8"). The ledger is the other half
 of the memory: one line per successful tool call — step, tool, arguments and
-the observation, cut to :data:`ENTRY_TOKENS` — built from the scratchpad
+the observation, cut to :data:`ENTRY_TOKENS` by keeping the lines that share
+most words with the task and the call (:mod:`.gist`) — built from the scratchpad
 itself, so nothing a summarizer writes can change it. The prompt shows the
 entries of steps that are not in the window (folded, or waiting for their
 batch to be folded), newest first, up to ``Memory.ledger_max_tokens``, under
@@ -16,18 +17,20 @@ last-step hint.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..state import Step
+from .gist import gist
 from .tokens import TokenCounter, clip_text, count_tokens
 from .window import current_steps
 
 LEDGER_HEADER = "Tool results of earlier steps, verbatim (exact; where the summary disagrees, these are right):"
 
 ENTRY_TOKENS = 100
-"""Longest observation of one ledger entry, in tokens (cut in the middle, with a marker)."""
+"""Longest observation of one ledger entry, in tokens (its lines nearest the task kept, else cut in the middle)."""
 
 LATEST_CHARS = 300
 """Longest observation kept per result in an outcome, a break and a hint."""
@@ -114,9 +117,21 @@ def entry_text(result: Result, observation: str) -> str:
     return f"step {result['step']}: {result['tool']} {args} -> {' '.join(observation.split())}"
 
 
-def ledger_line(result: Result, counter: TokenCounter) -> str:
-    """A result's ledger line, its observation cut to :data:`ENTRY_TOKENS`."""
-    return f"- {entry_text(result, clip_text(result['observation'], ENTRY_TOKENS, counter))}"
+def focus_of(task: str, result: Result) -> str:
+    """What a result is cut towards: the task and the call's arguments."""
+    return f"{task} {json.dumps(result['args'], ensure_ascii=False, default=str)}"
+
+
+def ledger_line(result: Result, counter: TokenCounter, task: str = "") -> str:
+    """A result's ledger line, its observation cut to :data:`ENTRY_TOKENS` (the lines nearest ``task`` kept)."""
+    return f"- {entry_text(result, entry_observation(result['observation'], focus_of(task, result), counter))}"
+
+
+@functools.lru_cache(maxsize=256)
+def entry_observation(observation: str, focus: str, counter: TokenCounter) -> str:
+    """An observation within :data:`ENTRY_TOKENS` (a ledger cuts the same observation at every step: remembered)."""
+    return gist(observation, focus, ENTRY_TOKENS, lambda text: count_tokens(text, counter),
+                lambda text, limit: clip_text(text, limit, counter))
 
 
 def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
@@ -129,7 +144,8 @@ def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result
     return (r for r in results_ if r not in in_window)
 
 
-def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens: float, counter: TokenCounter) -> list[str]:
+def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens: float, counter: TokenCounter,
+                        task: str = "") -> list[str]:
     """Ledger lines of the unseen results, oldest first: the newest whose counts add up to ``max_tokens``, and one more.
 
     Only these can be shown (the listing settles the exact fit), so a long
@@ -138,7 +154,7 @@ def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens
     lines: list[str] = []
     left = max_tokens
     for result in unseen(newest_results(steps), shown):
-        lines.append(ledger_line(result, counter))
+        lines.append(ledger_line(result, counter, task))
         left -= count_tokens(lines[-1], counter) + 1
         if left < 0:
             break
@@ -177,14 +193,19 @@ def plain_observation(action: Mapping[str, Any]) -> str:
 
 def in_hand(state: Mapping[str, Any]) -> list[Result]:
     """The current run's latest results: the answer is often among them when the run ends without one."""
-    return latest_results(current_steps(state))
+    return latest_results(current_steps(state), task=str(state.get("task") or ""))
 
 
-def latest_results(steps: Sequence[Step], count: int = LATEST_COUNT) -> list[Result]:
-    """The newest ``count`` results of ``steps``, observations cut to :data:`LATEST_CHARS`."""
+def latest_results(steps: Sequence[Step], count: int = LATEST_COUNT, task: str = "") -> list[Result]:
+    """The newest ``count`` results of ``steps``, observations cut to :data:`LATEST_CHARS` (the lines nearest ``task`` kept)."""
     newest = results(steps)[-count:] if count > 0 else []
-    return [Result(step=r["step"], tool=r["tool"], args=r["args"], observation=short(r["observation"]))
+    return [Result(step=r["step"], tool=r["tool"], args=r["args"], observation=bounded(r["observation"], focus_of(task, r)))
             for r in newest]
+
+
+def bounded(observation: str, focus: str, limit: int = LATEST_CHARS) -> str:
+    """An observation on one line within ``limit`` characters, keeping its lines nearest ``focus``."""
+    return " ".join(gist(observation, focus, limit, cut=short).split())
 
 
 def short(text: str, limit: int = LATEST_CHARS) -> str:

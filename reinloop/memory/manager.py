@@ -21,10 +21,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ..bounds import token_count
 from ..state import MemoryCursor, Step
 from .config import Memory
 from .longterm import recall, remember
-from .prompt import SUMMARY_HEADER, assemble, listing, memory_of, summary_fits
+from .prompt import SUMMARY_HEADER, Assembly, assemble, listing, memory_of, summary_fits
 from .store import Recalled
 from .summary import (
     Folded,
@@ -34,11 +35,13 @@ from .summary import (
     extractive_line,
     newest_lines,
     refold_lines,
+    shared_request,
+    summarize_in_prompt,
     summarize_steps,
     summary_lines,
 )
 from .tokens import TokenCounter, active_counter, count_message_tokens
-from .window import hidden_duplicates, rolling_cap, steps_to_fold, unfolded_steps
+from .window import hidden_duplicates, rolling_cap, steps_past_size, steps_to_fold, unfolded_steps
 
 
 @dataclass
@@ -110,9 +113,13 @@ class Folding:
         self.prompt_tokens = self.completion_tokens = self.calls = 0
         self.replies: list[BaseMessage] = []
 
-    def fold(self, steps: Sequence[Step]) -> bool:
-        """Fold ``steps`` (oldest first); False when the summarizer failed and they stay raw."""
-        folded = self.summarize(steps) if self.memory.summarize else None
+    def fold(self, steps: Sequence[Step], shared: Sequence[BaseMessage] | None = None) -> bool:
+        """Fold ``steps`` (oldest first); False when the summarizer failed and they stay raw.
+
+        ``shared`` is the agent's prompt that shows them all (:func:`shared_prompt`): the summary is then
+        asked for at its end, else in a prompt of its own.
+        """
+        folded = self.summarize(steps, shared) if self.memory.summarize else None
         if self.memory.summarize and folded is None:
             return False
         self.events.append({"event": "evicted", "steps": indices(steps), "into": "summary" if folded else "nowhere"})
@@ -138,7 +145,7 @@ class Folding:
         old = lines[: len(lines) - len(keep)]
         try:  # the merged line takes the other half (less its line break)
             merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1),
-                                  getattr(self.ctx, "call_handlers", ()))
+                                  self.memory.max_prompt_tokens, getattr(self.ctx, "call_handlers", ()))
         except SummaryError as exc:  # the lines stay; the next fold tries again
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
@@ -155,21 +162,47 @@ class Folding:
         """The summarizer: its own model, or the run's."""
         return self.memory.summarizer if self.memory.summarizer is not None else self.ctx.model
 
-    def summarize(self, steps: Sequence[Step]) -> Folded | None:
-        """The summary of ``steps`` and its cost, or ``None`` after a failure (reported)."""
+    def summarize(self, steps: Sequence[Step], shared: Sequence[BaseMessage] | None = None) -> Folded | None:
+        """The summary of ``steps`` and its cost, or ``None`` after a failure (reported).
+
+        A summary asked for at the end of the agent's prompt that fails (the model called a tool) is
+        asked for again in the summarizer's own prompt, at once.
+        """
         try:
+            if shared is not None:
+                try:
+                    return self.counted(summarize_in_prompt(self.ctx.llm, shared, steps, self.counter,
+                                                               getattr(self.ctx, "call_handlers", ())), steps)
+                except SummaryError as exc:
+                    self.count_failed(exc)
+                    self.events.append({"event": "summary_unshared", "steps": indices(steps), "error": str(exc)})
             folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens,
                                      getattr(self.ctx, "call_handlers", ()))
         except SummaryError as exc:
+            self.count_failed(exc)
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}
             self.events.append({"event": "summary_failed", "steps": indices(steps), "error": str(exc),
                                 "failures": self.cursor["failures"]})
             return None
+        return self.counted(folded, steps)
+
+    def counted(self, folded: Folded, steps: Sequence[Step]) -> Folded:
+        """``folded`` :meth:`checked`, its call counted."""
         self.calls += 1
         self.replies.append(folded.reply)
         self.prompt_tokens += folded.prompt_tokens
         self.completion_tokens += folded.completion_tokens
         return self.checked(folded, steps)
+
+    def count_failed(self, exc: SummaryError) -> None:
+        """Count (and so price) a summarizer call that answered, but with no usable text."""
+        if exc.reply is None:
+            return
+        usage = getattr(exc.reply, "usage_metadata", None) or {}
+        self.calls += 1
+        self.replies.append(exc.reply)
+        self.prompt_tokens += token_count(usage.get("input_tokens")) or 0  # bounded, like a summary's own usage
+        self.completion_tokens += token_count(usage.get("output_tokens")) or 0
 
     def checked(self, folded: Folded, steps: Sequence[Step]) -> Folded:
         """``folded``, or the steps' own calls and results when the summary disagrees with them (reported)."""
@@ -181,6 +214,27 @@ class Folding:
         self.events.append({"event": "summary_rejected", "steps": indices(steps), "line": folded.line,
                             "problems": problems})
         return dataclasses.replace(folded, line=line)
+
+
+def shared_prompt(state: Mapping[str, Any], ctx: Any, first: Assembly, visible: Sequence[Step], summary: str,
+                  window: int | None, to_fold: Sequence[Step], counter: TokenCounter) -> list[BaseMessage] | None:
+    """The agent's last prompt with this step added, if the summary of ``to_fold`` can be asked for at its end.
+
+    Between folds each prompt extends the last one (:mod:`.window`), so this one is read from a provider's
+    cache but for the new step. It is used when the summarizer is the run's model on native tool calling
+    (the request then goes with the same tools: a cached prefix starts with them), the prompt shows every
+    step to fold, and it fits the budget with the request.
+    """
+    memory = memory_of(ctx)
+    if memory.summarizer is not None or not ctx.protocol.native_tools or getattr(ctx, "llm", None) is None:
+        return None
+    wanted = {s["index"] for s in to_fold}
+    grown = first if wanted <= {s["index"] for s in first.shown} else assemble(  # batches: one step more than the cap
+        state, ctx, steps=visible, summary=summary, window_steps=None if window is None else window + 1, counter=counter)
+    if not wanted <= {s["index"] for s in grown.shown}:
+        return None
+    size = grown.parts["total"] + count_message_tokens([shared_request(to_fold)], counter)
+    return grown.messages if memory.max_prompt_tokens is None or size <= memory.max_prompt_tokens else None
 
 
 def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> Prepared:
@@ -196,13 +250,17 @@ def prepare_prompt(state: Mapping[str, Any], ctx: Any, thread_id: str = "") -> P
     hidden = hidden_duplicates(steps) if memory.dedup else {}
     visible = [s for s in steps if s["index"] not in hidden]
     folding = Folding(state, ctx, thread_id, counter)
-    # the window rolls in batches: between folds each prompt extends the last (cacheable, see .window)
+    # between folds each prompt extends the last (cacheable, see .window); a fold comes by size or by batch
     batch = memory.summary_batch
     window = rolling_cap(memory.window_steps, batch)
     first = assemble(state, ctx, steps=visible, summary=folding.summary, window_steps=window, counter=counter)
-    to_fold = steps_to_fold(visible, len(first.shown), batch, memory.window_steps)
+    to_fold = steps_to_fold(visible, len(first.shown), batch, memory.window_steps) or (
+        steps_past_size(first.shown, first.parts["steps"], memory.fold_tokens, memory.window_steps)
+        if batch is None else [])
     if to_fold:
-        if folding.fold(to_fold):
+        shared = (shared_prompt(state, ctx, first, visible, folding.summary, window, to_fold, counter)
+                  if memory.summarize else None)
+        if folding.fold(to_fold, shared):
             visible = [s for s in visible if s["index"] > to_fold[-1]["index"]]
         else:
             window = None  # a failed fold keeps the raw steps, as many as the budget allows

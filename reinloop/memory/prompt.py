@@ -29,7 +29,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..protocols.base import answer_form
-from ..errors import ConfigurationError
+from ..errors import SettingError
 from ..state import Step
 from .config import Memory
 from .ledger import LEDGER_HEADER, newest_lines_within
@@ -121,10 +121,11 @@ def check_fixed_parts(ctx: Any) -> None:
     counter = active_counter(memory.encoding)
     system, tools = fixed_system_tokens(ctx, counter)
     if system + tools + RESERVED_TOKENS > memory.max_prompt_tokens:
-        raise ConfigurationError(
-            f"the system prompt ({system} tokens) and tool descriptions ({tools} tokens, {counter}) leave "
-            f"less than {RESERVED_TOKENS} of Memory.max_prompt_tokens={memory.max_prompt_tokens} for the task "
-            f"and the steps; raise max_prompt_tokens to at least {system + tools + RESERVED_TOKENS} or use fewer tools"
+        raise SettingError(
+            "Memory", "max_prompt_tokens", f"={memory.max_prompt_tokens} for the task and the steps; raise "
+            f"max_prompt_tokens to at least {system + tools + RESERVED_TOKENS} or use fewer tools", shown=False,
+            sentence=f"the system prompt ({system} tokens) and tool descriptions ({tools} tokens, {counter}) leave "
+            f"less than {RESERVED_TOKENS} of {{setting}}{{reason}}",
         )
 
 
@@ -259,7 +260,7 @@ def ledger_message(
     if memory.ledger_max_tokens is None:
         return None
     cap = min(memory.ledger_max_tokens, budget.left)
-    lines = newest_lines_within(current_steps(state), shown, cap, counter)
+    lines = newest_lines_within(current_steps(state), shown, cap, counter, str(state.get("task") or ""))
     message, tokens = fit_listing(LEDGER_HEADER, lines, cap, counter)
     budget.spend("ledger", tokens)
     return message

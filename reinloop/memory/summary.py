@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ..bounds import bounded_message, check_value, token_count
 from ..callbacks import call_config
@@ -61,6 +61,17 @@ SUMMARY_RULES = (
 OBSERVATION_CHARS = 4000
 """Longest observation passed to the summarizer (tool output is already truncated before)."""
 
+SHARED_RULES = (
+    "[reinloop] Before the next step, write a note for your working memory. Summarize the steps listed "
+    "below, whose calls and results are in the messages above, in one or two sentences. Keep every number, "
+    "name, identifier, result and conclusion exactly as written; leave out chatter and formatting. Do not "
+    "call a tool. Reply with the summary only, as plain text."
+)
+"""The request that ends a summarizer call sent on the agent's own prompt (:func:`summarize_in_prompt`)."""
+
+RESULT_ABOVE = "(its result is above)"
+"""What a call's result reads as in :data:`SHARED_RULES`' list: the prompt above holds it."""
+
 
 @dataclass(frozen=True)
 class Folded:
@@ -73,7 +84,11 @@ class Folded:
 
 
 class SummaryError(Exception):
-    """The summarizer failed; the message says how."""
+    """The summarizer failed; the message says how, and ``reply`` holds what it answered, if it answered."""
+
+    def __init__(self, message: str, reply: BaseMessage | None = None) -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 def step_label(steps: Sequence[Step]) -> str:
@@ -82,15 +97,18 @@ def step_label(steps: Sequence[Step]) -> str:
     return f"Step {first}" if first == last else f"Steps {first}–{last}"
 
 
-def render_step_text(step: Step) -> str:
-    """A step as plain text, whatever the protocol: thought, calls and observations, answer."""
+def render_step_text(step: Step, *, results: bool = True) -> str:
+    """A step as plain text, whatever the protocol: thought, calls and observations, answer.
+
+    With ``results=False`` each result reads :data:`RESULT_ABOVE` (the prompt it ends already shows it).
+    """
     lines = [f"Step {step['index']}:"]
     if step.get("thought"):
         lines.append(f"  thought: {step['thought']}")
     for action in step.get("actions") or []:
         args = json.dumps(action.get("args") or {}, ensure_ascii=False)
         observation = str(action.get("observation") or action.get("problem") or "")[:OBSERVATION_CHARS]
-        lines.append(f"  called {action.get('tool')} {args} -> {observation}")
+        lines.append(f"  called {action.get('tool')} {args} -> {observation if results else RESULT_ABOVE}")
     if step.get("parse_error"):
         lines.append(f"  unusable reply: {step['parse_error']}")
     if step.get("answer") is not None:
@@ -121,6 +139,47 @@ def summarize_steps(
                   reply=reply)
 
 
+def shared_request(steps: Sequence[Step]) -> HumanMessage:
+    """The message that turns the agent's prompt into a summarizer call: the rules, then the steps without results."""
+    return HumanMessage(content=SHARED_RULES + "\n\n" + "\n".join(render_step_text(s, results=False) for s in steps))
+
+
+def summarize_in_prompt(llm: Any, prompt: Sequence[BaseMessage], steps: Sequence[Step], counter: TokenCounter,
+                        handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
+    """Ask for the summary of ``steps`` at the end of the agent's own ``prompt``, sent through ``llm`` (its tools bound).
+
+    The call then repeats the agent's last prompt, tools and all, and only
+    its request is new: a provider's prompt cache serves the rest, where a
+    prompt of its own would be read fresh. Raises :class:`SummaryError`.
+    """
+    text, prompt_tokens, completion_tokens, reply = ask(llm, [*prompt, shared_request(steps)], counter, handlers)
+    return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                  reply=reply)
+
+
+def with_results(messages: Sequence[BaseMessage]) -> str:
+    """The last message's text, each :data:`RESULT_ABOVE` replaced by the result the prompt holds for that call.
+
+    For models that read a summarizer's request literally (the scripted and
+    simulated ones): the request of :func:`summarize_in_prompt` then reads as
+    the one :func:`summarizer_prompt` writes.
+    """
+    found: dict[str, str] = {}
+    calls: dict[str, str] = {}
+    for message in messages:
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                calls[call.get("id") or ""] = f"{call['name']} {json.dumps(call.get('args') or {}, ensure_ascii=False)}"
+        elif isinstance(message, ToolMessage) and message.tool_call_id in calls:
+            found[calls[message.tool_call_id]] = str(message.content)[:OBSERVATION_CHARS]
+    text = str(messages[-1].content) if messages else ""
+
+    def result(match: re.Match[str]) -> str:
+        return f"called {match.group(1)} -> {found.get(match.group(1), RESULT_ABOVE)}"
+
+    return re.sub(r"called (.+?) -> " + re.escape(RESULT_ABOVE), result, text)
+
+
 def merged_label(lines: Sequence[str]) -> str:
     """``Steps 1–30`` for lines from ``Steps 1–3: ...`` to ``Steps 28–30: ...`` (``Earlier steps`` if unlabelled)."""
     first, last = LABEL.match(lines[0]), LABEL.match(lines[-1])
@@ -131,9 +190,14 @@ def merged_label(lines: Sequence[str]) -> str:
 
 
 def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int,
-                 handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
-    """Merge summary ``lines`` into one line of at most ``max_tokens``; raises :class:`SummaryError`."""
-    prompt = [SystemMessage(content=REFOLD_RULES), HumanMessage(content=f"Task: {task}\n\n" + "\n".join(lines))]
+                 budget: int | None = None, handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
+    """Merge summary ``lines`` into one line of at most ``max_tokens``, in a prompt cut to ``budget``;
+    raises :class:`SummaryError`."""
+    system = SystemMessage(content=REFOLD_RULES)
+    text = f"Task: {task}\n\n" + "\n".join(lines)
+    if budget is not None:  # a long task would take the prompt past the run's budget
+        text = clip_text(text, max(0, budget - count_message_tokens([system], counter) - MESSAGE_OVERHEAD), counter)
+    prompt = [system, HumanMessage(content=text)]
     text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, handlers)
     label = f"{merged_label(lines)}: "
     line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
@@ -152,11 +216,13 @@ def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter,
         raise SummaryError("the summarizer replied with no text")
     unreadable = None if isinstance(reply.content, str) else check_value(reply.content)[1]
     if unreadable is not None:
-        raise SummaryError(f"the summarizer's reply cannot be read: {unreadable}")
+        raise SummaryError(f"the summarizer's reply cannot be read: {unreadable}", reply)
     text, calls, invalid = bounded_message(reply)  # no lone surrogate reaches the stored summary
     text = " ".join(text.split())
-    if calls or invalid or not text:
-        raise SummaryError("the summarizer replied with no text")
+    if calls or invalid:
+        raise SummaryError(f"the summarizer called {len(calls) + len(invalid)} tool(s) instead of writing text", reply)
+    if not text:
+        raise SummaryError("the summarizer replied with no text", reply)
     usage = getattr(reply, "usage_metadata", None) or {}
     return (text, token_count(usage.get("input_tokens")) or count_message_tokens(prompt, counter),
             token_count(usage.get("output_tokens")) or count_tokens(text, counter), reply)

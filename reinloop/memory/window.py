@@ -9,13 +9,18 @@ Three rules decide what is shown, newest first:
 - **dedup** (seed 003's LRU): a step whose every (action, observation) pair
   reappears in a newer step is hidden; the newer one stands for both, so a
   repeated lookup refreshes its position instead of being shown twice;
-- **window**: it rolls in batches (:func:`rolling_cap`): after a fold it
-  holds ``window_steps`` steps and grows by one step a step, up to
-  ``window_steps + summary_batch - 1``; the next step folds the oldest
-  ``summary_batch`` steps at once. Between folds each prompt is the previous
+- **window**: it grows by one step a step and is cut back at a fold to its
+  newest ``window_steps`` steps. By default the fold comes when the window's
+  steps pass ``fold_tokens`` (:func:`steps_past_size`); with ``summary_batch``
+  it comes every ``summary_batch`` steps (:func:`rolling_cap`: the window
+  grows up to ``window_steps + summary_batch - 1`` steps, then folds the
+  oldest ``summary_batch``). Between folds each prompt is the previous
   one plus the new step, so a provider's prompt cache serves all of it but the
   new step (a window sliding one step a step changed the prompt right after
-  the summary at every call, and missed the cache from there). It only ever
+  the summary at every call, and missed the cache from there). Folding by size
+  folds rarely: a fold rewrites the prompt fresh and writes a summary at the
+  output price, while re-reading a step from the cache costs a tenth of the
+  input price. It only ever
   holds as many steps as fit the token budget left after the fixed parts;
 - **folding**: steps that do not fit the budget wait outside the window
   (their tool results stay in the prompt, verbatim, through the ledger) until
@@ -100,12 +105,20 @@ def fit_window(
     return shown[::-1]
 
 
-def rolling_cap(window_steps: int | None, batch: int) -> int | None:
-    """Most steps the rolling window holds: ``window_steps`` after a fold, ``batch - 1`` more before the next."""
-    return None if window_steps is None else window_steps + batch - 1
+def rolling_cap(window_steps: int | None, batch: int | None) -> int | None:
+    """Most steps the rolling window holds: ``window_steps`` after a fold, ``batch - 1`` more before the next
+    (``None``: no cap in steps, when folding by size)."""
+    return None if window_steps is None or batch is None else window_steps + batch - 1
 
 
-def steps_to_fold(visible: Sequence[Step], shown: int, batch: int, keep: int | None = None) -> list[Step]:
+def steps_past_size(shown: Sequence[Step], step_tokens: int, fold_tokens: int | None, keep: int | None) -> list[Step]:
+    """The shown steps to fold when they take ``step_tokens`` > ``fold_tokens``: all but the newest ``keep``."""
+    if fold_tokens is None or keep is None or step_tokens <= fold_tokens or len(shown) <= keep:
+        return []
+    return list(shown[: len(shown) - keep])
+
+
+def steps_to_fold(visible: Sequence[Step], shown: int, batch: int | None, keep: int | None = None) -> list[Step]:
     """The oldest visible steps to fold, once there are ``batch`` of them.
 
     When steps did not fit (``shown`` < all), the window rolls back to its
@@ -117,6 +130,6 @@ def steps_to_fold(visible: Sequence[Step], shown: int, batch: int, keep: int | N
     if overflow <= 0:
         return []
     count = overflow if keep is None else max(overflow, len(visible) - keep)
-    if shown and count < batch:
+    if shown and count < (batch or 1):  # folding by size: what the budget pushed out is folded at once
         return []
     return list(visible[:count])

@@ -42,15 +42,21 @@ def answer_format(protocol_name: str) -> str:
 
 def wrap_up_prompt(state: Mapping[str, Any], ctx: Any, protocol_name: str) -> tuple[list[BaseMessage], int]:
     """The wrap-up call's messages and their token count (the ledger's newest lines that fit the budget)."""
-    memory: Memory = getattr(ctx, "memory", None) or Memory()
-    counter = active_counter(memory.encoding)
     system = SystemMessage(content=f"{(ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()}\n\n"
                                    f"{answer_format(protocol_name)}")
+    return results_prompt(state, ctx, system, REQUEST)
+
+
+def results_prompt(state: Mapping[str, Any], ctx: Any, system: BaseMessage, request: str) -> tuple[list[BaseMessage], int]:
+    """``system``, the task, the run's tool results verbatim (newest kept within the budget) and ``request``:
+    a prompt with none of the model's own replies in it, and its token count."""
+    memory: Memory = getattr(ctx, "memory", None) or Memory()
+    counter = active_counter(memory.encoding)
     head: list[BaseMessage] = [system, HumanMessage(content=f"Task: {state['task']}")]
-    request = HumanMessage(content=REQUEST)
-    fixed = count_message_tokens([*head, request], counter)
+    last = HumanMessage(content=request)
+    fixed = count_message_tokens([*head, last], counter)
     room = float("inf") if memory.max_prompt_tokens is None else max(0, memory.max_prompt_tokens - fixed)
-    lines = newest_lines_within(current_steps(state), [], room, counter)
+    lines = newest_lines_within(current_steps(state), [], room, counter, str(state.get("task") or ""))
     listing, tokens = fit_listing(RESULTS_HEADER, lines, room, counter)
-    messages = [*head, *([listing] if listing is not None else []), request]
+    messages = [*head, *([listing] if listing is not None else []), last]
     return messages, fixed + tokens

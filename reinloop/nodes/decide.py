@@ -16,9 +16,10 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from ..answers import NEXT_STEP_CUE
 from ..bounds import bounded_message, token_count
 from ..context import AgentContext
 from ..errors import ModelCallError
@@ -29,10 +30,11 @@ from ..memory.explain import event_line
 from ..memory.feedback import prepare_step, prompt_digest
 from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
-from ..memory.wrapup import wrap_up_prompt
-from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label
+from ..memory.wrapup import results_prompt, wrap_up_prompt
+from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
 from ..pricing import CallCost, add_cost
-from ..repeats import VARY_TEMPERATURE, vary_repeat
+from ..repeats import VARY_TEMPERATURE, known_repeat, vary_repeat
+from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
 
@@ -176,16 +178,47 @@ def varied(ctx: AgentContext, state: AgentState, llm: Any, protocol: Any, prepar
                                                lambda: ctx.seconds_left(state, time.time()), options,
                                                step=state["counters"]["steps"] + 1),
         step=state["counters"]["steps"] + 1)
+    count_aside(prepared, aside)
+    if aside:
+        prepared.events.append({"event": "resampled", "asks": len(aside), "temperature": VARY_TEMPERATURE,
+                                "changed": not repeat})
+    return kept
+
+
+def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
+    """``message``, or when it repeats a read-only call whose result the run has, a greedy re-ask with that
+    tool withheld (:mod:`reinloop.repeats`); the reply put aside is counted and leaves a ``withheld`` event."""
+    tool = known_repeat(state, protocol, to_reply(message, prepared, []), ctx.tools)
+    if tool is None:
+        return message
+    fewer = ToolRegistry([t for t in ctx.tools if t.name != tool], detail=ctx.tools.detail)
+    system = prepared.messages[0] if prepared.messages else None
+    if protocol.native_tools:
+        _, llm = prepare_model(ctx.model, protocol, fewer, ctx.output.tool() if ctx.output is not None else None)
+    else:  # the listing is in the system message: the same one, without that tool's entry
+        llm, listing = ctx.model, ctx.tools.describe()
+        if system is None or listing not in str(system.content):
+            return message
+        system = system.model_copy(update={"content": str(system.content).replace(listing, fewer.describe())})
+    if system is None or not isinstance(system, SystemMessage):
+        return message
+    ending = "" if protocol.native_tools else " Reply following the required format exactly."
+    messages, _ = results_prompt(state, ctx, system, f"{tool} gave its result already (above). {NEXT_STEP_CUE}{ending}")
+    again = invoke_model(ctx, llm, messages, lambda: ctx.seconds_left(state, time.time()),
+                         step=state["counters"]["steps"] + 1)
+    count_aside(prepared, [message])
+    prepared.events.append({"event": "withheld", "tool": tool})
+    return again
+
+
+def count_aside(prepared: Prepared, aside: list[BaseMessage]) -> None:
+    """Count replies put aside on ``prepared``: calls and tokens, and the replies to price."""
     for reply in aside:
         usage = getattr(reply, "usage_metadata", None) or {}
         prepared.calls += 1
         prepared.prompt_tokens += token_count(usage.get("input_tokens")) or prepared.parts["total"]
         prepared.completion_tokens += token_count(usage.get("output_tokens")) or estimate_tokens(message_text(reply))
-    if aside:
-        prepared.aside.extend(aside)
-        prepared.events.append({"event": "resampled", "asks": len(aside), "temperature": VARY_TEMPERATURE,
-                                "changed": not repeat})
-    return kept
+    prepared.aside.extend(aside)
 
 
 def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
@@ -200,6 +233,7 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
                                step=state["counters"]["steps"] + 1)
         if ctx.answers.vary_repeats:
             message = varied(ctx, state, llm, protocol, prepared, message)
+            message = withheld(ctx, state, protocol, prepared, message)
         return message, prepared, {}, hints
     except ModelCallError as exc:
         moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools

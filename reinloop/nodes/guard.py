@@ -49,7 +49,7 @@ from ..state import (
     new_extensions,
 )
 from ..answers import WRAP_UP_REASONS, AnswerRules
-from ..memory.ledger import in_hand, plain_observation, results_text, short
+from ..memory.ledger import bounded, in_hand, plain_observation, results_text, short
 from .memorize import failure
 
 ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with what you know."
@@ -61,7 +61,8 @@ def repeat_hint(state: AgentState) -> str:
     actions = last.get("actions") or []
     calls = ", ".join(a.get("tool", "?") for a in actions) or "the same call"
     n = state["counters"]["repeats"]
-    known = [f"{a.get('tool')} gave: {short(plain_observation(a))}"
+    task = str(state.get("task") or "")
+    known = [f"{a.get('tool')} gave: {bounded(plain_observation(a), task + ' ' + str(a.get('args') or ''))}"
              for a in actions if not a.get("error") and a.get("observation") is not None]
     if not known:
         return (f"You already did this: {calls} with the same arguments, {n} times in a row. "

@@ -10,7 +10,11 @@ brackets to the tool's one required argument.
 An argument copied from our own prompt instead of the task is refused: a
 format placeholder (``"<expression>"``), or an example value from the tool's
 description or schema (``"(22*1.8)+32"``) that neither the task nor any result
-of the run contains. Small models copy the first concrete value they see.
+of the run contains, brackets and spaces aside. Small models copy the first concrete value they see.
+Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
+figure from the task or a result
+(:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
+with an example's (``(3*12.5)+32``).
 
 An optional argument whose value alone makes the call invalid (``"limit": 1000000``
 where at most 20 is allowed) is left out, as an argument the tool does not take is:
@@ -39,12 +43,17 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field
+from ..answers import figure_problem
+from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
-def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] = str) -> Action:
+def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] = str,
+                 figures: Callable[[], tuple[str, list[str]]] | None = None) -> Action:
     """The action with ``problem`` set if it cannot run as asked (``known`` gives the task and the run's results,
-    which make a value that also appears in a tool's example a real one; it is called only for such a value)."""
+    which make a value that also appears in a tool's example a real one; it is called only for such a value).
+
+    ``figures`` (under ``AnswerRules.grounded_numbers``) gives the task and the results apart: then an
+    arithmetic argument must take its figures from them."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -79,17 +88,23 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
+    if problem is None and figures is not None:
+        problem = next((p for v in string_values(args) if (p := figure_problem(v, *figures()))), None)
     return {**action, "args": args, "problem": problem}
 
 
 def known_text(state: AgentState) -> str:
-    """The task and every result of the current run: where real argument values come from.
+    """The task and every result of the current run: where real argument values come from."""
+    task, results = known_parts(state)
+    return "\n".join([task, *results])
+
+
+def known_parts(state: AgentState) -> tuple[str, list[str]]:
+    """The task, and every result of the current run, oldest first.
 
     Only results: a refusal quotes the refused value, and a value we quoted is not one the model found."""
-    steps = current_steps(state)
-    return "\n".join([str(state.get("task") or ""), *(str(a.get("observation") or "") for s in steps
-                                                        for a in s.get("actions") or []
-                                                        if not a.get("error") and not a.get("problem"))])
+    return str(state.get("task") or ""), [str(a.get("observation") or "") for s in current_steps(state)
+                                          for a in s.get("actions") or [] if not a.get("error") and not a.get("problem")]
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
@@ -101,7 +116,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     # The run's results are joined only for an argument that is one of a tool's examples (a long run has many),
     # and then once for the whole reply.
     known = functools.cache(lambda: known_text(state))
-    actions = [check_action(a, runtime.context.tools, known) for a in pending.get("actions") or []]
+    figures = functools.cache(lambda: known_parts(state)) if runtime.context.answers.grounded_numbers else None
+    actions = [check_action(a, runtime.context.tools, known, figures) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
         runtime,

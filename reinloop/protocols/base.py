@@ -86,6 +86,13 @@ class OutputProtocol(ABC):
         text must say so in one voice: no plain-text answer rule beside it.
         """
 
+    def answer_rule(self, output: AnswerSchema | None, placeholder: str) -> tuple[str, str]:
+        """How a text protocol's instructions show the final answer: ``placeholder`` and no further line, or,
+        with ``output``, the schema's example and its instructions (a line, for the text to go on after)."""
+        if output is None:
+            return placeholder, ""
+        return output.example_text(), f"{output.instructions(self.native_tools)}\n"
+
     @abstractmethod
     def parse(self, reply: Reply) -> Pending:
         """Turn a raw reply into actions, an answer, or a parse error. Never raises."""

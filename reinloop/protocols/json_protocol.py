@@ -140,8 +140,7 @@ class JsonProtocol(OutputProtocol):
     name = "json"
 
     def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
-        answer = '"<answer>"' if output is None else output.example_text()
-        shape = "" if output is None else f"{output.instructions(self.native_tools)}\n"
+        answer, shape = self.answer_rule(output, '"<answer>"')
         return (
             "Reply with exactly one JSON object and no other text.\n"
             'To call a tool: {"thought": "<why>", "tool": "<tool name>", "args": {<arguments>}}\n'

@@ -56,8 +56,7 @@ class ReactProtocol(OutputProtocol):
         return f"Thought: {replayed_thought(step)}\nAction: {actions[0].get('tool')}\nArgs: {args}"
 
     def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
-        answer = "<the answer>" if output is None else output.example_text()
-        shape = "" if output is None else f"{output.instructions(self.native_tools)}\n"
+        answer, shape = self.answer_rule(output, "<the answer>")
         return (
             "Answer in this exact text format.\n"
             "To use a tool:\n"
@@ -75,7 +74,7 @@ class ReactProtocol(OutputProtocol):
         call = example_call(tools)
         act = (f"Thought: one short sentence\nAction: {call[0]}\nArgs: {json.dumps(call[1], ensure_ascii=False)}\n"
                "or\n") if call else ""
-        answer = "<the answer>" if output is None else output.example_text()
+        answer, _ = self.answer_rule(output, "<the answer>")
         return f"{act}Thought: one short sentence\nFinal Answer: {answer}"
 
     def parse(self, reply: Reply) -> Pending:

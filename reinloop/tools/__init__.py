@@ -45,5 +45,4 @@ EXPORTS = {
 }
 """Each public name -> the module defining it; loaded on first use (:mod:`reinloop.lazy`)."""
 
-__getattr__, __dir__ = exports(__name__, EXPORTS)
-__all__ = sorted(EXPORTS)
+__getattr__, __dir__, __all__ = exports(__name__, EXPORTS)

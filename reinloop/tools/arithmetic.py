@@ -252,7 +252,7 @@ class CalculatorInput(BaseModel):
 
     expression: str = Field(
         description=(
-            "Arithmetic expression, e.g. '(22*1.8)+32'. Supports + - * / // % ** and "
+            "Arithmetic expression of the figures to compute. Supports + - * / // % ** and "
             "parentheses, and sqrt, abs, round, floor, ceil, log, log10, exp, sin, cos, "
             "tan, min, max, pi, e."
         ),

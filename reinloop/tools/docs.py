@@ -29,23 +29,27 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from ..errors import ConfigurationError
 from .files import open_beneath
-from .options import configure
+from .options import function_tool
 
 logger = logging.getLogger(__name__)
 
 SUFFIXES = (".txt", ".md", ".markdown")
 MAX_FILE_BYTES = 5_000_000
 PREVIEW_CHARS = 1000
-"""How much of the best hit's file ``search_docs`` shows by default."""
+"""How much of the best hit's file ``search_docs`` shows by default (and of each hit that scored nearly as well)."""
+OPENED = 3
+"""Most hits whose file text one search shows."""
+NEARLY = 0.8
+"""A hit scoring at least this share of the best one's bm25 score is shown like the best."""
 ZWSP = "\u200b"
 _CJK_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _CJK = re.compile(rf"([{_CJK_CHARS}])")
@@ -286,19 +290,26 @@ def sandbox_prefix(folder: Path, sandbox: str | os.PathLike[str] | None) -> str:
     return "" if str(inside) == "." else inside.as_posix() + "/"
 
 
-def format_hits(query: str, hits: list[Hit], files: int, prefix: str = "", opening: str = "") -> str:
+def format_hits(query: str, hits: list[Hit], files: int, prefix: str = "", openings: Mapping[str, str] | None = None) -> str:
     """Hits as bullet lines with their snippets (``prefix``: put before each path, e.g. ``"docs/"``).
 
-    ``opening`` is the best file's text (cut by the caller), shown in place of its snippet. The lines
-    carry no list numbers and no scores: a small model copies any number it is shown into its answer
+    ``openings`` maps a hit's path to its file's text (cut by the caller), shown in place of its snippet. The
+    lines carry no list numbers and no scores: a small model copies any number it is shown into its answer
     ("1.000人/平方公里"), and a number that is only a rank would then pass for a grounded figure.
     """
     if not hits:
         return f"no document matches {query!r} ({files} files searched); try other or fewer keywords"
-    best, *rest = hits
-    lines = [f"- {prefix}{best.path} — {best.title}\n{opening}" if opening else f"- {prefix}{best.path} — {best.title}\n  {best.snippet}"]
-    lines += [f"- {prefix}{hit.path} — {hit.title}\n  {hit.snippet}" for hit in rest]
-    return "\n".join(lines)
+    openings = openings or {}
+    return "\n".join(f"- {prefix}{hit.path} — {hit.title}\n{openings[hit.path]}" if hit.path in openings
+                     else f"- {prefix}{hit.path} — {hit.title}\n  {hit.snippet}" for hit in hits)
+
+
+def opened(hits: list[Hit]) -> list[Hit]:
+    """The hits whose file text is shown: the best, and those that scored nearly as well (at most :data:`OPENED`).
+
+    A query naming two things (``杭州,深圳``) matches both files equally; a snippet of the second is its title,
+    and a small model then searches again for what the first one's text showed."""
+    return [h for h in hits[:OPENED] if h.score >= NEARLY * hits[0].score] if hits else []
 
 
 def opening_of(text: str, path: str, chars: int) -> str:
@@ -326,7 +337,8 @@ def search_docs_tool(
 
     With ``sandbox`` (``read_file``'s directory) holding ``folder``, each hit's path is given relative to the
     sandbox (``docs/city.md``), so the model can pass it to ``read_file`` as it is. The best hit shows the
-    first ``preview_chars`` characters of its file instead of a snippet (``0``: a snippet like the others):
+    first ``preview_chars`` characters of its file instead of a snippet (``0``: a snippet like the others), and
+    so do up to two more that scored nearly as well (:func:`opened`):
     a snippet is the window with the most query words, which for a short query (``杭州``) is the title, not
     the figures, and a small model then repeats the search rather than read the file.
     """
@@ -339,17 +351,16 @@ def search_docs_tool(
     def search_docs(query: str, limit: int = 5) -> str:
         docs.update()
         hits = docs.search(query, limit)
-        opening = opening_of(docs.text(hits[0].path), prefix + hits[0].path, preview_chars) if hits and preview_chars else ""
-        return format_hits(query, hits, docs.count(), prefix, opening)
+        shown = opened(hits) if preview_chars else []
+        openings = {h.path: opening_of(docs.text(h.path), prefix + h.path, preview_chars) for h in shown}
+        return format_hits(query, hits, docs.count(), prefix, openings)
 
-    return configure(
-        StructuredTool.from_function(
-            search_docs,
-            name="search_docs",
-            description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
-            "Returns the best-matching files, the best one's opening text and a snippet of each other; use read_file for the rest.",
-            args_schema=SearchDocsInput,
-        ),
+    return function_tool(
+        search_docs,
+        name="search_docs",
+        description=f"Full-text search over the local documents in {docs.folder.name}/ (text and Markdown). "
+        "Returns the best-matching files, the opening text of the best ones and a snippet of each other; use read_file for the rest.",
+        args_schema=SearchDocsInput,
         parallel_safe=True,
         transient=(),
     )

@@ -39,11 +39,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
 from ..errors import ConfigurationError
-from .options import configure
+from .options import function_tool
 
 MAX_READ_BYTES = 200_000
 from .settings import MAX_FILE_BYTES, WRITE_QUOTA_BYTES  # noqa: E402 (the defaults live with ToolSettings)
@@ -397,14 +397,12 @@ def _write_input(max_chars: int | None) -> type[BaseModel]:
 def read_file_tool(root: str | os.PathLike[str] | None = None, max_bytes: int = MAX_READ_BYTES) -> BaseTool:
     """``read_file``: read a UTF-8 text file inside the sandbox ``root``."""
     sandbox = _sandbox("read_file", root, max_bytes)
-    return configure(
-        StructuredTool.from_function(
-            sandbox.read,
-            name="read_file",
-            description=f"Read a UTF-8 text file (at most {max_bytes:,} bytes) from the sandbox directory. "
-            "Paths are relative to the sandbox root; reading a directory lists its entries.",
-            args_schema=ReadFileInput,
-        ),
+    return function_tool(
+        sandbox.read,
+        name="read_file",
+        description=f"Read a UTF-8 text file (at most {max_bytes:,} bytes) from the sandbox directory. "
+        "Paths are relative to the sandbox root; reading a directory lists its entries.",
+        args_schema=ReadFileInput,
         parallel_safe=True,
         transient=(),
     )
@@ -422,15 +420,17 @@ def write_file_tool(
     limits = WriteQuota(quota, max_file_bytes)
     sandbox = _sandbox("write_file", root, quota=limits)
     room = f" Each file at most {max_file_bytes:,} bytes." if max_file_bytes is not None else ""
-    tool = StructuredTool.from_function(
+    tool = function_tool(
         sandbox.write,
         name="write_file",
         description="Create or replace a UTF-8 text file in the sandbox directory with the given content. "
         "Paths are relative to the sandbox root; missing directories are created." + room,
         args_schema=_write_input(max_file_bytes),
+        side_effects=True,
+        transient=(),
     )
     tool.metadata = {**(tool.metadata or {}), QUOTA_KEY: limits}
-    return configure(tool, side_effects=True, transient=())
+    return tool
 
 
 def charge_journaled_writes(

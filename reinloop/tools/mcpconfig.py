@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, SettingError
 from ..redact import REDACTED, is_redacted, is_secret_name, redact_url
 
 DEFAULT_SOURCE = "the MCP config"
@@ -192,8 +192,8 @@ def config_field(value: Any) -> dict[str, Any]:
     if isinstance(value, McpConfig):
         return value.to_dict()
     if not isinstance(value, (Mapping, str, os.PathLike)):
-        raise ConfigurationError(f'RunSpec.mcp must be an MCP config ({{"mcpServers": ...}}) or the path of its JSON file, '
-                                 f"got {type(value).__name__}")
+        raise SettingError("RunSpec", "mcp", 'must be an MCP config ({"mcpServers": ...}) or the path of its JSON file, '
+                           f"got {type(value).__name__}", shown=False)
     return load_config(value).to_dict()
 
 

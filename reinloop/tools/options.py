@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, StructuredTool
 
 from ..errors import ConfigurationError
 
@@ -123,3 +123,10 @@ def configure(tool: BaseTool | None = None, /, **options: Any) -> Any:
     # A new dict, not an update in place: copies of a tool must not share their options.
     tool.metadata = {**(tool.metadata or {}), METADATA_KEY: merged}
     return tool
+
+
+def function_tool(func: Callable[..., Any], *, name: str, description: str, args_schema: Any, **options: Any) -> BaseTool:
+    """A LangChain tool calling ``func``, its arguments checked by ``args_schema``, with reinloop ``options``
+    attached (:func:`configure`): how every built-in tool is made."""
+    tool = StructuredTool.from_function(func, name=name, description=description, args_schema=args_schema)
+    return configure(tool, **options)

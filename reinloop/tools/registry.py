@@ -330,8 +330,11 @@ _DIGITS = re.compile(r"\d+(?:\.\d+)?")
 
 
 def squeezed(text: str) -> str:
-    """``text`` without whitespace, lowercased: ``(22 * 1.8) + 32`` is the example ``(22*1.8)+32`` copied."""
-    return "".join(text.split()).lower()
+    """``text`` without whitespace and brackets, lowercased: ``22 * 1.8 + 32`` is the example ``(22*1.8)+32`` copied."""
+    return "".join(text.split()).lower().translate(_BRACKETS)
+
+
+_BRACKETS = str.maketrans("", "", "()[]{}")
 
 
 def tokens(text: str) -> set[str]:

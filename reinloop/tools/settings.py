@@ -51,16 +51,16 @@ class ToolSettings:
     """Bytes of one value ``db_insert`` writes."""
 
     def __post_init__(self) -> None:
-        from ..errors import ConfigurationError
+        from ..errors import SettingError
 
         for name in ("sandbox", "db", "docs", "db_tables"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, (str, os.PathLike)):
-                raise ConfigurationError(f"ToolSettings.{name} must be a path or None, got {value!r}")
+                raise SettingError("ToolSettings", name, "must be a path", value=value, none="or")
         for name in ("write_quota", "max_file_bytes", "max_value_bytes"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-                raise ConfigurationError(f"ToolSettings.{name} must be a positive number of bytes or None, got {value!r}")
+                raise SettingError("ToolSettings", name, "must be a positive number of bytes", value=value, none="or")
 
     def resolved(self) -> ToolSettings:
         """The same settings with absolute paths, so a run resumed from another directory finds them."""

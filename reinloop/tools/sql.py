@@ -49,13 +49,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import sqlite_utils
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
 from ..checkpoints.schema import MIGRATIONS_TABLE, tables as reinloop_tables
 from ..errors import ConfigurationError, ToolDatabaseError
 from . import sqlengine
-from .options import configure
+from .options import function_tool
 from .pool import seconds_left
 from .sqlengine import open_read_only
 
@@ -262,14 +262,12 @@ def sql_query_tool(path: str | os.PathLike[str] | None = None, max_rows: int = M
     def sql_query(query: str) -> str:
         return run_query(file, query, max_rows, max_seconds)
 
-    return configure(
-        StructuredTool.from_function(
-            sql_query,
-            name="sql_query",
-            description=f"Run one read-only SQL SELECT on the SQLite database {file.name} "
-            f"(tables: {', '.join(tables) or 'none'}). Returns at most {max_rows} rows as a table.",
-            args_schema=SqlQueryInput,
-        ),
+    return function_tool(
+        sql_query,
+        name="sql_query",
+        description=f"Run one read-only SQL SELECT on the SQLite database {file.name} "
+        f"(tables: {', '.join(tables) or 'none'}). Returns at most {max_rows} rows as a table.",
+        args_schema=SqlQueryInput,
         parallel_safe=True,
         transient=(),
     )
@@ -306,14 +304,12 @@ def db_insert_tool(
         check_value_sizes(row, max_value_bytes)
         return insert_row(file, table, row, allowed)
 
-    return configure(
-        StructuredTool.from_function(
-            db_insert,
-            name="db_insert",
-            description=f"Insert one row into a table of the SQLite database {file.name} (tables: {', '.join(allowed)}). "
-            "Columns must already exist. Returns the new row's id.",
-            args_schema=args_schema,
-        ),
+    return function_tool(
+        db_insert,
+        name="db_insert",
+        description=f"Insert one row into a table of the SQLite database {file.name} (tables: {', '.join(allowed)}). "
+        "Columns must already exist. Returns the new row's id.",
+        args_schema=args_schema,
         side_effects=True,
         transient=(),
     )

@@ -107,22 +107,26 @@ def test_copy_thread_copies_every_per_thread_table_and_delete_removes_them(make_
 class CountingSerde(JsonPlusSerializer):
     """A custom serde (an encrypting one, say): every value must go through it."""
 
-    calls = 0
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
 
     def dumps_typed(self, obj):
-        CountingSerde.calls += 1
+        self.calls += 1
         return super().dumps_typed(obj)
 
 
 def test_a_custom_serde_is_used_for_every_value(make_graph, db_url):
-    saver = (PostgresCheckpointer.open(db_url, serde=CountingSerde()) if db_url.startswith("postgresql")
-             else SqliteCheckpointer.open(db_url, serde=CountingSerde()))
+    serde = CountingSerde()
+    saver = (PostgresCheckpointer.open(db_url, serde=serde) if db_url.startswith("postgresql")
+             else SqliteCheckpointer.open(db_url, serde=serde))
     with saver:
         graph, _ = make_graph(script(2), checkpointer=saver)
         graph.invoke({"task": "a secret task"}, CONFIG)
         types = {r["type"] for r in saver.db.query("SELECT DISTINCT type FROM channel_values WHERE kind <> 'empty'")}
         assert "json" not in types
         assert saver.get_tuple(CONFIG).checkpoint["channel_values"]["answer"] == "done"
+        assert serde.calls > saver.db.query("SELECT count(*) AS n FROM channel_values")[0]["n"]
 
 
 def test_the_journal_the_run_log_and_memories_write_through_the_database(saver):

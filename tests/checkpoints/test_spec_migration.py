@@ -36,7 +36,7 @@ def test_a_run_stored_by_schema_5_reads_back_as_the_spec_it_was_started_with(v5_
         model="<ScriptedChatModel object>", protocol="json", tools=("calculator",), tool_detail="compact",
         max_output_tokens=300, system_prompt="Be brief.", retry=RetryPolicy(attempts=2, timeout=45.0),
         limits=Limits(max_steps=1, max_seconds=300), tool_settings=ToolSettings(write_quota=5000),
-        memory=Memory(window_steps=2, recall=True, embeddings="hash", user="ops"),
+        memory=Memory(window_steps=2, summary_batch=3, recall=True, embeddings="hash", user="ops"),  # stored with 3
     )
     with open_saver(v5_db) as saver:
         versions = [r["version"] for r in saver.db.query("SELECT version FROM migrations ORDER BY version")]

@@ -7,7 +7,6 @@ import json
 import pytest
 import sqlite_utils
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from reinloop import Limits
 from reinloop.checkpoints import MIGRATIONS, SqliteCheckpointer
@@ -129,27 +128,6 @@ def test_the_schema_is_readable_without_python(make_graph, saver, tmp_path):
                        "where channel = 'scratchpad' and kind = 'append' limit 1")
     assert step["obs"] == "2"
     assert db["runs"].get("t1")["status"] == "done"
-
-
-class CountingSerde(JsonPlusSerializer):
-    """A custom serde (an encrypting one, say): reinloop must hand it every value."""
-
-    calls = 0
-
-    def dumps_typed(self, obj):
-        CountingSerde.calls += 1
-        return super().dumps_typed(obj)
-
-
-def test_a_custom_serde_is_used_for_every_value(make_graph, tmp_path):
-    serde = CountingSerde()
-    with SqliteCheckpointer.open(tmp_path / "secret.db", serde=serde) as saver:
-        graph, _ = make_graph(script(2), checkpointer=saver)
-        graph.invoke({"task": "a secret task"}, CONFIG)
-        types = {r["type"] for r in saver.db.query("select distinct type from channel_values where kind != 'empty'")}
-        assert "json" not in types
-        assert saver.get_tuple(CONFIG).checkpoint["channel_values"]["answer"] == "done"
-        assert CountingSerde.calls > saver.db.query("select count(*) as n from channel_values")[0]["n"]
 
 
 def test_migrations_are_numbered_in_order_without_gaps():

@@ -17,7 +17,7 @@ def run(summary_reply, tmp_path):
     model = ScriptedChatModel(replies=[*reads(range(1, 7), "tool_calling"), "done"],
                               summary_reply=summary_reply)
     with SqliteCheckpointer.open(tmp_path / "runs.db") as saver:
-        graph = build_graph(model, [read_page], memory=Memory(window_steps=3), limits=Limits(max_steps=10),
+        graph = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3), limits=Limits(max_steps=10),
                             checkpointer=saver)
         graph.invoke({"task": "Find the vault code in the report."}, CONFIG)
         return graph.get_state(CONFIG).values  # read back from the file

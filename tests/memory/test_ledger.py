@@ -23,7 +23,7 @@ def calc_run(summary_reply, *, window_steps: int = 3, final=None, memory: Memory
     replies = [[tool_call("calculator", {"expression": e})] for e in CHAIN]
     replies.append(final or "done")
     model = ScriptedChatModel(replies=replies, summary_reply=summary_reply)
-    memory = memory or Memory(window_steps=window_steps)
+    memory = memory or Memory(summary_batch=3, window_steps=window_steps)
     graph = build_graph(model, builtins("calculator"), memory=memory, limits=Limits(max_steps=10))
     return graph.invoke({"task": "What is 2+2, then times 2, then plus 4, then times 3, minus 1, plus 356?"}), model
 
@@ -83,7 +83,7 @@ def test_a_long_document_need_not_keep_every_number():
 
 def run_pages_with(summary_reply):
     model = ScriptedChatModel(replies=[*reads(range(1, 8)), "done"], summary_reply=summary_reply)
-    graph = build_graph(model, [read_page], memory=Memory(window_steps=3), limits=Limits(max_steps=10))
+    graph = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3), limits=Limits(max_steps=10))
     return graph.invoke({"task": "Find the vault code in the report."}), model
 
 
@@ -101,7 +101,7 @@ def test_the_ledger_shows_the_results_the_window_no_longer_holds_verbatim():
 def test_the_ledger_stays_within_its_cap_and_the_prompt_budget():
     replies = [*reads(range(1, 16)), "done"]
     model = ScriptedChatModel(replies=replies)
-    memory = Memory(window_steps=2, ledger_max_tokens=150, max_prompt_tokens=2000)
+    memory = Memory(summary_batch=3, window_steps=2, ledger_max_tokens=150, max_prompt_tokens=2000)
     out = build_graph(model, [read_page], memory=memory, limits=Limits(max_steps=20)).invoke({"task": "read"})
     for step in out["scratchpad"]:
         assert step["prompt_parts"]["ledger"] <= 150
@@ -112,7 +112,7 @@ def test_the_ledger_stays_within_its_cap_and_the_prompt_budget():
 
 
 def test_no_ledger_when_it_is_switched_off():
-    out, model = calc_run("2+2 is 4, times 2 is 8, plus 4 is 12.", memory=Memory(window_steps=3, ledger_max_tokens=None))
+    out, model = calc_run("2+2 is 4, times 2 is 8, plus 4 is 12.", memory=Memory(summary_batch=3, window_steps=3, ledger_max_tokens=None))
     assert LEDGER_HEADER not in prompt_text(model.prompts[-1])
     assert out["scratchpad"][-1]["prompt_parts"]["ledger"] == 0
 
@@ -120,7 +120,7 @@ def test_no_ledger_when_it_is_switched_off():
 @pytest.mark.parametrize("window_steps", [2, 3, 4])
 def test_after_a_fold_the_window_keeps_window_steps_steps(window_steps):
     model = ScriptedChatModel(replies=[*reads(range(1, 12)), "done"])
-    out = build_graph(model, [read_page], memory=Memory(window_steps=window_steps),
+    out = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=window_steps),
                       limits=Limits(max_steps=15)).invoke({"task": "read"})
     folds = [s["index"] for s in out["scratchpad"] for e in s["memory"] if e["event"] == "summarized"]
     assert len(folds) >= 2

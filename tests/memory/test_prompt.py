@@ -25,7 +25,7 @@ PARTS = {"system", "tools", "history", "task", "summary", "ledger", "recall", "s
 
 def test_each_step_records_the_tokens_of_each_part_of_its_prompt():
     model = ScriptedChatModel(replies=[*reads(range(1, 7)), "done"], usage=None)
-    out = build_graph(model, [read_page], memory=Memory(window_steps=3)).invoke({"task": "read the report"})
+    out = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3)).invoke({"task": "read the report"})
     for step, prompt in zip(out["scratchpad"], model.prompts, strict=True):
         parts = step["prompt_parts"]
         assert set(parts) == PARTS
@@ -75,7 +75,7 @@ def test_a_task_longer_than_the_budget_is_cut_in_the_middle():
 
 def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():
     model = ScriptedChatModel(replies=[*reads(range(1, 7)), "page 2 has the code", "It was 4711"])
-    graph = build_graph(model, [read_page], memory=Memory(window_steps=3), checkpointer=InMemorySaver())
+    graph = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3), checkpointer=InMemorySaver())
     config = {"configurable": {"thread_id": "t1"}}
     first = graph.invoke({"task": "Find the vault code."}, config)
     assert first["summary"].startswith("Steps 1–3: ") and "4711" in first["summary"]
@@ -88,7 +88,7 @@ def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():
 
 def test_memory_events_reach_the_custom_stream_and_the_console():
     model = ScriptedChatModel(replies=[*reads(range(1, 7)), "done"])
-    graph = build_graph(model, [read_page], memory=Memory(window_steps=3))
+    graph = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=3))
     events = [e for e in graph.stream({"task": "read"}, stream_mode="custom")]
     decide = [e for e in events if e["node"] == "decide"]
     memory = [m for e in decide for m in e.get("memory") or []]  # memory events ride on decide's event
@@ -106,6 +106,10 @@ def test_memory_events_reach_the_custom_stream_and_the_console():
 def test_memory_settings_are_checked():
     with pytest.raises(ConfigurationError, match=r"Memory.window_steps must be a positive integer, got 0; use None"):
         Memory(window_steps=0)
+    with pytest.raises(ConfigurationError, match=r"Memory.fold_tokens must be a positive integer, got 0; use None"):
+        Memory(fold_tokens=0)
+    with pytest.raises(ConfigurationError, match=r"Memory.summary_batch must be a positive integer, got 0; use None"):
+        Memory(summary_batch=0)
     with pytest.raises(ConfigurationError, match="Memory.encoding must be 'o200k_base', 'cl100k_base' or 'estimate'"):
         Memory(encoding="gpt2")
     with pytest.raises(ConfigurationError, match="unknown memory setting"):
@@ -117,14 +121,14 @@ def test_memory_settings_are_checked():
 
 
 def test_memory_settings_are_plain_data_for_storage():
-    settings = Memory(window_steps=2, summarizer=ScriptedChatModel()).as_dict()
+    settings = Memory(summary_batch=3, window_steps=2, summarizer=ScriptedChatModel()).as_dict()
     assert settings["window_steps"] == 2 and settings["summarizer"] == "ScriptedChatModel"
     assert json.loads(json.dumps(settings)) == settings
 
 
 def test_full_history_replay_is_one_setting_away():
     model = ScriptedChatModel(replies=[*reads(range(1, 8)), "done"])
-    replay = Memory(window_steps=None, max_prompt_tokens=None, summarize=False)
+    replay = Memory(summary_batch=3, window_steps=None, max_prompt_tokens=None, summarize=False)
     out = build_graph(model, [read_page], memory=replay).invoke({"task": "read"})
     last = prompt_text(model.prompts[-1])
     assert all(f"Page {i}." in last for i in range(1, 8)) and not model.summary_prompts
@@ -168,7 +172,7 @@ def test_tool_call_steps_stay_whole_through_the_openai_client(openai_server):
     openai_server.responses += [completion(tool_calls=[{"name": "read_page", "args": {"page": i}}]) for i in range(1, 7)]
     openai_server.responses += [completion("done")]
     model = resolve_model("openai:gpt-4o-mini", base_url=openai_server.base_url)
-    out = build_graph(model, [read_page], memory=Memory(window_steps=2, summarize=False)).invoke({"task": "read"})
+    out = build_graph(model, [read_page], memory=Memory(summary_batch=3, window_steps=2, summarize=False)).invoke({"task": "read"})
     assert out["status"] == "done"
     for request in openai_server.requests:
         calls = [c["id"] for m in request["messages"] if m["role"] == "assistant" for c in m.get("tool_calls") or []]

@@ -82,7 +82,8 @@ def test_a_memories_table_left_by_an_older_standalone_store_is_migrated_with_its
 
 def recall_graph(store: MemoryStore, replies: list, **memory) -> tuple:
     model = ScriptedChatModel(replies=replies)
-    mem = Memory(window_steps=3, recall=True, embeddings=HashEmbeddings(), store=store, **memory)
+    mem = Memory(**{"summary_batch": 3, "window_steps": 3, "recall": True, "embeddings": HashEmbeddings(), "store": store,
+                    **memory})
     graph = build_graph(model, [read_page], memory=mem, limits=Limits(max_steps=20), checkpointer=InMemorySaver())
     return graph, model
 
@@ -126,7 +127,7 @@ def test_a_failing_embedder_does_not_break_the_run():
 
     store = MemoryStore()
     model = ScriptedChatModel(replies=[*reads(range(1, 7)), "done"])
-    memory = Memory(window_steps=3, recall=True, embeddings=Broken(), store=store)
+    memory = Memory(summary_batch=3, window_steps=3, recall=True, embeddings=Broken(), store=store)
     out = build_graph(model, [read_page], memory=memory).invoke({"task": "read"})
     assert out["status"] == "done"
     failed = [e for s in out["scratchpad"] for e in s["memory"] if e["event"] == "remember_failed"]

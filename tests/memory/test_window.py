@@ -12,6 +12,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reinloop import Limits, build_graph
 from reinloop.memory import Memory, active_counter, prepare_prompt
+from reinloop.memory.summary import SHARED_RULES
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
 from reinloop.memory.window import fit_window, hidden_duplicates, steps_to_fold
 from reinloop.state import Action, Step
@@ -76,7 +77,8 @@ def scenarios(draw):
         max_prompt_tokens=draw(st.integers(450, 5000)),
         window_steps=draw(st.one_of(st.none(), st.integers(1, 5))),
         summarize=draw(st.booleans()),
-        summary_batch=draw(st.integers(1, 4)),
+        summary_batch=draw(st.one_of(st.none(), st.integers(1, 4))),
+        fold_tokens=draw(st.one_of(st.none(), st.integers(1, 3000))),
         summary_max_tokens=draw(st.integers(1, 800)),
     )
     extra = {
@@ -98,6 +100,9 @@ def test_prompt_never_exceeds_the_budget_and_never_splits_a_step(scenario):
     assert sent == prepared.parts["total"]  # the recorded parts are what is sent
     assert sent <= memory.max_prompt_tokens
     check_pairing(prepared.messages)
+    for prompt in ctx.model.summary_prompts:  # asked at the end of the agent's prompt, it went with the tools
+        shared = str(prompt[-1].content).startswith(SHARED_RULES)
+        assert total_sent(prompt, protocol if shared else "json") <= memory.max_prompt_tokens
 
 
 def test_a_step_that_does_not_fit_whole_is_left_out_whole():
@@ -115,7 +120,7 @@ def test_a_step_that_does_not_fit_whole_is_left_out_whole():
 
 def test_window_steps_bounds_the_steps_shown():
     steps = [make_step(i, "json", [f"page {i} says {i * 7}"]) for i in range(1, 7)]
-    ctx = context("json", Memory(summarize=False, window_steps=2))
+    ctx = context("json", Memory(summarize=False, window_steps=2, summary_batch=3))
     text = "\n".join(str(m.content) for m in prepare_prompt(state_of(steps), ctx).messages)
     assert "Observation: page 6 says 42" in text and "Observation: page 5 says 35" in text
     assert "Observation: page 4 says 28" not in text  # out of the window ...

@@ -3,6 +3,22 @@
 from __future__ import annotations
 
 from reinloop.testing import tool_call
+from reinloop.tools import builtins
+
+
+def example_calculator():
+    """A calculator whose description gives an example expression, as the built-in one did."""
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel, Field
+
+    from reinloop.tools.arithmetic import evaluate
+
+    class Expression(BaseModel):
+        expression: str = Field(description="Arithmetic expression, e.g. '(22*1.8)+32'.")
+
+    return StructuredTool.from_function(lambda expression: str(evaluate(expression)), name="calculator",
+                                        description="Evaluate an arithmetic expression.", args_schema=Expression)
+
 
 
 def test_unknown_tool_observation_lists_the_available_tools(make_graph):
@@ -128,16 +144,16 @@ def test_a_refusal_describes_the_call_in_words_not_as_a_json_schema(make_graph):
                           protocol="json")
     observation = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]["observation"]
     assert 'Expected: calculator(expression: string), for example {"expression": "<expression>"}' in observation
-    assert "Arithmetic expression, e.g." in observation and "(1 to 500 characters)" in observation
+    assert "Arithmetic expression of the figures to compute" in observation and "(1 to 500 characters)" in observation
     assert '"properties"' not in observation and '"type": "object"' not in observation
 
 
 def test_an_example_value_copied_from_the_tool_description_is_refused_unless_the_task_shares_it(make_graph):
     copied = {"tool": "calculator", "args": {"expression": "(22 * 1.8) + 32"}}
-    graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json")
+    graph, _ = make_graph([copied, {"final_answer": "x"}], protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'(22 * 1.8) + 32' is an example from the tool's description" in action["observation"]
-    graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json")
+    graph, _ = make_graph([copied, {"final_answer": "71.6"}], protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "convert 22C to Fahrenheit"})["scratchpad"][0]["actions"][0]
     assert action["observation"] == "71.6"  # the task has 22: the example is the task's own computation
 
@@ -151,7 +167,7 @@ def test_a_format_placeholder_as_an_argument_is_refused(make_graph):
 
 def test_a_copied_example_stays_refused_after_the_refusal_quoted_it(make_graph):
     copied = {"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}
-    graph, _ = make_graph([copied, copied, {"final_answer": "x"}], protocol="json")
+    graph, _ = make_graph([copied, copied, {"final_answer": "x"}], protocol="json", tools=[example_calculator()])
     steps = graph.invoke({"task": "read order_0.txt and total it"})["scratchpad"]
     assert [s["actions"][0]["error"] for s in steps[:2]] == [True, True]
     assert "is an example from the tool's description" in steps[1]["actions"][0]["observation"]
@@ -190,7 +206,7 @@ def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stand
 def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(make_graph):
     from reinloop.nodes.validate import check_action
 
-    graph, _ = make_graph(["x"])
+    graph, _ = make_graph(["x"], tools=[example_calculator()])
     tools = graph.reinloop_context.tools
     asked: list[str] = []
 
@@ -202,3 +218,52 @@ def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(
     assert plain["problem"] is None and asked == []  # a long run's results are not joined for an ordinary value
     copied = check_action({"tool": "calculator", "args": {"expression": "(22*1.8)+32"}}, tools, known)
     assert copied["problem"] is None and asked == ["known"]  # the results hold 22: the example is the run's own
+
+
+def test_an_example_copied_without_its_brackets_is_still_the_example(make_graph):
+    # Qwen2.5-Coder-0.5B wrote the calculator's example '(22*1.8)+32' as "22 * 1.8 + 32" for a density task
+    graph, _ = make_graph([{"tool": "calculator", "args": {"expression": "22 * 1.8 + 32"}}, {"final_answer": "x"}],
+                          protocol="json", tools=[example_calculator()])
+    action = graph.invoke({"task": "杭州的人口密度是多少？"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and "'22 * 1.8 + 32' is an example from the tool's description" in action["observation"]
+
+
+def test_grounded_numbers_refuse_an_expression_mixing_the_tasks_figures_with_an_examples(make_graph):
+    from reinloop.answers import AnswerRules
+
+    # Qwen read quantity 3 and unit price 12.5, then added the +32 of the calculator's example
+    order = {"tool": "read_file", "args": {"path": "order.txt"}}
+    mixed = {"tool": "calculator", "args": {"expression": "(3*12.5)+32"}}
+    right = {"tool": "calculator", "args": {"expression": "3*12.5"}}
+    from langchain_core.tools import tool
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a text file."""
+        return "order 0\nquantity: 3\nunit price: 12.5\n"
+
+    tools = [read_file, *builtins("calculator")]
+    graph, model = make_graph([order, mixed, right, {"final_answer": "37.5"}], protocol="json", tools=tools,
+                              answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": "读取 order.txt，计算这个订单的总价（数量乘以单价）"})
+    refused = out["scratchpad"][1]["actions"][0]
+    assert refused["error"] and "the expression uses 32, which neither the task nor any tool result contains" in \
+        refused["observation"]
+    assert "The figures the tool results give: 0, 3, 12.5." in refused["observation"]
+    assert out["scratchpad"][2]["actions"][0]["observation"] == "37.5" and out["answer"] == "37.5"
+    # without the rule the same call runs: a user's own constant (a unit conversion's 1.8 and 32) is no mistake
+    graph, _ = make_graph([order, mixed, {"final_answer": "69.5"}], protocol="json", tools=tools)
+    out = graph.invoke({"task": "读取 order.txt，计算这个订单的总价（数量乘以单价）"})
+    assert out["scratchpad"][1]["actions"][0]["observation"] == "69.5"
+
+
+def test_grounded_figures_allow_plain_constants_and_figures_from_the_results():
+    from reinloop.answers import figure_problem, is_expression
+
+    doc = "- 常住人口 (resident population): 1252 万人 (12,520,000 people)\n- 面积 (area): 16850 平方公里"
+    assert figure_problem("round(1252*10000/16850)", "杭州的人口密度是多少？", [doc]) is None  # 万 = 10000
+    assert figure_problem("12520000/16850", "杭州的人口密度是多少？", [doc]) is None  # the thousands separators go
+    assert figure_problem("16850*2", "面积的两倍", [doc]) is None
+    assert "1.8" in (figure_problem("1252*1.8", "杭州", [doc]) or "")
+    assert [is_expression(v) for v in ("abs(1252-1779)", "3*12.5", "杭州", "SELECT 1", "17")] == \
+        [True, True, False, False, False]

@@ -18,64 +18,57 @@ def test_calculator_evaluates_arithmetic(expression, expected):
     assert calculator.invoke({"expression": expression}) == expected
 
 
-@pytest.mark.parametrize(
-    ("expression", "message"),
-    [
-        ("1/0", "division by zero"),
-        ("9**9**9**9", "too large"),
-        ("10**100000", "too large"),
-        ("__import__('os').system('echo hi')", "unknown function|unsupported syntax"),
-        ("open('/etc/passwd').read()", r"unsupported syntax: call of attribute access \(\.read\)"),
-        ("(1).__class__", r"attribute access \(\.__class__\)"),
-        ("1 if 1 else 2", "unsupported syntax"),
-        ("x + 1", "unknown name 'x'; use numbers"),
-        ("٣+٤", "ASCII"),
-        ("(" * 100 + "1" + "+1)" * 100, "nested too deeply"),
-        ("(" * 5000 + "1" + ")" * 5000, "characters long"),
-        ("-" * 100 + "1", "nested too deeply"),
-        ("(" * 240 + "1" + ")" * 240, "not a valid expression"),
-        ("1+", "not a valid expression"),
-        ("", "empty"),
-        ("sqrt(-1)", "math error"),
-        ("9" * 600, "characters long"),
-        ("'a' * 10", "unsupported syntax: str literal"),
-    ],
-)
-def test_calculator_refuses_hostile_or_broken_input_quickly(expression, message):
-    start = time.perf_counter()
-    with pytest.raises(CalculatorError, match=message):
-        evaluate(expression)
-    assert time.perf_counter() - start < 1.0
+HOSTILE_OR_BROKEN = [
+    ("1/0", "division by zero"),
+    ("9**9**9**9", "too large"),
+    ("10**100000", "too large"),
+    ("__import__('os').system('echo hi')", "unknown function|unsupported syntax"),
+    ("open('/etc/passwd').read()", r"unsupported syntax: call of attribute access \(\.read\)"),
+    ("(1).__class__", r"attribute access \(\.__class__\)"),
+    ("1 if 1 else 2", "unsupported syntax"),
+    ("x + 1", "unknown name 'x'; use numbers"),
+    ("٣+٤", "ASCII"),
+    ("(" * 100 + "1" + "+1)" * 100, "nested too deeply"),
+    ("(" * 5000 + "1" + ")" * 5000, "characters long"),
+    ("-" * 100 + "1", "nested too deeply"),
+    ("(" * 240 + "1" + ")" * 240, "not a valid expression"),
+    ("1+", "not a valid expression"),
+    ("", "empty"),
+    ("sqrt(-1)", "math error"),
+    ("9" * 600, "characters long"),
+    ("'a' * 10", "unsupported syntax: str literal"),
+]
+"""Code, names, syntax and sizes the calculator refuses, and arithmetic errors."""
+
+BOMBS_AND_FOREIGN_DIGITS = [
+    ("round(5, -10**9)", r"round\(\) digits -1000000000 out of range"),  # would compute 10**(10**9)
+    ("round(1.5, 10**9)", r"round\(\) digits 1000000000 out of range"),
+    ("((2**1000)**1000)", r"a 302-digit number\*\*1000 would have about 301030 digits"),
+    ("2**1000*2**1000*2**1000*2**1000", "result is too large"),
+    ("1e308*10", "result is too large"),
+    ("10.0**400", "result is too large"),
+    ("exp(1000)", "result is too large"),
+    ("sqrt(10**999)", "result is too large"),
+    ("10**999/3", "result is too large"),
+    ("2**-1075", "exponent -1075 is too large"),
+    ("(-8)**(1/3)", "complex number"),
+    ("1j", "unsupported syntax: complex literal"),
+    ("True+1", "unsupported syntax: bool literal"),
+    ("min(1,2,3,4,5)", r"min\(\) takes up to 4 positional arguments"),
+    ("max(x=1)", r"max\(\) takes up to 4 positional arguments"),
+    ("[1]*10**9", "unsupported syntax: List"),
+    ("(lambda: 1)()", "unsupported syntax"),
+    ("１+１", r"non-ASCII character '１' \(U\+FF11\)"),
+    ("٣+٤", r"non-ASCII character '٣' \(U\+0663\)"),
+    ("1\u200b+1", r"non-ASCII character '\\u200b' \(U\+200B\)"),
+    ("sqrt(" * 60 + "2" + ")" * 60, "nested too deeply"),
+    ("log(0)", "math error: math domain error"),
+]
+"""Results that would take too long or too much memory to compute, and digits that are not ASCII."""
 
 
-@pytest.mark.parametrize(
-    ("expression", "message"),
-    [
-        ("round(5, -10**9)", r"round\(\) digits -1000000000 out of range"),  # would compute 10**(10**9)
-        ("round(1.5, 10**9)", r"round\(\) digits 1000000000 out of range"),
-        ("((2**1000)**1000)", r"a 302-digit number\*\*1000 would have about 301030 digits"),
-        ("2**1000*2**1000*2**1000*2**1000", "result is too large"),
-        ("1e308*10", "result is too large"),
-        ("10.0**400", "result is too large"),
-        ("exp(1000)", "result is too large"),
-        ("sqrt(10**999)", "result is too large"),
-        ("10**999/3", "result is too large"),
-        ("2**-1075", "exponent -1075 is too large"),
-        ("(-8)**(1/3)", "complex number"),
-        ("1j", "unsupported syntax: complex literal"),
-        ("True+1", "unsupported syntax: bool literal"),
-        ("min(1,2,3,4,5)", r"min\(\) takes up to 4 positional arguments"),
-        ("max(x=1)", r"max\(\) takes up to 4 positional arguments"),
-        ("[1]*10**9", "unsupported syntax: List"),
-        ("(lambda: 1)()", "unsupported syntax"),
-        ("１+１", r"non-ASCII character '１' \(U\+FF11\)"),
-        ("٣+٤", r"non-ASCII character '٣' \(U\+0663\)"),
-        ("1\u200b+1", r"non-ASCII character '\\u200b' \(U\+200B\)"),
-        ("sqrt(" * 60 + "2" + ")" * 60, "nested too deeply"),
-        ("log(0)", "math error: math domain error"),
-    ],
-)
-def test_calculator_refuses_bombs_and_foreign_digits_quickly(expression, message):
+@pytest.mark.parametrize(("expression", "message"), HOSTILE_OR_BROKEN + BOMBS_AND_FOREIGN_DIGITS)
+def test_calculator_refuses_hostile_broken_huge_or_foreign_input_quickly(expression, message):
     start = time.perf_counter()
     with pytest.raises(CalculatorError, match=message):
         evaluate(expression)

@@ -190,6 +190,15 @@ def test_the_best_hit_shows_its_files_figures_even_when_the_query_matches_only_t
     assert "more characters: read_file 'docs/city_hangzhou.md' for the rest)" in run_tool(cut, {"query": "杭州"}).observation
 
 
+def test_files_that_match_nearly_as_well_as_the_best_show_their_figures_too(cities, tmp_path):
+    # Qwen searched "杭州,深圳" for their difference: Shenzhen's hit showed only its title, and it searched again
+    search = builtin("search_docs", folder=cities, index=tmp_path / "index.db", sandbox=tmp_path)
+    shown = run_tool(search, {"query": "杭州,深圳"}).observation
+    assert "常住人口: 1252 万人" in shown and "常住人口: 1779 万人" in shown
+    alone = run_tool(search, {"query": "杭州 人口"}).observation  # Hangzhou matches best by far: the others stay snippets
+    assert "常住人口: 1252 万人" in alone and "1779" not in alone and "2186" not in alone
+
+
 def test_hits_show_no_rank_number_or_score_an_answer_could_pass_off_as_a_figure(cities, tmp_path):
     # "杭州的人口密度是1.000人/平方公里" passed the grounded-numbers check on the hit's list number "1."
     search = builtin("search_docs", folder=cities, index=tmp_path / "index.db", preview_chars=0)

@@ -23,6 +23,8 @@ from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, builtins,
 from reinloop.tools import configure  # noqa: E402
 from reinloop.tools.mcpclient import config_of, hint_options  # noqa: E402
 
+from ..local_net import free_port  # noqa: E402
+
 SERVER = Path(__file__).with_name("mcp_server.py")
 AGENT = Path(__file__).with_name("mcp_agent.py")
 
@@ -47,12 +49,6 @@ def running(pid: int) -> bool:
         return "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
     except FileNotFoundError:
         return False
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_http(port: int, tmp_path: Path) -> subprocess.Popen:

@@ -102,34 +102,47 @@ def world(tmp_path):
     return box, outside, swaps
 
 
+def race(swaps: list[tuple[Path, str]], attempt) -> list[str]:
+    """Run ``attempt(i, escapes)`` round after round (``i`` from 1) while the attacker swaps, for
+    :data:`SECONDS` or until an attempt records an escape; the escapes found."""
+    swapper = start_swapper(SECONDS + 60, swaps)
+    escapes: list[str] = []
+    try:
+        end, i = time.monotonic() + SECONDS, 0
+        while time.monotonic() < end and not escapes:
+            i += 1
+            attempt(i, escapes)
+    finally:
+        stop(swapper)
+    return escapes
+
+
 def test_reads_and_writes_never_leave_the_sandbox_while_its_paths_are_swapped_for_links(world):
     box, outside, swaps = world
     before = fingerprint(outside)
     sandbox = Sandbox(box)
-    swapper = start_swapper(SECONDS + 60, swaps)
-    escapes, calls, i = [], 0, 0
-    try:
-        end = time.monotonic() + SECONDS
-        while time.monotonic() < end and not escapes:
-            i += 1
-            for path in (f"a/{DEEP}/todo.txt", f"b/c/{DEEP}/plan.txt", "f/todo.txt") * 3:
-                try:
-                    text = sandbox.read(path)
-                except (ValueError, OSError):
-                    continue  # refused: fine
-                calls += 1
-                if SECRET in text:
-                    escapes.append(f"read {path} returned {text!r}")
-            for path in (f"a/{DEEP}/w{i}.txt", f"b/c/{DEEP}/w{i}.txt"):
-                try:
-                    sandbox.write(path, "written by the tool\n")
-                except (ValueError, OSError):
-                    continue
-                calls += 1
-            if i % 10 == 0 and fingerprint(outside) != before:
-                escapes.append("a file outside the sandbox was created or changed")
-    finally:
-        stop(swapper)
+    calls = 0
+
+    def read_and_write(i: int, escapes: list[str]) -> None:
+        nonlocal calls
+        for path in (f"a/{DEEP}/todo.txt", f"b/c/{DEEP}/plan.txt", "f/todo.txt") * 3:
+            try:
+                text = sandbox.read(path)
+            except (ValueError, OSError):
+                continue  # refused: fine
+            calls += 1
+            if SECRET in text:
+                escapes.append(f"read {path} returned {text!r}")
+        for path in (f"a/{DEEP}/w{i}.txt", f"b/c/{DEEP}/w{i}.txt"):
+            try:
+                sandbox.write(path, "written by the tool\n")
+            except (ValueError, OSError):
+                continue
+            calls += 1
+        if i % 10 == 0 and fingerprint(outside) != before:
+            escapes.append("a file outside the sandbox was created or changed")
+
+    escapes = race(swaps, read_and_write)
     assert not escapes, escapes
     assert fingerprint(outside) == before
     assert calls > 50, f"only {calls} calls went through: the test proved little"
@@ -142,21 +155,19 @@ def test_docs_indexing_never_reads_outside_while_its_paths_are_swapped_for_links
     (docs / "f" / "huge.md").write_text("small\n")
     before = fingerprint(outside)
     swaps.append((docs / "f" / "huge.md", str(outside / "huge.md")))
-    swapper = start_swapper(SECONDS + 60, swaps)
-    escapes, indexed, i = [], 0, 0
-    try:
-        end = time.monotonic() + SECONDS
-        while time.monotonic() < end and not escapes:
-            i += 1
-            index = DocsIndex(docs, index=tmp_path / "index" / f"{i}.sqlite")  # a fresh index reads every file
-            try:
-                indexed += index.update().reindexed
-            except OSError as exc:  # a file that vanished must be skipped, not crash the tool
-                escapes.append(f"indexing crashed: {exc!r}")
-            if index.search(SECRET.split("-")[0]):
-                escapes.append(f"index {i} holds outside text")
-    finally:
-        stop(swapper)
+    indexed = 0
+
+    def index_afresh(i: int, escapes: list[str]) -> None:
+        nonlocal indexed
+        index = DocsIndex(docs, index=tmp_path / "index" / f"{i}.sqlite")  # a fresh index reads every file
+        try:
+            indexed += index.update().reindexed
+        except OSError as exc:  # a file that vanished must be skipped, not crash the tool
+            escapes.append(f"indexing crashed: {exc!r}")
+        if index.search(SECRET.split("-")[0]):
+            escapes.append(f"index {i} holds outside text")
+
+    escapes = race(swaps, index_afresh)
     assert not escapes, escapes
     assert fingerprint(outside) == before
     assert indexed > 20, f"only {indexed} files indexed: the test proved little"
