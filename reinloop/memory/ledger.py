@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from ..state import Step
-from .gist import gist
+from .gist import gist, head
 from .tokens import TokenCounter, clip_text, count_tokens
 from .window import current_steps
 
@@ -205,13 +205,12 @@ def latest_results(steps: Sequence[Step], count: int = LATEST_COUNT, task: str =
 
 def bounded(observation: str, focus: str, limit: int = LATEST_CHARS) -> str:
     """An observation on one line within ``limit`` characters, keeping its lines nearest ``focus``."""
-    return " ".join(gist(observation, focus, limit, cut=short).split())
+    return " ".join(gist(observation, focus, limit).split())
 
 
 def short(text: str, limit: int = LATEST_CHARS) -> str:
     """``text`` on one line, at most ``limit`` characters."""
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return head(text, limit)
 
 
 def results_text(results_: Sequence[Result]) -> str:
