@@ -345,20 +345,24 @@ def test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_n
     assert list(chat["gen_ai.response.finish_reasons"].array_value.values)[0].string_value in ("tool_calls", "stop")
 
 
+def reinloop_cli(command: list[str], collector: Collector, code: int) -> None:
+    """Run ``reinloop COMMAND`` in a new process exporting to ``collector``; it must exit with ``code``."""
+    env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}", "OPENAI_API_KEY": "not-needed"}
+    proc = subprocess.run([sys.executable, "-m", "reinloop", *command], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+
+
 def test_reinloop_resume_in_a_new_process_continues_the_trace_with_a_link(openai_server, tmp_path):
     openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}]),
                                 completion("6")]
     db = str(tmp_path / "runs.db")
     with Collector() as collector:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.port}",
-               "OPENAI_API_KEY": "not-needed"}
         commands = [(["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
                       openai_server.base_url, "--tools", "calculator", "--max-steps", "1", "--otel", "--db", db], 3),
                     (["resume", "t-otel", "--extra-steps", "2", "--otel", "--db", db], 0)]
         for command, code in commands:  # each a new process (3: paused): the trace goes on through the checkpoint
-            proc = subprocess.run([sys.executable, "-m", "reinloop", *command], capture_output=True, text=True,
-                                  env=env, timeout=600)
-            assert proc.returncode == code, proc.stdout + proc.stderr
+            reinloop_cli(command, collector, code)
         first, second = collector.runs()
         traces = {span.trace_id for r in collector.requests for rs in r.resource_spans for ss in rs.scope_spans
                   for span in ss.spans}
@@ -375,15 +379,11 @@ def test_reinloop_replay_of_a_run_recorded_with_otel_exports_nothing_unless_aske
                                 completion("6")]
     db = str(tmp_path / "runs.db")
     with Collector() as collector:
-        env = {**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.httpd.server_address[1]}",
-               "OPENAI_API_KEY": "not-needed"}
         exported = []
-        for command, code in [(["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
-                                openai_server.base_url, "--tools", "calculator", "--otel", "--db", db], 0),
-                              (["replay", "t-otel", "--db", db], 0), (["replay", "t-otel", "--otel", "--db", db], 0)]:
-            proc = subprocess.run([sys.executable, "-m", "reinloop", *command], capture_output=True, text=True,
-                                  env=env, timeout=600)
-            assert proc.returncode == code, proc.stdout + proc.stderr
+        for command in (["run", "2*3?", "--thread", "t-otel", "--model", "openai:gpt-4o-mini", "--base-url",
+                         openai_server.base_url, "--tools", "calculator", "--otel", "--db", db],
+                        ["replay", "t-otel", "--db", db], ["replay", "t-otel", "--otel", "--db", db]):
+            reinloop_cli(command, collector, 0)
             exported.append(len(collector.runs()))
     assert exported == [1, 1, 2]  # the recorded run, nothing from the plain replay, the replay asked for with --otel
 
