@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -203,6 +204,22 @@ class _Evaluator:
         return result
 
 
+_WORD = re.compile(r"(?<![\w.])[^\W\d]\w*")
+
+
+def named_quantities(text: str) -> list[str]:
+    """The words of ``text`` that are neither a function nor a constant of the calculator ("price", "续航_hours"):
+    a model writing the names of figures it has not looked up yet."""
+    return [w for w in dict.fromkeys(_WORD.findall(text)) if w not in _FUNCTIONS and w not in _CONSTANTS]
+
+
+def _words_error(words: list[str]) -> CalculatorError:
+    return CalculatorError(
+        f"the expression holds words ({', '.join(repr(w) for w in words[:4])}), not numbers; the calculator "
+        "computes with the figures themselves: find each figure first (with a tool that looks it up), "
+        "then write the numbers into the expression")
+
+
 def evaluate(expression: str) -> int | float:
     """Evaluate an arithmetic expression safely; raises :class:`CalculatorError`."""
     text = expression.strip()
@@ -214,18 +231,27 @@ def evaluate(expression: str) -> int | float:
         )
     text = text.translate(_SYMBOLS)
     if not text.isascii():
+        if words := named_quantities(text):
+            raise _words_error(words)
         bad = next(c for c in text if not c.isascii())
         raise CalculatorError(
             f"non-ASCII character {bad!r} (U+{ord(bad):04X}) in the expression; "
-            "use ASCII digits and operators only (e.g. 3*(4+5))"
+            "use ASCII digits and operators only"
         )
     text = text.replace("^", "**")
     try:
         tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError) as exc:
+        if words := named_quantities(text):
+            raise _words_error(words) from exc
         raise CalculatorError(f"not a valid expression: {text!r}") from exc
     if _paren_depth(text) > MAX_DEPTH:
         raise CalculatorError(f"expression is nested too deeply (limit {MAX_DEPTH} levels)")
+    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called
+                    and n.id not in _CONSTANTS), key=lambda n: n.col_offset)
+    if names:
+        raise _words_error(list(dict.fromkeys(n.id for n in names)))
     try:
         return _Evaluator().eval(tree)
     except ZeroDivisionError as exc:

@@ -26,7 +26,7 @@ HOSTILE_OR_BROKEN = [
     ("open('/etc/passwd').read()", r"unsupported syntax: call of attribute access \(\.read\)"),
     ("(1).__class__", r"attribute access \(\.__class__\)"),
     ("1 if 1 else 2", "unsupported syntax"),
-    ("x + 1", "unknown name 'x'; use numbers"),
+    ("x + 1", r"the expression holds words \('x'\), not numbers"),
     ("٣+٤", "ASCII"),
     ("(" * 100 + "1" + "+1)" * 100, "nested too deeply"),
     ("(" * 5000 + "1" + ")" * 5000, "characters long"),
@@ -116,3 +116,18 @@ def test_a_long_flat_chain_is_one_level_not_nested_too_deeply(expression, expect
 def test_real_nesting_beyond_the_limit_is_still_refused(expression):
     with pytest.raises(CalculatorError, match="nested too deeply"):
         evaluate(expression)
+
+
+@pytest.mark.parametrize(("expression", "words"), [
+    ("price /续航_hours", "'price', '续航_hours'"),  # Qwen2.5-Coder-0.5B, before it had looked anything up
+    ("quantity * unit price", "'quantity', 'unit', 'price'"),
+    ("round(population*10000/area)", "'population', 'area'"),
+])
+def test_an_expression_of_names_instead_of_figures_is_told_to_look_the_figures_up_first(expression, words):
+    with pytest.raises(CalculatorError, match=f"holds words \\({words}\\), not numbers") as caught:
+        evaluate(expression)
+    assert "find each figure first" in str(caught.value)
+
+
+def test_numbers_written_with_exponents_underscores_or_hex_are_not_taken_for_words():
+    assert evaluate("2e3*1") == 2000.0 and evaluate("1_000+1") == 1001 and evaluate("0x1f+1") == 32
