@@ -29,7 +29,10 @@ distrust). These rules always hold:
   value of a tool result (:func:`tool_talk_problem`): "The task still needs the
   function `db_insert`." talks about the tools and is refused; "The calculator
   returned 492." repeats a result and is an answer (Qwen2.5-Coder-0.5B wrote
-  the first under native tool calling, where any text ends the run).
+  the first under native tool calling, where any text ends the run). An
+  answer that is only a piece of the task's words ("面积,以及两倍的结果" for
+  a task ending "回答：面积，以及两倍的结果。") and repeats no result is
+  refused too (:func:`task_echo_problem`).
 - ``wrap_up`` (off by default, so that a limit means exactly its number of
   model calls): when a run is about to break because it is
   stuck (the same action, the same error, errors in a row, or the step
@@ -313,6 +316,27 @@ def tool_talk_problem(answer: str, tool_names: Iterable[str], results: Sequence[
         return None
     return (f"your answer talks about the tool {named!r} and repeats no tool result, so it answers nothing; "
             "call the tool the task still needs, or answer the task with the values the tools returned")
+
+
+def _bare(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def task_echo_problem(answer: str, task: str, results: Sequence[str]) -> str | None:
+    """Why ``answer`` is refused as a piece of the task's own words (and of no tool result), else None.
+
+    Qwen2.5-Coder-0.5B answered "面积,以及两倍的结果" to a task ending "回答：面积，以及两倍的结果。"
+    ("answer: the area, and twice it"). Punctuation, spaces and case are ignored; an answer of under four
+    letters or digits may well be in the task ("3 or 5?" -> "5"), and one that repeats a value of a tool
+    result is an answer even when the task holds it too (a value recorded, then read back).
+    """
+    from .protocols.prose import repeats_a_result
+
+    bare = _bare(answer)
+    if len(bare) < 4 or bare not in _bare(task) or repeats_a_result(answer, results):
+        return None
+    return ("your answer only repeats words of the task and no tool result, so it answers nothing; "
+            "answer the task with the values the tools returned")
 
 
 def too_few_calls_problem(made: int, needed: int) -> str:

@@ -226,3 +226,23 @@ def test_an_answer_parroting_the_next_step_question_is_an_echo():
     # Qwen's JSON "answer" after the next-step question: "The task still needs to be completed."
     assert "the task still needs" in (echo_problem("The task still needs to be completed.") or "")
     assert echo_problem("The capital of France is Paris.") is None
+
+
+def test_an_answer_that_only_repeats_words_of_the_task_is_refused_unless_it_repeats_a_result():
+    from reinloop.answers import task_echo_problem
+
+    task = "先查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
+    assert "only repeats words of the task" in task_echo_problem("面积,以及两倍的结果", task, ["16850 km²"])
+    assert task_echo_problem("16850 and 33700", task, ["16850 km²", "33700"]) is None
+    # a value the task names and a result returned (recorded, then read back) is an answer
+    assert task_echo_problem("status-open-0", "记录 value=status-open-0，然后查询。", ["status-open-0"]) is None
+    assert task_echo_problem("杭州", task, ["16850"]) is None  # too short to tell from an answer
+
+
+def test_under_grounded_numbers_a_run_answering_with_the_tasks_words_is_asked_again(make_graph):
+    task = "Compute 2+2, then answer: the sum of both."
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "2+2"})], "the sum of both", "It is 4."],
+                          answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": task})
+    assert out["answer"] == "It is 4."
+    assert "only repeats words of the task" in out["scratchpad"][1]["parse_error"]

@@ -37,7 +37,8 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, answer_form, error_pending, parse_reply, read_safely
-from ..answers import echo_problem, equation_problem, grounding_problem, too_few_calls_problem, tool_talk_problem, written_call
+from ..answers import (echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
+                       tool_talk_problem, written_call)
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
 from ..protocols.json_protocol import JsonProtocol, interpret
@@ -183,7 +184,9 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
         sources = [str(state.get("task") or ""), *(r["observation"] for r in done)]
         if problem := grounding_problem(answer, sources) or equation_problem(answer):
             return error_pending(problem, thought)
-        if problem := tool_talk_problem(answer, ctx.tools.names(), [r["observation"] for r in done]):
+        observed = [r["observation"] for r in done]
+        if problem := (tool_talk_problem(answer, ctx.tools.names(), observed)
+                       or task_echo_problem(answer, str(state.get("task") or ""), observed)):
             return error_pending(problem, thought)
     return pending
 
