@@ -82,7 +82,7 @@ def run_all(args: argparse.Namespace, tasks: list[Task],
                                            **args.loop_options)
             finally:
                 world.close()
-            results[name].append((result, is_correct(result.answer, plan)))
+            results[name].append((result, is_correct(result.answer, plan, task.text)))
             if args.save:
                 with open(args.save, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"task": task.id, "contestant": name, "correct": results[name][-1][1],
@@ -294,7 +294,7 @@ def load_saved(path: Path) -> tuple[dict[str, list[tuple[RunResult, bool]]], lis
     fields = {f.name for f in dataclasses.fields(RunResult)}
     by_id = {t.id: t for t in all_tasks()}
     plans = {t: solve(by_id[t]) for t in done}
-    results = {n: [(result, is_correct(result.answer, plans[t]))
+    results = {n: [(result, is_correct(result.answer, plans[t], by_id[t].text))
                    for t in done for result in [RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields})]]
                for n in names}
     return results, [by_id[t] for t in done]

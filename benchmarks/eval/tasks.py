@@ -230,14 +230,31 @@ def solve(task: Task) -> Plan:
     return Plan(steps=task.steps, answer=answer, facts=facts)
 
 
-def is_correct(answer: str | None, plan: Plan) -> bool:
+ECHO_RUN = 16
+"""Letters and digits of the task, in a row, that an answer may not repeat (the key itself aside)."""
+
+
+def _bare(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def echoes_task(answer: str, task: str, key: str) -> bool:
+    """Whether ``answer`` repeats a run of :data:`ECHO_RUN` letters/digits of ``task``, once ``key`` (the
+    right answer, which family D's task itself holds) is taken out of both."""
+    cut = _bare(key)
+    said, asked = _bare(answer).replace(cut, "|"), _bare(task).replace(cut, "|")
+    return any(asked[i:i + ECHO_RUN] in said for i in range(len(asked) - ECHO_RUN + 1) if "|" not in asked[i:i + ECHO_RUN])
+
+
+def is_correct(answer: str | None, plan: Plan, task: str = "") -> bool:
     """The agent's answer holds the right answer: the whole token, or every number of a longer answer.
 
     A tool call written out as text is no answer, even when its arguments hold
-    the key (family D's value is in the task itself): a real model that fails
+    the key (family D's value is in the task itself), and neither is an answer
+    that repeats the task's words (:func:`echoes_task`): a real model that fails
     to make its call must not score by echoing the task.
     """
-    if not answer or _is_call_text(answer):
+    if not answer or _is_call_text(answer) or (task and echoes_task(answer, task, plan.answer)):
         return False
     expected = plan.answer.strip()
     if " " not in expected:

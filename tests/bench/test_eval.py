@@ -28,6 +28,15 @@ def test_a_tool_call_written_as_text_is_no_answer_even_when_it_holds_the_key():
     assert not is_correct(f"<tool_call>\n{call}\n</tool_call>", plan)
 
 
+def test_an_answer_that_repeats_the_task_does_not_score_though_the_task_holds_the_key():
+    note = next(t for t in all_tasks() if t.id == "D-1")
+    plan = solve(note)
+    assert not is_correct(note.text, plan, note.text)  # SmolLM2 under create_agent "answered" so
+    assert not is_correct(f"好的：{note.text[:30]}", plan, note.text)
+    assert is_correct(f"value={plan.answer}", plan, note.text)
+    assert is_correct(f"The value for key=ticket-101 in the notes table is {plan.answer}.", plan, note.text)
+
+
 def test_json_report_has_every_contestant_and_field(capsys):
     assert main(["--limit", "3", "--fault-rate", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
