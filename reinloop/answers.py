@@ -326,14 +326,17 @@ def task_echo_problem(answer: str, task: str, results: Sequence[str]) -> str | N
     """Why ``answer`` is refused as a piece of the task's own words (and of no tool result), else None.
 
     Qwen2.5-Coder-0.5B answered "面积,以及两倍的结果" to a task ending "回答：面积，以及两倍的结果。"
-    ("answer: the area, and twice it"). Punctuation, spaces and case are ignored; an answer of under four
-    letters or digits may well be in the task ("3 or 5?" -> "5"), and one that repeats a value of a tool
-    result is an answer even when the task holds it too (a value recorded, then read back).
+    ("answer: the area, and twice it"), and "朋友" to one asking to translate “朋友”. Punctuation, spaces
+    and case are ignored; an answer of under four letters or digits (two CJK characters) may well be in the
+    task ("3 or 5?" -> "5"), and one that a tool result holds, or whose numbers one does, is an answer even
+    when the task holds it too (a value recorded, then read back; a city the task names and a result compares).
     """
     from .protocols.prose import repeats_a_result
 
     bare = _bare(answer)
-    if len(bare) < 4 or bare not in _bare(task) or repeats_a_result(answer, results):
+    shortest = 2 if any(ord(ch) >= 0x2E80 for ch in bare) else 4  # a CJK word is two characters
+    if (len(bare) < shortest or bare not in _bare(task) or repeats_a_result(answer, results)
+            or any(bare in _bare(r) for r in results)):  # "深圳" for "杭州和深圳哪个大？", read in a result
         return None
     return ("your answer only repeats words of the task and no tool result, so it answers nothing; "
             "answer the task with the values the tools returned")

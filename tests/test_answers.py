@@ -236,7 +236,9 @@ def test_an_answer_that_only_repeats_words_of_the_task_is_refused_unless_it_repe
     assert task_echo_problem("16850 and 33700", task, ["16850 km²", "33700"]) is None
     # a value the task names and a result returned (recorded, then read back) is an answer
     assert task_echo_problem("status-open-0", "记录 value=status-open-0，然后查询。", ["status-open-0"]) is None
-    assert task_echo_problem("杭州", task, ["16850"]) is None  # too short to tell from an answer
+    assert task_echo_problem("杭州", task, ["16850"]) is not None  # a CJK word of the task
+    assert task_echo_problem("深圳", "杭州和深圳哪个人口多？", ["深圳 Shenzhen: 1779 万人"]) is None
+    assert task_echo_problem("州", task, ["16850"]) is None and task_echo_problem("5", "3 or 5?", ["x"]) is None
 
 
 def test_under_grounded_numbers_a_run_answering_with_the_tasks_words_is_asked_again(make_graph):
