@@ -33,6 +33,12 @@ distrust). These rules always hold:
   answer that is only a piece of the task's words ("面积,以及两倍的结果" for
   a task ending "回答：面积，以及两倍的结果。") and repeats no result is
   refused too (:func:`task_echo_problem`).
+- ``calculation_tool`` (off by default): the name of the run's calculator.
+  When the task asks for a calculation (it says 计算, 相差, 除以, compute,
+  difference, total, … :data:`CALCULATION_WORDS`), an answer must state a
+  number that tool returned (or one rounded from it). Qwen2.5-Coder-0.5B
+  answered "计算这个订单的总价" with the order's own figures,
+  ``{"quantity": 3, "unit_price": 12.5}``: grounded, and no total.
 - ``wrap_up`` (off by default, so that a limit means exactly its number of
   model calls): when a run is about to break because it is
   stuck (the same action, the same error, errors in a row, or the step
@@ -101,6 +107,8 @@ class AnswerRules:
     wrap_up: bool = False
     """At a stuck break with results in hand, ask once more, without tools, for the final answer
     (one model call beyond the limit that tripped)."""
+    calculation_tool: str | None = None
+    """The run's calculator: when the task asks for a calculation, an answer must state a number it returned."""
     ask_next_step: bool = False
     """End every prompt with a question about the task's next step (:data:`NEXT_STEP_CUE`)."""
     vary_repeats: bool = False
@@ -110,6 +118,10 @@ class AnswerRules:
     def __post_init__(self) -> None:
         if isinstance(self.min_tool_calls, bool) or not isinstance(self.min_tool_calls, int) or self.min_tool_calls < 0:
             raise SettingError("AnswerRules", "min_tool_calls", "must be a whole number >= 0", value=self.min_tool_calls)
+        tool = self.calculation_tool
+        if tool is not None and (not isinstance(tool, str) or not tool.strip()):
+            raise SettingError("AnswerRules", "calculation_tool", "must be the name of one of the run's tools", value=tool,
+                               none="off")
         for name in ("grounded_numbers", "wrap_up", "ask_next_step", "vary_repeats"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingError("AnswerRules", name, "must be True or False", value=getattr(self, name))
@@ -340,6 +352,35 @@ def task_echo_problem(answer: str, task: str, results: Sequence[str]) -> str | N
         return None
     return ("your answer only repeats words of the task and no tool result, so it answers nothing; "
             "answer the task with the values the tools returned")
+
+
+CALCULATION_WORDS = ("计算", "算出", "相差", "差值", "乘以", "除以", "加上", "减去", "总价", "总和", "合计", "平均",
+                     "两倍", "倍数", "calculate", "compute", "difference", "multiply", "multiplied", "divide",
+                     "divided", "total", "average", "twice", "times")
+"""Words that say a task asks for a calculation (``AnswerRules.calculation_tool``)."""
+
+
+def asks_for_calculation(task: str) -> bool:
+    """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`)."""
+    lowered = task.lower()
+    return any(w in lowered if not w.isascii() else re.search(rf"\b{w}\b", lowered) for w in CALCULATION_WORDS)
+
+
+def calculation_problem(answer: str, task: str, tool: str, computed: Sequence[str]) -> str | None:
+    """Why ``answer`` is refused for a task that asks for a calculation: it states no number ``tool``
+    returned (``computed``: that tool's results in this run), else None."""
+    from .protocols.prose import numbers
+
+    if not asks_for_calculation(task):
+        return None
+    forms = {form for result in computed for value in numbers(result) for form in rounded_forms(value)}
+    if numbers(answer) & forms:
+        return None
+    if not computed:
+        return (f"the task asks for a calculation and {tool} has not computed anything yet; call {tool} with the "
+                "figures from the task and the results, then answer with its result")
+    return (f"the task asks for a calculation and your answer states no number {tool} returned; "
+            f"answer with {tool}'s result (or call {tool} for what is still to compute)")
 
 
 def too_few_calls_problem(made: int, needed: int) -> str:

@@ -248,3 +248,38 @@ def test_under_grounded_numbers_a_run_answering_with_the_tasks_words_is_asked_ag
     out = graph.invoke({"task": task})
     assert out["answer"] == "It is 4."
     assert "only repeats words of the task" in out["scratchpad"][1]["parse_error"]
+
+
+def test_a_task_asking_for_a_calculation_is_told_by_its_words():
+    from reinloop.answers import asks_for_calculation
+
+    assert asks_for_calculation("读取 inbox/order_0.txt，计算这个订单的总价（数量乘以单价）。")
+    assert asks_for_calculation("杭州和深圳的常住人口相差多少万人？")
+    assert asks_for_calculation("What is the difference between the two prices?")
+    assert not asks_for_calculation("把“你好”翻译成英文，写入文件 out/word_0.txt。")
+    assert not asks_for_calculation("Which totalitarian regimes are named in the text?")  # a word, not a stem
+
+
+def test_under_calculation_tool_an_answer_must_state_a_number_the_calculator_returned(make_graph):
+    from reinloop.answers import calculation_problem
+
+    task = "计算这个订单的总价：quantity: 3, unit price: 12.5"
+    assert "has not computed anything yet; call calculator" in calculation_problem('{"quantity": 3}', task, "calculator", [])
+    assert "states no number calculator returned" in calculation_problem("3 and 12.5", task, "calculator", ["37.5"])
+    assert calculation_problem("The total is 37.5.", task, "calculator", ["37.5"]) is None
+    assert calculation_problem("about 743", "计算密度", "calculator", ["743.0267"]) is None  # rounded from it
+    assert calculation_problem("hello", "翻译 你好", "calculator", []) is None  # no calculation asked
+
+    graph, _ = make_graph([[tool_call("calculator", {"expression": "3*12.5"})], "quantity 3, unit price 12.5",
+                           "The total is 37.5."], answers=AnswerRules(calculation_tool="calculator"))
+    out = graph.invoke({"task": task})
+    assert out["answer"] == "The total is 37.5."
+    assert "states no number calculator returned" in out["scratchpad"][1]["parse_error"]
+
+
+def test_calculation_tool_must_name_one_of_the_runs_tools(make_graph):
+    with pytest.raises(ConfigurationError, match=r"AnswerRules.calculation_tool must name one of the run's tools "
+                                                 r"\(calculator, db_query, get_weather\), got 'calc'"):
+        make_graph(["x"], answers=AnswerRules(calculation_tool="calc"))
+    with pytest.raises(ConfigurationError, match="must be the name of one of the run's tools"):
+        AnswerRules(calculation_tool="  ")

@@ -37,7 +37,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, answer_form, error_pending, parse_reply, read_safely
-from ..answers import (echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
+from ..answers import (calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
                        tool_talk_problem, written_call)
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
@@ -174,7 +174,8 @@ def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol,
 
 
 def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pending:
-    """``pending`` with its answer checked by the run's own rules: ``min_tool_calls``, ``grounded_numbers``."""
+    """``pending`` with its answer checked by the run's own rules: ``min_tool_calls``, ``grounded_numbers``,
+    ``calculation_tool``."""
     answer, thought = pending.get("answer") or "", pending.get("thought") or ""
     rules = ctx.answers
     done = results(current_steps(state))
@@ -187,6 +188,10 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
         observed = [r["observation"] for r in done]
         if problem := (tool_talk_problem(answer, ctx.tools.names(), observed)
                        or task_echo_problem(answer, str(state.get("task") or ""), observed)):
+            return error_pending(problem, thought)
+    if (tool := rules.calculation_tool) is not None:
+        computed = [r["observation"] for r in done if r["tool"] == tool]
+        if problem := calculation_problem(answer, str(state.get("task") or ""), tool, computed):
             return error_pending(problem, thought)
     return pending
 
