@@ -41,6 +41,7 @@ class Action(TypedDict, total=False):
     args: dict[str, Any]
     raw_args: str  # arguments that were not a JSON object, verbatim
     ignored_args: list[str]  # argument names the tool does not take: left out of the call and its replay
+    bound_figures: dict[str, str]  # names in the arguments replaced by the results' figures (reinloop.figures)
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool

@@ -11,6 +11,10 @@ An argument copied from our own prompt instead of the task is refused: a
 format placeholder (``"<expression>"``), or an example value from the tool's
 description or schema (``"(22*1.8)+32"``) that neither the task nor any result
 of the run contains, brackets and spaces aside. Small models copy the first concrete value they see.
+Under ``AnswerRules.calculation_tool`` a call of that tool whose expression
+names figures instead of writing them (``quantity * unit_price``) has each
+name bound to the one figure the run's results label with it
+(:mod:`reinloop.figures`), and the action records ``bound_figures``.
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
@@ -44,16 +48,19 @@ from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
 from ..answers import figure_problem
+from ..figures import bind_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
 def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] = str,
-                 figures: Callable[[], tuple[str, list[str]]] | None = None) -> Action:
+                 figures: Callable[[], tuple[str, list[str]]] | None = None,
+                 calculator: tuple[str, Callable[[], tuple[str, list[str]]]] | None = None) -> Action:
     """The action with ``problem`` set if it cannot run as asked (``known`` gives the task and the run's results,
     which make a value that also appears in a tool's example a real one; it is called only for such a value).
 
     ``figures`` (under ``AnswerRules.grounded_numbers``) gives the task and the results apart: then an
-    arithmetic argument must take its figures from them."""
+    arithmetic argument must take its figures from them. ``calculator`` (under ``AnswerRules.calculation_tool``)
+    is that tool's name and the same parts: a call of it has the names in its arguments bound to figures."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -85,6 +92,11 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         # an optional argument with a bad value is left out: the tool's default stands in, and the replay omits it
         args, problem = {k: v for k, v in args.items() if k not in defaulted}, None
         action = {**action, "ignored_args": [*action.get("ignored_args", []), *defaulted]}
+    if problem is None and calculator is not None and calculator[0] == name:
+        binds = {k: b for k, v in args.items() if isinstance(v, str) and (b := bind_figures(v, calculator[1]()[1]))}
+        if binds:
+            args = {**args, **{k: text for k, (text, _) in binds.items()}}
+            action = {**action, "bound_figures": {n: f for _, bound in binds.values() for n, f in bound.items()}}
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
@@ -116,15 +128,19 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     # The run's results are joined only for an argument that is one of a tool's examples (a long run has many),
     # and then once for the whole reply.
     known = functools.cache(lambda: known_text(state))
-    figures = functools.cache(lambda: known_parts(state)) if runtime.context.answers.grounded_numbers else None
-    actions = [check_action(a, runtime.context.tools, known, figures) for a in pending.get("actions") or []]
+    parts = functools.cache(lambda: known_parts(state))
+    rules = runtime.context.answers
+    figures = parts if rules.grounded_numbers else None
+    calculator = (rules.calculation_tool, parts) if rules.calculation_tool is not None else None
+    actions = [check_action(a, runtime.context.tools, known, figures, calculator) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
         runtime,
         "validate",
         f"{len(actions) - len(refused)} valid, {len(refused)} refused",
         actions=[{"tool": a.get("tool"), "args": a.get("args") or {}, "problem": a.get("problem"),
-                  **({"asked_tool": a["asked_tool"]} if a.get("asked_tool") else {})} for a in actions],
+                  **({"asked_tool": a["asked_tool"]} if a.get("asked_tool") else {}),
+                  **({"bound_figures": a["bound_figures"]} if a.get("bound_figures") else {})} for a in actions],
         error="; ".join(f"{a.get('tool')}: {a['problem']}" for a in refused) or None,
     )
     return {"pending": {**pending, "actions": actions}}

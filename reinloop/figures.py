@@ -1,0 +1,65 @@
+"""Figures the run's results label, and a calculator expression's names bound to them.
+
+A small model that has read "quantity: 3 / unit price: 12.5" often calls the
+calculator with the names instead of the numbers (``quantity * unit_price``),
+and, shown the error, writes the same call again: Qwen2.5-Coder-0.5B did so
+five times in a row. Under ``AnswerRules.calculation_tool`` the validate node
+binds each name to the one figure the results label with it and runs
+``3 * 12.5`` instead; the action records the binding (``bound_figures``) and
+later prompts replay the call with the numbers.
+
+A name binds only when exactly one figure fits it: a label whose words are
+the name's words (``unit_price`` -> "unit price"), or else the one label that
+holds all of them. A name no label fits, or two figures fit, leaves the whole
+expression as written (the calculator then says what is wrong with it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .tools.arithmetic import named_quantities
+
+_LABELLED = re.compile(r"^[\s\-*•·]*(?P<label>[^:：\n]{1,60}?)\s*[:：]\s*(?P<figure>-?\d[\d,]*(?:\.\d+)?)(?![\d.])",
+                       re.MULTILINE)
+_WORDS = re.compile(r"[a-z]+|\d+|[^\W\d_a-z]+")
+
+
+def words(text: str) -> frozenset[str]:
+    """The words of a name or a label: ``unitPrice``, ``unit_price`` and "Unit price" are the same two."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", text).lower().replace("_", " ")
+    return frozenset(_WORDS.findall(spaced))
+
+
+def labelled_figures(results: Sequence[str]) -> list[tuple[frozenset[str], str]]:
+    """``(label words, figure)`` for every "label: figure" line of ``results`` ("- quantity: 3")."""
+    return [(words(m["label"]), m["figure"].replace(",", "")) for r in results for m in _LABELLED.finditer(r)]
+
+
+def figure_for(name: str, labelled: Sequence[tuple[frozenset[str], str]]) -> str | None:
+    """The one figure the labels give ``name``, else None (none fits, or two different ones do)."""
+    wanted = words(name)
+    if not wanted:
+        return None
+    for fits in (lambda label: label == wanted, lambda label: wanted <= label):
+        found = {figure for label, figure in labelled if fits(label)}
+        if len(found) == 1:
+            return found.pop()
+        if found:
+            return None
+    return None
+
+
+def bind_figures(expression: str, results: Sequence[str]) -> tuple[str, dict[str, str]] | None:
+    """``expression`` with every name replaced by its figure from ``results``, and the binding; None unless
+    the expression has names and every one of them binds."""
+    names = named_quantities(expression)
+    if not names:
+        return None
+    labelled = labelled_figures(results)
+    bound = {name: figure for name in names if (figure := figure_for(name, labelled)) is not None}
+    if len(bound) < len(names):
+        return None
+    text = re.sub(r"(?<![\w.])[^\W\d]\w*", lambda m: bound.get(m.group(0), m.group(0)), expression)
+    return text, bound

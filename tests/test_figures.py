@@ -1,0 +1,62 @@
+"""A calculator expression's names bound to the figures the run's results label with them."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.tools import tool
+
+from reinloop import build_graph
+from reinloop.answers import AnswerRules
+from reinloop.figures import bind_figures, labelled_figures
+from reinloop.testing import ScriptedChatModel, tool_call
+from reinloop.tools import builtin
+
+ORDER = "order 0\nquantity: 3\nunit price: 12.5\n"
+
+
+def test_labelled_lines_give_their_figures_without_thousands_separators():
+    assert labelled_figures(["- 常住人口 (resident population): 1252 万人 (12,520,000 people)", "- Total: 12,500.5 EUR"]) == [
+        (frozenset({"常住人口", "resident", "population"}), "1252"), (frozenset({"total"}), "12500.5")]
+
+
+@pytest.mark.parametrize(("expression", "bound"), [
+    ("quantity * unit_price", "3 * 12.5"),  # what Qwen2.5-Coder-0.5B wrote after reading the order
+    ("round(quantity*unitPrice, 2)", "round(3*12.5, 2)"),  # functions are not names
+    ("quantity * price", "3 * 12.5"),  # the one label that holds the word
+])
+def test_each_name_binds_to_the_one_figure_its_label_gives(expression, bound):
+    assert bind_figures(expression, [ORDER])[0] == bound
+
+
+@pytest.mark.parametrize(("expression", "results"), [
+    ("3 * 12.5", [ORDER]),  # no names
+    ("quantity * discount", [ORDER]),  # a name no label fits
+    ("price * 2", ["unit price: 12.5\nshipping price: 4"]),  # two figures fit
+    ("quantity * unit_price", ["quantity: 3\nquantity: 4\nunit price: 1"]),  # two different quantities
+])
+def test_an_expression_stays_as_written_unless_every_name_binds_to_one_figure(expression, results):
+    assert bind_figures(expression, results) is None
+
+
+@tool
+def read_order() -> str:
+    """Read the order."""
+    return ORDER
+
+
+def test_under_calculation_tool_a_call_of_names_runs_with_the_results_figures_and_says_so():
+    model = ScriptedChatModel(replies=[[tool_call("read_order", {})],
+                                       [tool_call("calculator", {"expression": "quantity * unit_price"})],
+                                       "The total is 37.5."])
+    graph = build_graph(model, [read_order, builtin("calculator")],
+                        answers=AnswerRules(calculation_tool="calculator"))
+    out = graph.invoke({"task": "计算这个订单的总价"})
+    assert out["answer"] == "The total is 37.5."
+    action = out["scratchpad"][1]["actions"][0]
+    assert action["args"] == {"expression": "3 * 12.5"} and action["observation"] == "37.5"
+    assert action["bound_figures"] == {"quantity": "3", "unit_price": "12.5"}
+    # without the rule the call runs as written, and the calculator says what is wrong with it
+    model = ScriptedChatModel(replies=[[tool_call("read_order", {})],
+                                       [tool_call("calculator", {"expression": "quantity * unit_price"})], "ok"])
+    out = build_graph(model, [read_order, builtin("calculator")]).invoke({"task": "计算这个订单的总价"})
+    assert "holds words ('quantity', 'unit_price')" in out["scratchpad"][1]["actions"][0]["observation"]
