@@ -51,15 +51,18 @@ def figure_for(name: str, labelled: Sequence[tuple[frozenset[str], str]]) -> str
     return None
 
 
+_NAME = re.compile(r"(?<![\w.])[^\W\d]\w*(?:[ \t]+[^\W\d]\w*)*")
+"""A name in an expression: words with only spaces between them ("unit price" is one name)."""
+
+
 def bind_figures(expression: str, results: Sequence[str]) -> tuple[str, dict[str, str]] | None:
     """``expression`` with every name replaced by its figure from ``results``, and the binding; None unless
     the expression has names and every one of them binds."""
-    names = named_quantities(expression)
+    names = [n for n in dict.fromkeys(m.group(0) for m in _NAME.finditer(expression)) if named_quantities(n)]
     if not names:
         return None
     labelled = labelled_figures(results)
     bound = {name: figure for name in names if (figure := figure_for(name, labelled)) is not None}
     if len(bound) < len(names):
         return None
-    text = re.sub(r"(?<![\w.])[^\W\d]\w*", lambda m: bound.get(m.group(0), m.group(0)), expression)
-    return text, bound
+    return _NAME.sub(lambda m: bound.get(m.group(0), m.group(0)), expression), bound

@@ -23,6 +23,7 @@ def test_labelled_lines_give_their_figures_without_thousands_separators():
     ("quantity * unit_price", "3 * 12.5"),  # what Qwen2.5-Coder-0.5B wrote after reading the order
     ("round(quantity*unitPrice, 2)", "round(3*12.5, 2)"),  # functions are not names
     ("quantity * price", "3 * 12.5"),  # the one label that holds the word
+    ("quantity * unit price", "3 * 12.5"),  # words with a space between are one name (Qwen wrote this too)
 ])
 def test_each_name_binds_to_the_one_figure_its_label_gives(expression, bound):
     assert bind_figures(expression, [ORDER])[0] == bound
