@@ -204,12 +204,13 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
 
 
 SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True, ask_next_step=True,
+                                calculation_tool="calculator",
                                 vary_repeats=True)
 
 """The answer rules README's "Small local models" recommends: a tool before any answer, numbers only
-from the task or a tool, one tool-free call for the answer when a run is stuck, the next-step question,
-and a repeated failure asked for again with sampling (BENCHMARKS.md: 3 of 7 in both protocols with
-``vary_repeats``, 1-3 of 7 without)."""
+from the task or a tool, a calculation's answer from the calculator (its names bound to the results'
+figures), one tool-free call for the answer when a run is stuck, the next-step question, and a repeated
+failure asked for again with sampling (BENCHMARKS.md)."""
 
 
 def _with_rules(protocol: str, **more: Any) -> Callable[..., RunResult]:
