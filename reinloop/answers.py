@@ -355,13 +355,16 @@ def task_echo_problem(answer: str, task: str, results: Sequence[str]) -> str | N
 
 
 CALCULATION_WORDS = ("计算", "算出", "相差", "差值", "乘以", "除以", "加上", "减去", "总价", "总和", "合计", "平均",
-                     "两倍", "倍数", "calculate", "compute", "difference", "multiply", "multiplied", "divide",
-                     "divided", "total", "average", "twice", "times")
+                     "两倍", "倍数", "四舍五入", "取整", "小数", "calculate", "compute", "difference", "multiply",
+                     "multiplied", "divide", "divided", "total", "average", "twice", "times", "rounded",
+                     "decimal places", "to the nearest")
 """Words that say a task asks for a calculation (``AnswerRules.calculation_tool``)."""
 
 
 def asks_for_calculation(task: str) -> bool:
-    """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`)."""
+    """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`; a rounding asked
+    for, "四舍五入取整", "rounded to 2 decimal places", is one too: Qwen answered a density asked so with
+    the population)."""
     lowered = task.lower()
     return any(w in lowered if not w.isascii() else re.search(rf"\b{w}\b", lowered) for w in CALCULATION_WORDS)
 

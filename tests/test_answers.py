@@ -256,6 +256,8 @@ def test_a_task_asking_for_a_calculation_is_told_by_its_words():
     assert asks_for_calculation("读取 inbox/order_0.txt，计算这个订单的总价（数量乘以单价）。")
     assert asks_for_calculation("杭州和深圳的常住人口相差多少万人？")
     assert asks_for_calculation("What is the difference between the two prices?")
+    assert asks_for_calculation("杭州的人口密度是多少？（人/平方公里，四舍五入取整）")
+    assert asks_for_calculation("What is the density, rounded to the nearest whole number?")
     assert not asks_for_calculation("把“你好”翻译成英文，写入文件 out/word_0.txt。")
     assert not asks_for_calculation("Which totalitarian regimes are named in the text?")  # a word, not a stem
 
