@@ -1,6 +1,6 @@
 """Telemetry overhead per step: telemetry on against off, and off against off (the noise floor), side by side.
 
-    python benchmarks/telemetry.py                          # 20 steps a run, 31 rounds of 8 passes
+    python benchmarks/telemetry.py                          # 20 steps a run, 21 rounds of 16 passes
     python benchmarks/telemetry.py --checkpointer           # the same runs checkpointed (SQLite in memory)
     python benchmarks/telemetry.py --profile                # where telemetry's calls go: calls per step by file
     python benchmarks/telemetry.py --steps 2 --rounds 1 --passes 1     # a smoke run
@@ -200,8 +200,8 @@ def configuration(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="tool steps per run (an answer follows)")
-    parser.add_argument("--rounds", type=int, default=31, help="rounds: one ratio per comparison each")
-    parser.add_argument("--passes", type=int, default=8, help="passes per round, each running every side once")
+    parser.add_argument("--rounds", type=int, default=21, help="rounds: one ratio per comparison each")
+    parser.add_argument("--passes", type=int, default=16, help="passes per round, each running every side once")
     parser.add_argument("--checkpointer", action="store_true", help="checkpoint the runs (SQLite in memory)")
     parser.add_argument("--profile", action="store_true", help="print where the calls of a run on and off go, and stop")
     args = parser.parse_args(argv)
