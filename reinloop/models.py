@@ -177,9 +177,10 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     hooks = ctx.call_hooks  # telemetry's call recorder, told of each attempt: reinloop.callbacks
 
     def attempt() -> BaseMessage:
-        if not hooks:
+        if not hooks:  # telemetry off: the call as it always was, nothing around it
             return llm.invoke(prompt, config, **request)
-        return watched(hooks, "chat", "", lambda: llm.invoke(prompt, config, **request), model=llm, inputs=prompt, request=request)
+        return watched(hooks, "chat", "", lambda: llm.invoke(prompt, config, **request), model=llm, inputs=prompt,
+                       request=request)
 
     try:
         return call_with_retries(

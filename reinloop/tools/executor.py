@@ -257,7 +257,7 @@ class ToolExecutor:
         def once() -> Any:
             nonlocal attempts
             attempts += 1
-            if not hooks:
+            if not hooks:  # telemetry off: the call as it always was, nothing around it
                 return call.tool.invoke(call.args)
             return watched(hooks, "tool", call.tool.name, lambda: call.tool.invoke(call.args), inputs=call.args,
                            call_id=call.call_id)
