@@ -1,8 +1,9 @@
-"""Telemetry overhead per step: telemetry on against off, and off against off (the noise floor), paired round by round.
+"""Telemetry overhead per step: telemetry on against off, and off against off (the noise floor), side by side.
 
-    python benchmarks/telemetry.py                          # 20 steps a run, 41 rounds
+    python benchmarks/telemetry.py                          # 20 steps a run, 21 rounds of 16 passes
     python benchmarks/telemetry.py --checkpointer           # the same runs checkpointed (SQLite in memory)
-    python benchmarks/telemetry.py --steps 2 --rounds 1     # a smoke run
+    python benchmarks/telemetry.py --profile                # where telemetry's calls go: calls per step by file
+    python benchmarks/telemetry.py --steps 2 --rounds 1 --passes 1     # a smoke run
 
 Every run is the same script (one tool call per step to a trivial tool that
 returns 2 KB, then an answer), without a checkpointer (with ``--checkpointer``:
@@ -15,18 +16,21 @@ trace also goes into every checkpoint's metadata), on one of three sides:
   hands each span to an ``InMemorySpanExporter`` as it ends (the export cost is
   inside the step, not in a background thread).
 
-The machine is shared and noisy, so the measure is built to cancel what it can:
+The machine is shared and noisy (one run's CPU time strays by ~20% from the
+next), so the measure is built to cancel what it can:
 
 - **CPU, not wall time**: ``time.process_time`` (all of the process's threads,
   the tool workers included) around ``invoke``; other processes' load adds
   little to it.
-- **Paired, interleaved rounds**: a round runs ``off, on, on, off`` (ABBA: a
-  drift during the round weighs on both sides alike) and ``off, off again,
-  off again, off``; the two groups alternate which goes first. Each round gives
-  one ratio per comparison, the sum of its two B runs over its two A runs.
-- **Many short rounds**: the figures are the median of the per-round ratios
-  and their interquartile range; ``off again / off`` shows how far two identical
-  sides stray on this machine at this moment.
+- **Interleaved passes**: a round is ``--passes`` passes, and a pass runs each
+  side once, in an order that turns with the pass (``off, off again, on``,
+  then ``off again, on, off``, ...): each side is first, second and third
+  alike, so a drift during the round weighs on all three. Each round gives one
+  ratio per comparison, the CPU of all its B runs over all its A runs: many
+  runs per ratio, so the noise of one run is averaged out of it.
+- **Many rounds**: the figures are the median of the per-round ratios and their
+  interquartile range; ``off again / off`` shows how far two identical sides
+  stray on this machine at this moment.
 - **A deterministic measure beside it**: Python function calls per step (a
   ``sys.setprofile`` counter, tool worker threads included) for one run of each
   side; it does not depend on the load at all.
@@ -35,7 +39,8 @@ The garbage collector runs a full collection before each run (a collection
 owed by the run before is not charged to the next). A first whole run on each
 side is not counted: the tokenizer loads once, and caches fill on the first
 run (uncounted, the first run's calls were 1% more than the next runs').
-The load average is printed before and after.
+The configuration (Python, SDK, cores, load average before and after) is printed
+with the tables.
 """
 
 from __future__ import annotations
@@ -56,7 +61,7 @@ from benchmarks.overhead import fetch_tool  # noqa: E402  (the same trivial 2 KB
 
 SIDES = ("off", "off again", "on")
 PAIRS = (("on", "off"), ("off again", "off"))
-"""The comparisons: (B, A); each round runs A, B, B, A for each."""
+"""The comparisons: (B, A), each the CPU of a round's B runs over its A runs."""
 
 
 def one_run(side: str, steps: int, provider: Any, profile: Any = None, checkpointed: bool = False) -> tuple[float, int]:
@@ -124,21 +129,55 @@ def calls_per_step(side: str, steps: int, provider: Any, checkpointed: bool = Fa
     return counted[0] / (steps + 1)
 
 
-def paired_rounds(rounds: int, steps: int, provider: Any,
-                  checkpointed: bool = False) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
+def side_orders(passes: int, first: int = 0) -> list[tuple[str, ...]]:
+    """The order of the sides in each of ``passes`` passes: :data:`SIDES` turned by ``first``, one more each pass."""
+    turns = [(first + i) % len(SIDES) for i in range(passes)]
+    return [SIDES[turn:] + SIDES[:turn] for turn in turns]
+
+
+def interleaved_rounds(rounds: int, passes: int, steps: int, provider: Any,
+                       checkpointed: bool = False) -> tuple[dict[tuple[str, str], list[float]], dict[str, list[float]]]:
     """Per-round ratios for each of :data:`PAIRS` and CPU ms per step of every run, by side."""
     ratios: dict[tuple[str, str], list[float]] = {pair: [] for pair in PAIRS}
     per_step: dict[str, list[float]] = {side: [] for side in SIDES}
     for number in range(rounds):
-        order = PAIRS if number % 2 == 0 else PAIRS[::-1]
-        for b, a in order:
-            spent = {a: 0.0, b: 0.0}
-            for side in (a, b, b, a):
+        spent = dict.fromkeys(SIDES, 0.0)
+        for order in side_orders(passes, first=number):  # each round starts at another turn
+            for side in order:
                 seconds, _ = one_run(side, steps, provider, checkpointed=checkpointed)
                 spent[side] += seconds
                 per_step[side].append(seconds * 1000 / (steps + 1))
+        for b, a in PAIRS:
             ratios[(b, a)].append(spent[b] / spent[a])
     return ratios, per_step
+
+
+def calls_by_file(side: str, steps: int, provider: Any, checkpointed: bool = False) -> dict[str, float]:
+    """Python and C calls per step of one run on ``side``, by the file (or package) whose code runs: a Python
+    function's own, a C function's caller's."""
+    counted: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" or event == "c_call":
+            name = frame.f_code.co_filename
+            place = name.split("site-packages/")[1].split("/")[0] if "site-packages/" in name else Path(name).name
+            with lock:
+                counted[place] = counted.get(place, 0) + 1
+
+    one_run(side, steps, provider, profile=count, checkpointed=checkpointed)
+    return {place: n / (steps + 1) for place, n in counted.items()}
+
+
+def print_profile(steps: int, provider: Any, checkpointed: bool = False, rows: int = 20) -> None:
+    """Where telemetry's calls go: calls per step by file, off and on, the files whose count differs most first."""
+    off, on = (calls_by_file(side, steps, provider, checkpointed) for side in ("off", "on"))
+    places = sorted(set(off) | set(on), key=lambda place: -abs(on.get(place, 0) - off.get(place, 0)))
+    print("| file or package | calls per step, off | on | on − off |")
+    print("| --- | ---: | ---: | ---: |")
+    for place in places[:rows]:
+        print(f"| {place} | {off.get(place, 0):,.1f} | {on.get(place, 0):,.1f} | {on.get(place, 0) - off.get(place, 0):+,.1f} |")
+    print(f"| all | {sum(off.values()):,.1f} | {sum(on.values()):,.1f} | {sum(on.values()) - sum(off.values()):+,.1f} |")
 
 
 def spread(values: list[float]) -> tuple[float, float, float]:
@@ -149,22 +188,35 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return median, q1, q3
 
 
+def configuration(args: argparse.Namespace) -> str:
+    """The run's configuration in one line: what is run, on which Python and SDK, how many cores."""
+    from importlib.metadata import version
+
+    return (f"{args.steps} tool steps + an answer a run, {'checkpointed (SQLite in memory)' if args.checkpointer else 'no checkpointer'}, "
+            f"{args.rounds} rounds of {args.passes} passes (each side {args.rounds * args.passes} runs); Python "
+            f"{sys.version.split()[0]}, opentelemetry-sdk {version('opentelemetry-sdk')}, {os.cpu_count()} cores")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="tool steps per run (an answer follows)")
-    parser.add_argument("--rounds", type=int, default=41, help="paired rounds (each runs every side twice per pair)")
+    parser.add_argument("--rounds", type=int, default=21, help="rounds: one ratio per comparison each")
+    parser.add_argument("--passes", type=int, default=16, help="passes per round, each running every side once")
     parser.add_argument("--checkpointer", action="store_true", help="checkpoint the runs (SQLite in memory)")
+    parser.add_argument("--profile", action="store_true", help="print where the calls of a run on and off go, and stop")
     args = parser.parse_args(argv)
     provider, saved = provider_with_memory(), args.checkpointer
     for side in SIDES:
         one_run(side, args.steps, provider, checkpointed=saved)  # one-time costs and first-run caches are not counted
+    if args.profile:
+        print_profile(args.steps, provider, saved)
+        return 0
     load_before = os.getloadavg()[0]
-    ratios, per_step = paired_rounds(args.rounds, args.steps, provider, saved)
+    ratios, per_step = interleaved_rounds(args.rounds, args.passes, args.steps, provider, saved)
     load_after = os.getloadavg()[0]
     _, spans = one_run("on", args.steps, provider, checkpointed=saved)
     calls = {side: calls_per_step(side, args.steps, provider, saved) for side in ("off", "on")}
-    print(f"load average {load_before:.1f} before, {load_after:.1f} after; {args.steps} tool steps + an answer a run, "
-          f"{'checkpointed (SQLite in memory)' if saved else 'no checkpointer'}, {args.rounds} rounds; "
+    print(f"{configuration(args)}; load average {load_before:.1f} before, {load_after:.1f} after; "
           f"spans a run with telemetry on: {spans}")
     print()
     print("| comparison | median of per-round ratios | interquartile range | min – max |")

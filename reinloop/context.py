@@ -61,8 +61,8 @@ class AgentContext:
     """The models to move to, in order, when the one in use fails for good (:mod:`reinloop.fallback`)."""
     telemetry: Any = None
     """A :class:`reinloop.telemetry.Telemetry` when ``spec.telemetry`` is on; ``None``: no spans, nothing done."""
-    call_handlers: tuple[Any, ...] = ()
-    """LangChain callback handlers for the model and tool calls alone, not every node (:mod:`reinloop.callbacks`)."""
+    call_hooks: tuple[Any, ...] = ()
+    """Told of each model, summarizer and tool call by the code making it (:class:`reinloop.callbacks.CallHook`)."""
 
     @property
     def max_output_tokens(self) -> int | None:

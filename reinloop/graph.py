@@ -94,7 +94,7 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
             return None
         run = telemetry.begin(self, input, config)
         options["context"] = dataclasses.replace(ctx, sinks=(*ctx.sinks, run.on_event),
-                                                 call_handlers=(*ctx.call_handlers, run.recorder))
+                                                 call_hooks=(*ctx.call_hooks, run.recorder))
         return run
 
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002

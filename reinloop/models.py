@@ -22,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
-from .callbacks import call_config
+from .callbacks import watched
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .redact import origin, scrub
@@ -173,11 +173,18 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     spec = getattr(ctx, "spec", None)
     plain = {"stream": False} if spec is not None and not spec.stream else {}
     config = {"metadata": {"reinloop_step": step}} if step is not None else None
-    if ctx.call_handlers:  # telemetry's call recorder: reinloop.callbacks
-        config = call_config(ctx.call_handlers, config)
+    request = {**cap, **plain, **(options or {})}
+    hooks = ctx.call_hooks  # telemetry's call recorder, told of each attempt: reinloop.callbacks
+
+    def attempt() -> BaseMessage:
+        if not hooks:  # telemetry off: the call as it always was, nothing around it
+            return llm.invoke(prompt, config, **request)
+        return watched(hooks, "chat", "", lambda: llm.invoke(prompt, config, **request), model=llm, inputs=prompt,
+                       request=request)
+
     try:
         return call_with_retries(
-            lambda: llm.invoke(prompt, config, **cap, **plain, **(options or {})),
+            attempt,
             endpoint=endpoint_of(ctx.model),
             policy=ctx.retry,
             seconds_left=seconds_left,

@@ -13,9 +13,12 @@ decision, the break reason, approvals, cost) are ``reinloop.*`` attributes.
 No node knows about spans. A :class:`RunTrace` is one more event sink
 (:mod:`reinloop.events`): an event arrives when its node returns, with the
 node's start and duration, so spans are made after the fact with those
-times. The model and tool call boundaries come from a LangChain callback
-handler (:class:`CallRecorder`) put in the invocation's config; its calls are
+times. The model and tool call boundaries come from a call hook
+(:class:`CallRecorder`, :mod:`reinloop.callbacks`) that the code making each
+call tells directly, not from a LangChain callback handler; its calls are
 taken by the event of the node they ran in. A step ends with the guard's event.
+A model's request attributes (name, provider, cap, temperature) are read once
+a run, and contents are serialised only when they are recorded.
 
 A resumed run continues the trace: every checkpoint of an invocation carries
 the W3C ``traceparent`` of the trace's first span and of its own span in its
@@ -35,15 +38,11 @@ import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter
 from typing import Any
-from uuid import UUID
-
-from langchain_core.callbacks import BaseCallbackHandler
 
 from .errors import TelemetrySetupError
-from .callbacks import TOOL_CALL_KEY
 from .events import ActionRecord, NodeEvent
+from .models import OUTPUT_CAP_FIELDS
 from .spec import RunSpec
 
 try:
@@ -146,80 +145,47 @@ def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-@dataclass
+@dataclass(eq=False)
 class Call:
-    """One model or tool call the callbacks saw: when, in which node, and how it went."""
+    """One model or tool call the recorder was told of: when, in which node, and how it went."""
 
     kind: str  # "chat" or "tool"
     node: str
     name: str
     start: int
-    metadata: dict[str, Any] = field(default_factory=dict)
+    model: Any = None  # the chat model called (its request attributes: RunTrace.requested)
     inputs: Any = None
+    request: Mapping[str, Any] = field(default_factory=dict)  # the call's own keywords (reply cap, temperature)
+    call_id: str = ""  # a tool call's id, which tells parallel calls to one tool apart
     output: Any = None
     error: BaseException | None = None
     end: int | None = None
-    call_id: str = ""  # a tool call's id (reinloop.callbacks.TOOL_CALL_KEY), which tells parallel calls apart
 
 
-class CallRecorder(BaseCallbackHandler):
-    """A LangChain callback handler that notes each chat model and tool call (thread-safe: tools run in workers)."""
-
-    run_inline = True  # called in the caller's thread, also by async runs: nothing to wait for
-    ignore_chain = True
-    ignore_retriever = True
+class CallRecorder:
+    """A call hook (:class:`reinloop.callbacks.CallHook`) noting each model and tool call; thread-safe: tools run in
+    workers."""
 
     def __init__(self) -> None:
-        self.calls: dict[UUID, Call] = {}
+        self.calls: list[Call] = []  # in the order they started
         self.lock = threading.Lock()
 
-    def _start(self, run_id: UUID, kind: str, name: str, metadata: Mapping[str, Any], inputs: Any) -> None:
-        call = Call(kind, str(metadata.get("langgraph_node", "")), name, time.time_ns(), metadata, inputs,
-                    call_id=str(metadata.get(TOOL_CALL_KEY) or ""))
+    def started(self, kind: str, node: str, name: str, *, model: Any, inputs: Any, request: Mapping[str, Any],
+                call_id: str) -> Call:
+        """Note a call's start; the call is the token :meth:`ended` is given."""
         with self.lock:
-            self.calls[run_id] = call
+            call = Call(kind, node, name, time.time_ns(), model, inputs, request, call_id)
+            self.calls.append(call)
+        return call
 
-    def _end(self, run_id: UUID, output: Any = None, error: BaseException | None = None) -> None:
-        with self.lock:
-            call = self.calls.get(run_id)
-            if call is not None and call.end is None:
-                call.output, call.error, call.end = output, error, time.time_ns()
-
-    def on_chat_model_start(self, serialized: Any, messages: Any, *, run_id: UUID, metadata: Any = None,
-                            invocation_params: Any = None, **kwargs: Any) -> None:
-        """Note a model call's start, its prompt and its request parameters."""
-        meta = {**(invocation_params or {}), **(metadata or {})}  # the one copy: LangChain's own dicts are left alone
-        name = str(meta.get("ls_model_name") or meta.get("model") or meta.get("model_name") or "")
-        self._start(run_id, "chat", name, meta, messages[0] if messages else [])
-
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Note a model call's end and its reply."""
-        generations = getattr(response, "generations", None) or [[]]
-        first = generations[0][0] if generations and generations[0] else None
-        self._end(run_id, getattr(first, "message", None))
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Note a model call that failed."""
-        self._end(run_id, error=error)
-
-    def on_tool_start(self, serialized: Any, input_str: str, *, run_id: UUID, metadata: Any = None,
-                      inputs: Any = None, **kwargs: Any) -> None:
-        """Note a tool call's start and its arguments."""
-        self._start(run_id, "tool", str((serialized or {}).get("name", "")), metadata or {}, inputs)
-
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        """Note a tool call's end."""
-        self._end(run_id, output)
-
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        """Note a tool call that raised."""
-        self._end(run_id, error=error)
+    def ended(self, token: Call, output: Any = None, error: BaseException | None = None) -> None:
+        """Note a call's end: its reply, result or error."""
+        token.output, token.error, token.end = output, error, time.time_ns()
 
     def take(self) -> list[Call]:
         """Every call noted so far, in the order they started, removed from the recorder."""
         with self.lock:
-            calls, self.calls = list(self.calls.values()), {}
-        calls.sort(key=attrgetter("start"))
+            calls, self.calls = self.calls, []
         return calls
 
 
@@ -270,6 +236,8 @@ class RunTrace:
         self.span: Span = telemetry.tracer.start_span(f"invoke_agent {telemetry.agent}", context=parent,
                                                       kind=SpanKind.INTERNAL, attributes=attributes, links=links)
         self.root = traceparent(root or self.span.get_span_context())
+        self.under = trace.set_span_in_context(self.span)  # the steps' parent, made once, not once a step
+        self.models: dict[int, dict[str, Any]] = {}  # each chat model's request attributes, read once a run
         self.pending: list[NodeEvent] = []  # the open step's events, in order
         self.last: NodeEvent | None = None
         self.usage = [0, 0]
@@ -277,8 +245,7 @@ class RunTrace:
     def config(self, config: Any) -> Any:
         """``config`` with the trace in its checkpoints' metadata; as given without a checkpointer (no checkpoint
         to carry it, and LangGraph copies each metadata key into every task's config). The call recorder goes in
-        the context instead: in the config's callbacks it would ride along every node and router
-        (:mod:`reinloop.callbacks`)."""
+        the context instead (``AgentContext.call_hooks``, :mod:`reinloop.callbacks`)."""
         if not self.checkpointed:
             return config
         config = dict(config or {})
@@ -339,8 +306,8 @@ class RunTrace:
             attributes.update(self.node_attributes(event))
         if unfinished:
             attributes["reinloop.step.unfinished"] = True
-        step = self.telemetry.tracer.start_span("reinloop.step", context=trace.set_span_in_context(self.span),
-                                                start_time=timed[0][1], attributes=attributes)
+        step = self.telemetry.tracer.start_span("reinloop.step", context=self.under, start_time=timed[0][1],
+                                                attributes=attributes)
         under = trace.set_span_in_context(step)
         for (event, _, end), calls in zip(timed, calls_by_event(timed, self.recorder.take()), strict=True):
             for call in calls:
@@ -386,14 +353,9 @@ class RunTrace:
     def model_span(self, call: Call, parent: Any, model: str) -> None:
         """One ``chat`` span for a model call under ``parent`` (a context), with its request, usage and finish
         reason (``model``: its name when the call did not say it)."""
-        meta, message, name = call.metadata, call.output, call.name or model
-        attributes: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.request.model": name}
-        provider = meta.get("ls_provider")
-        if provider:
-            attributes["gen_ai.provider.name"] = attributes["gen_ai.system"] = str(provider)
-        for key, attribute in (("ls_max_tokens", "gen_ai.request.max_tokens"), ("ls_temperature", "gen_ai.request.temperature")):
-            if isinstance(meta.get(key), (int, float)) and not isinstance(meta.get(key), bool):
-                attributes[attribute] = meta[key]
+        message = call.output
+        attributes = self.requested(call)
+        name = attributes.setdefault("gen_ai.request.model", model)
         if message is not None:
             attributes.update(reply_attributes(message))
         if self.content:
@@ -407,6 +369,19 @@ class RunTrace:
         if call.error is not None:
             span.set_status(Status(StatusCode.ERROR, type(call.error).__qualname__))
         span.end(end_time=call.end or call.start)
+
+    def requested(self, call: Call) -> dict[str, Any]:
+        """A model call's ``gen_ai.request.*`` attributes (a new dict): its model's, read once a run
+        (:func:`model_attributes`), with the call's own reply cap and temperature."""
+        known = self.models.get(id(call.model))
+        if known is None:
+            known = self.models[id(call.model)] = {"gen_ai.operation.name": "chat", **model_attributes(call.model)}
+        attributes = dict(known)
+        for key, value in call.request.items():
+            attribute = REQUEST_KEYS.get(key)
+            if attribute is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+                attributes[attribute] = value
+        return attributes
 
     def tool_spans(self, parent: Any, event: NodeEvent, calls: list[Call], end: int) -> None:
         """One ``execute_tool`` span per call of the step under ``parent`` (a context), timed by its runs
@@ -475,6 +450,31 @@ class RunTrace:
             self.span.set_attribute("error.type", type(error).__qualname__)
             self.span.set_status(Status(StatusCode.ERROR, type(error).__qualname__))
         self.span.end()
+
+
+REQUEST_KEYS = {**{name: "gen_ai.request.max_tokens" for name in OUTPUT_CAP_FIELDS}, "temperature": "gen_ai.request.temperature"}
+"""A model call's keywords that are request attributes, and their names."""
+
+
+def model_attributes(model: Any) -> dict[str, Any]:
+    """A chat model's name, provider, reply cap and temperature as ``gen_ai.*`` attributes, from LangChain's own
+    description of it (its ``ls_*`` tracing parameters), through the bindings around it (``bind_tools``)."""
+    while hasattr(model, "bound"):
+        model = model.bound
+    describe = getattr(model, "_get_ls_params", None)
+    try:
+        params = dict(describe()) if callable(describe) else {}
+    except Exception:  # noqa: BLE001 - a model that cannot describe itself is named by the node's event
+        params = {}
+    attributes: dict[str, Any] = {}
+    if params.get("ls_model_name"):
+        attributes["gen_ai.request.model"] = str(params["ls_model_name"])
+    if params.get("ls_provider"):
+        attributes["gen_ai.provider.name"] = attributes["gen_ai.system"] = str(params["ls_provider"])
+    for key, attribute in (("ls_max_tokens", "gen_ai.request.max_tokens"), ("ls_temperature", "gen_ai.request.temperature")):
+        if isinstance(params.get(key), (int, float)) and not isinstance(params.get(key), bool):
+            attributes[attribute] = params[key]
+    return attributes
 
 
 def reply_attributes(message: Any) -> dict[str, Any]:

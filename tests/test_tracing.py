@@ -40,3 +40,12 @@ def test_callbacks_reach_the_model_and_tools_in_async_runs_too(make_graph):
     recorder = Recorder()
     asyncio.run(graph.ainvoke({"task": "t"}, {"callbacks": [recorder]}))
     assert recorder.seen == EXPECTED
+
+
+def test_callbacks_in_config_see_every_call_once_with_telemetry_on_too(make_graph):
+    from opentelemetry.sdk.trace import TracerProvider
+
+    graph, _ = make_graph(REPLIES, telemetry=True, tracer_provider=TracerProvider())
+    recorder = Recorder()
+    graph.invoke({"task": "t"}, {"callbacks": [recorder]})
+    assert recorder.seen == EXPECTED

@@ -145,7 +145,7 @@ class Folding:
         old = lines[: len(lines) - len(keep)]
         try:  # the merged line takes the other half (less its line break)
             merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1),
-                                  self.memory.max_prompt_tokens, getattr(self.ctx, "call_handlers", ()))
+                                  self.memory.max_prompt_tokens, getattr(self.ctx, "call_hooks", ()))
         except SummaryError as exc:  # the lines stay; the next fold tries again
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
@@ -172,12 +172,12 @@ class Folding:
             if shared is not None:
                 try:
                     return self.counted(summarize_in_prompt(self.ctx.llm, shared, steps, self.counter,
-                                                               getattr(self.ctx, "call_handlers", ())), steps)
+                                                               getattr(self.ctx, "call_hooks", ())), steps)
                 except SummaryError as exc:
                     self.count_failed(exc)
                     self.events.append({"event": "summary_unshared", "steps": indices(steps), "error": str(exc)})
             folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens,
-                                     getattr(self.ctx, "call_handlers", ()))
+                                     getattr(self.ctx, "call_hooks", ()))
         except SummaryError as exc:
             self.count_failed(exc)
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}

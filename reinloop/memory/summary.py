@@ -32,11 +32,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from ..bounds import bounded_message, check_value, token_count
-from ..callbacks import call_config
+from ..callbacks import CallHook, watched
 from ..state import Step
 from .tokens import MESSAGE_OVERHEAD, TokenCounter, clip_text, count_message_tokens, count_tokens
 
@@ -130,11 +129,11 @@ def summarizer_prompt(
 
 def summarize_steps(
     model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None,
-    handlers: Sequence[BaseCallbackHandler] = (),
+    hooks: Sequence[CallHook] = (),
 ) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
     prompt = summarizer_prompt(task, steps, max_tokens, counter)
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, handlers)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks)
     return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                   reply=reply)
 
@@ -145,14 +144,14 @@ def shared_request(steps: Sequence[Step]) -> HumanMessage:
 
 
 def summarize_in_prompt(llm: Any, prompt: Sequence[BaseMessage], steps: Sequence[Step], counter: TokenCounter,
-                        handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
+                        hooks: Sequence[CallHook] = ()) -> Folded:
     """Ask for the summary of ``steps`` at the end of the agent's own ``prompt``, sent through ``llm`` (its tools bound).
 
     The call then repeats the agent's last prompt, tools and all, and only
     its request is new: a provider's prompt cache serves the rest, where a
     prompt of its own would be read fresh. Raises :class:`SummaryError`.
     """
-    text, prompt_tokens, completion_tokens, reply = ask(llm, [*prompt, shared_request(steps)], counter, handlers)
+    text, prompt_tokens, completion_tokens, reply = ask(llm, [*prompt, shared_request(steps)], counter, hooks)
     return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                   reply=reply)
 
@@ -190,7 +189,7 @@ def merged_label(lines: Sequence[str]) -> str:
 
 
 def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int,
-                 budget: int | None = None, handlers: Sequence[BaseCallbackHandler] = ()) -> Folded:
+                 budget: int | None = None, hooks: Sequence[CallHook] = ()) -> Folded:
     """Merge summary ``lines`` into one line of at most ``max_tokens``, in a prompt cut to ``budget``;
     raises :class:`SummaryError`."""
     system = SystemMessage(content=REFOLD_RULES)
@@ -198,18 +197,19 @@ def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCoun
     if budget is not None:  # a long task would take the prompt past the run's budget
         text = clip_text(text, max(0, budget - count_message_tokens([system], counter) - MESSAGE_OVERHEAD), counter)
     prompt = [system, HumanMessage(content=text)]
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, handlers)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks)
     label = f"{merged_label(lines)}: "
     line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
     return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=reply)
 
 
 def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter,
-        handlers: Sequence[BaseCallbackHandler] = ()) -> tuple[str, int, int, BaseMessage]:
+        hooks: Sequence[CallHook] = ()) -> tuple[str, int, int, BaseMessage]:
     """The summarizer's reply to ``prompt`` as one line of text, its prompt and completion tokens, the message
-    (``handlers``: callback handlers for this call, :mod:`reinloop.callbacks`)."""
+    (``hooks``: told of the call, :mod:`reinloop.callbacks`)."""
     try:
-        reply = model.invoke(prompt, config=call_config(handlers, {"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"}))
+        config: Any = {"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"}
+        reply = watched(hooks, "chat", "", lambda: model.invoke(prompt, config=config), model=model, inputs=prompt)
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
         raise SummaryError(f"{type(exc).__name__}: {exc}") from exc
     if not isinstance(reply, BaseMessage):

@@ -134,7 +134,7 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
                               journaled="approval" in actions[i]))
     left = ctx.seconds_left(state, time.time())
     deadline = None if left is None else time.monotonic() + left  # the run's clock binds every call
-    executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline, ctx.call_handlers)
+    executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline, ctx.call_hooks)
     for i, result in zip(positions, executor.run(calls, place_of(state)), strict=True):
         actions[i] = {**actions[i], "observation": result.observation, "error": result.error}
         by_position[i] = ActionRecord(id=actions[i].get("id") or "", tool=actions[i]["tool"],

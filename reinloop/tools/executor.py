@@ -38,7 +38,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from tenacity import (
@@ -50,7 +49,7 @@ from tenacity import (
 )
 
 from ..bounds import clean_text, describe_exception, exception_message
-from ..callbacks import TOOL_CALL_KEY, call_config
+from ..callbacks import CallHook, watched
 from ..limits import Limits
 from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
@@ -198,10 +197,10 @@ class ToolExecutor:
 
     def __init__(
         self, limits: Limits | None = None, pool: WorkerPool | None = None, journal: ToolJournal | None = None,
-        deadline: float | None = None, handlers: Sequence[BaseCallbackHandler] = (),
+        deadline: float | None = None, hooks: Sequence[CallHook] = (),
     ) -> None:
         self.limits = limits if limits is not None else Limits()
-        self.handlers = handlers  # given to each tool call (telemetry's call recorder): reinloop.callbacks
+        self.hooks = hooks  # told of each tool run (telemetry's call recorder): reinloop.callbacks
         # Without a pool given (``run_tool``, one-off executors) workers end with their call: kept
         # workers belong to a long-lived pool, such as the graph's.
         self.pool = pool if pool is not None else WorkerPool(self.limits.tool_workers, idle_seconds=0)
@@ -253,12 +252,15 @@ class ToolExecutor:
 
     def _attempt(self, call: ToolCall, options: ToolOptions, retries: int, deadline: float | None, key: CallKey | None) -> ToolResult:
         began, attempts = time.monotonic(), 0
-        config = call_config(self.handlers, {"metadata": {TOOL_CALL_KEY: call.call_id}}) if self.handlers else None
+        hooks = self.hooks
 
         def once() -> Any:
             nonlocal attempts
             attempts += 1
-            return call.tool.invoke(call.args, config)
+            if not hooks:  # telemetry off: the call as it always was, nothing around it
+                return call.tool.invoke(call.args)
+            return watched(hooks, "tool", call.tool.name, lambda: call.tool.invoke(call.args), inputs=call.args,
+                           call_id=call.call_id)
 
         retrying = Retrying(
             stop=_stop(retries + 1, deadline),

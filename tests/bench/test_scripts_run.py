@@ -16,7 +16,7 @@ SCRIPTS = [
     ("tools.py", ["--docs", "20", "--calls", "10"], "full build"),
     ("run_log_overhead.py", ["3"], "ms"),
     ("parse.py", ["--sizes", "1000", "--depths", "10,1000", "--repeat", "1"], "| nested 1,000 deep |"),
-    ("telemetry.py", ["--steps", "2", "--rounds", "1"], "| on / off |"),
+    ("telemetry.py", ["--steps", "2", "--rounds", "1", "--passes", "1"], "| on / off |"),
 ]
 
 
