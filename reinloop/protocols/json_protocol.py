@@ -15,8 +15,6 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-import json_repair
-
 from ..bounds import MAX_NESTING, check_value, clean_text, repair_problem, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
@@ -57,6 +55,8 @@ def _repair(text: str, error: ValueError, nesting: int) -> tuple[Any, str | None
     refused = repair_problem(text, nesting)
     if refused is not None:
         return None, f"it is not valid JSON ({error}) and {refused}"
+    import json_repair  # only for damaged JSON: a run that never sees any does not load it
+
     try:
         return json_repair.loads(text), None
     except KeyboardInterrupt:

@@ -38,6 +38,6 @@ def reads(pages: range, protocol: str = "tool_calling") -> list[Any]:
 @pytest.fixture
 def fresh_counter():
     """Forget the chosen token counter before and after the test (it is cached per process)."""
-    tokens.active_counter.cache_clear()
+    tokens.chosen_counter.cache_clear()
     yield
-    tokens.active_counter.cache_clear()
+    tokens.chosen_counter.cache_clear()

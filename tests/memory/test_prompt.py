@@ -184,9 +184,9 @@ def test_building_a_graph_loads_no_encoding_until_a_prompt_is_counted(fresh_coun
     from reinloop.memory import tokens
 
     graph = build_graph(ScriptedChatModel(replies=["done"]), builtins("calculator,get_weather"))
-    assert tokens.active_counter.cache_info().currsize == 0  # the fixed parts' bytes fit the budget
+    assert tokens.chosen_counter.cache_info().currsize == 0  # the fixed parts' bytes fit the budget
     out = graph.invoke({"task": "t"})
-    assert tokens.active_counter.cache_info().currsize == 1
+    assert tokens.chosen_counter.cache_info().currsize == 1
     assert out["scratchpad"][0]["prompt_parts"]["total"] <= Memory().max_prompt_tokens
 
 

@@ -145,3 +145,29 @@ def test_message_counts_add_a_per_message_overhead(o200k):
     messages = [HumanMessage(content=p) for p in MIXED_PROMPTS[:3]]
     exact = sum(len(o200k.encode(p)) for p in MIXED_PROMPTS[:3])
     assert count_message_tokens(messages, active_counter()) == exact + 3 * tokens.MESSAGE_OVERHEAD
+
+
+def test_the_default_encoding_and_its_name_share_one_counter(fresh_counter):
+    assert active_counter() is active_counter("o200k_base")  # one encoding in memory, not two
+
+
+def test_cutting_a_text_remembers_the_text_and_its_cut_not_every_candidate():
+    counter = tokens.TokenCounter("estimate", False, tokens.remembering(estimate_tokens), estimate_tokens)
+    text = " ".join(f"word{i}" for i in range(1500))  # under COUNT_CACHE_CHARS: remembered
+    cut = tokens.clip_text(text, 100, counter)
+    assert tokens.CUT_MARKER in cut and estimate_tokens(cut) <= 100
+    assert counter.count.cache_info().texts == 2  # the text and the cut it kept, not the ~15 tried
+
+
+def test_a_counter_remembers_texts_up_to_its_budget_in_characters_newest_first():
+    counted = []
+    count = tokens.remembering(lambda text: counted.append(text[0]) or len(text), budget=100)
+    for letter in "abc":
+        count(letter * 40)
+    assert count.cache_info() == tokens.CacheInfo(texts=2, chars=80)  # a, the oldest, went first
+    count("b" * 40)  # remembered, and now the newest
+    count("d" * 40)  # c goes
+    count("b" * 40)
+    count("c" * 40)
+    assert counted == ["a", "b", "c", "d", "c"]
+
