@@ -28,9 +28,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from itertools import groupby, pairwise
 from pathlib import Path
-from typing import Any
-
-import sqlite_utils
+from typing import TYPE_CHECKING, Any
 
 from .checkpoints import Database
 from .drawing import Overlay, default_graph, draw_graph, html_page, node_label, path_svg
@@ -41,6 +39,9 @@ from .models import endpoint_host, model_label
 from .runlog import read_events
 from .pricing import cost_breakdown
 from .terminal import safe_html, safe_json
+
+if TYPE_CHECKING:  # in annotations only: a report opens its database through reinloop.checkpoints
+    import sqlite_utils
 
 REPORT_FORMATS = ("html", "json")
 FAILING_NODES = ("parse", "validate", "execute")  # memorize and guard only restate a step's failure

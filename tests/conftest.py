@@ -141,6 +141,7 @@ SLOW_PLACES = (
     "tests/tools/test_crash.py",
     "tests/tools/test_sandbox_race.py",  # seconds of racing symlink swaps
     "tests/test_langgraph_dev.py",  # a langgraph dev server
+    "tests/test_graph.py::test_a_run_without_a_database_imports_no_sqlite_utils_or_numpy",  # a new process
     "tests/test_fallback.py::test_the_cli_",  # the CLI in subprocesses
     "tests/test_fallback.py::test_a_timeout_",  # two requests that time out
     "tests/test_telemetry.py::test_a_global_tracer_provider_set_by_the_caller_receives_the_spans",  # a new process

@@ -154,3 +154,17 @@ def test_each_router_reads_only_the_channel_it_decides_on(make_graph):
     read = {source: sorted(graph.builder.schemas[branch.input_schema])
             for source, branches in graph.builder.branches.items() for branch in branches.values()}
     assert read == {"parse": ["pending"], "validate": ["pending"], "execute": ["pending"], "guard": ["decision"]}
+
+
+def test_a_run_without_a_database_imports_no_sqlite_utils_or_numpy():
+    import subprocess
+    import sys
+
+    probe = ("import json, sys\nfrom reinloop import build_graph\nfrom reinloop.testing import ScriptedChatModel, "
+             "tool_call\nfrom reinloop.tools import builtins\nmodel = ScriptedChatModel(replies=[[tool_call("
+             "'calculator', {'expression': '6*7'})], '42'])\nout = build_graph(model, builtins('calculator'))"
+             ".invoke({'task': 'what is 6*7?'})\nprint(json.dumps([out['status'], sorted(sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    status, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert status == "done"
+    assert "sqlite_utils" not in loaded and "numpy" not in loaded  # ~20 MB of peak memory, needed by a database only

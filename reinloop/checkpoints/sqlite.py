@@ -23,7 +23,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import sqlite_utils
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from .database import Database
@@ -117,6 +116,8 @@ def sqlite_database(
 ) -> Database:
     """A run database on an open ``sqlite3`` connection, migrated (made with ``check_same_thread=False``
     if LangGraph will use it from its worker threads)."""
+    import sqlite_utils  # here, not at import: a run without a database never loads it, nor numpy through it
+
     connection = SqliteConnection(conn, location=location, timeout=timeout, owned=owned)
     with connection.lock, storage_errors(location, timeout):
         migrate(sqlite_utils.Database(conn, execute_plugins=False), location, read_only=read_only, create=create)

@@ -24,9 +24,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
-
-import sqlite_utils
 
 from ..errors import StorageError
 from .base import now_iso
@@ -40,6 +39,9 @@ from .schema import (
     refuse_newer_schema,
     table,
 )
+
+if TYPE_CHECKING:  # sqlite-utils (and the numpy it imports) is loaded when a database is opened
+    import sqlite_utils
 
 HEADER = b"SQLite format 3\x00"
 DEFAULT_TIMEOUT = 30.0

@@ -48,7 +48,6 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-import sqlite_utils
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field, create_model
 
@@ -349,6 +348,8 @@ def insert_row(file: Path, table: str, row: dict[str, Any], allowed: list[str]) 
     """Insert ``row`` into ``table`` if it is allowed and every column exists."""
     if table not in allowed:
         raise QueryError(f"table {table!r} is not allowed; allowed tables: {', '.join(allowed)}")
+    import sqlite_utils  # only when a row is inserted: the tool catalog is imported by every run
+
     db = sqlite_utils.Database(file)
     try:
         columns = db.table(table).columns_dict
