@@ -13,9 +13,10 @@ The scripted model is the same small class on both sides, defined here on
 ``langchain_core`` alone: it keeps no record of its prompts, and the
 create_agent side imports nothing of reinloop, so memory measures the
 frameworks, not the fake model. Each run process first runs a
-one-step task on each side (so one-time costs such as reinloop loading its
-tokenizer are not spread over the iterations); those costs are in the start
-table instead.
+one-step task on each side and loads reinloop's exact tokenizer (a one-step
+prompt is small enough to be made by its bytes, these runs' prompts need it
+from their second step), so one-time costs are not spread over the
+iterations; those costs are in the start table instead.
 
 Configurations, each in its own subprocess (so peak RSS is its own):
 
@@ -198,11 +199,25 @@ def peak_rss() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def warm_up(side: str, tools: list[Any]) -> None:
+    """Pay the one-time costs (they are in "start"): a one-step run, and reinloop's exact tokenizer.
+
+    A small prompt is made by its bytes and the one-step run loads no
+    encoding; these prompts need it from their second step, and loading it
+    in the run would spread ~0.2 s over its iterations.
+    """
+    invoke(side, build(side, scripted_model(1), tools, None), 1)
+    if side == "reinloop":
+        from reinloop.memory import active_counter
+
+        active_counter()
+
+
 def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, Any]:
     """One run of ``steps`` iterations: CPU and wall time of ``invoke``, peak RSS, database size."""
     import_side(side)
     model, tools = scripted_model(steps), [fetch_tool()]
-    invoke(side, build(side, scripted_model(1), tools, None), 1)  # one-time costs (reinloop's tokenizer) are in "start"
+    warm_up(side, tools)
     saver = open_saver(side, saver_kind, path)
     sync = raw_connection(saver).execute("PRAGMA synchronous").fetchone()[0] if saver is not None else None
     graph = build(side, model, tools, saver)
@@ -223,6 +238,7 @@ def child_read(side: str, path: Path) -> dict[str, Any]:
     if side == "create_agent":
         from langgraph.checkpoint.sqlite import SqliteSaver  # noqa: F401  (imported before the clock, like the rest)
     else:
+        import sqlite_utils  # noqa: F401  (SqliteCheckpointer.open imports it on first use)
         from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
 
     cpu, wall = time.process_time(), time.perf_counter()
@@ -391,7 +407,7 @@ def profile(steps: int, top: int = 5) -> None:
     """cProfile of ``steps`` reinloop iterations without persistence: the top costs, per step."""
     import_side("reinloop")
     model, tools = scripted_model(steps), [fetch_tool()]
-    invoke("reinloop", build("reinloop", scripted_model(1), tools, None), 1)  # one-time costs, as in the runs
+    warm_up("reinloop", tools)  # one-time costs, as in the runs
     graph = build("reinloop", model, tools, None)
     profiler = cProfile.Profile(time.process_time)
     profiler.enable()
@@ -431,7 +447,7 @@ def node_times(steps: int) -> None:
     for name in ("decide", "parse", "validate", "execute", "memorize", "guard"):
         setattr(wiring, name, clocked(getattr(wiring, name)))
     tools = [fetch_tool()]
-    invoke("reinloop", build("reinloop", scripted_model(1), tools, None), 1)
+    warm_up("reinloop", tools)
     spent.clear()
     graph = build("reinloop", scripted_model(steps), tools, None)
     start = time.process_time()
