@@ -216,15 +216,18 @@ def rounded_forms(value: str) -> set[str]:
     return forms
 
 
+def number_forms(sources: Sequence[str]) -> set[str]:
+    """Every number of ``sources``, and its roundings (:func:`rounded_forms`)."""
+    from .protocols.prose import numbers
+
+    return {form for source in sources for value in numbers(source) for form in rounded_forms(value)}
+
+
 def ungrounded(answer: str, sources: Sequence[str]) -> list[str]:
     """The numbers of ``answer`` found in none of ``sources`` (nor rounded from one), in order."""
     from .protocols.prose import numbers
 
-    known: set[str] = set()
-    for source in sources:
-        for value in numbers(source):
-            known |= rounded_forms(value)
-    return sorted(numbers(answer) - known, key=answer.find)
+    return sorted(numbers(answer) - number_forms(sources), key=answer.find)
 
 
 def grounding_problem(answer: str, sources: Sequence[str]) -> str | None:
@@ -376,8 +379,7 @@ def calculation_problem(answer: str, task: str, tool: str, computed: Sequence[st
 
     if not asks_for_calculation(task):
         return None
-    forms = {form for result in computed for value in numbers(result) for form in rounded_forms(value)}
-    if numbers(answer) & forms:
+    if numbers(answer) & number_forms(computed):
         return None
     if not computed:
         return (f"the task asks for a calculation and {tool} has not computed anything yet; call {tool} with the "
