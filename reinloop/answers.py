@@ -38,7 +38,9 @@ distrust). These rules always hold:
   difference, total, … :data:`CALCULATION_WORDS`), an answer must state a
   number that tool returned (or one rounded from it). Qwen2.5-Coder-0.5B
   answered "计算这个订单的总价" with the order's own figures,
-  ``{"quantity": 3, "unit_price": 12.5}``: grounded, and no total.
+  ``{"quantity": 3, "unit_price": 12.5}``: grounded, and no total. A call of
+  that tool must use the one operation the task names (:data:`OPERATION_WORDS`:
+  相差 subtracts, 除以 divides, 两倍 multiplies): Qwen summed "相差".
 - ``wrap_up`` (off by default, so that a limit means exactly its number of
   model calls): when a run is about to break because it is
   stuck (the same action, the same error, errors in a row, or the step
@@ -364,12 +366,42 @@ CALCULATION_WORDS = ("计算", "算出", "相差", "差值", "乘以", "除以",
 """Words that say a task asks for a calculation (``AnswerRules.calculation_tool``)."""
 
 
+OPERATION_WORDS: dict[str, tuple[str, ...]] = {
+    "-": ("相差", "差值", "减去", "difference", "minus", "subtract"),
+    "/": ("除以", "divided", "divide"),
+    "*": ("乘以", "两倍", "multiplied", "multiply", "twice", "times"),
+    "+": ("加上", "总和", "plus", "sum of"),
+}
+"""Words naming one arithmetic operation, by its operator (``AnswerRules.calculation_tool``)."""
+
+_OPERATION_NAMES = {"-": "a difference: subtract", "/": "a division: divide", "*": "a product: multiply",
+                    "+": "a sum: add"}
+
+
+def _says(task: str, word: str) -> bool:
+    lowered = task.lower()
+    return word in lowered if not word.isascii() else bool(re.search(rf"\b{word}\b", lowered))
+
+
+def operation_problem(expression: str, task: str) -> str | None:
+    """Why a calculator ``expression`` is refused: the task names one operation (相差, divided, twice, …) and the
+    expression does not use it. Qwen2.5-Coder-0.5B computed "杭州和深圳的常住人口相差多少万人" as ``1252 + 1779``."""
+    named = {op: next(w for w in words if _says(task, w)) for op, words in OPERATION_WORDS.items()
+             if any(_says(task, w) for w in words)}
+    if len(named) != 1 or not is_expression(expression):
+        return None
+    (op, word), = named.items()
+    if op in expression:
+        return None
+    return (f"the task asks for {_OPERATION_NAMES[op].split(':')[0]} ({word!r}) and the expression has no {op!r}; "
+            f"{_OPERATION_NAMES[op].split(': ')[1]} the figures (for example with {op})")
+
+
 def asks_for_calculation(task: str) -> bool:
     """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`; a rounding asked
     for, "四舍五入取整", "rounded to 2 decimal places", is one too: Qwen answered a density asked so with
     the population)."""
-    lowered = task.lower()
-    return any(w in lowered if not w.isascii() else re.search(rf"\b{w}\b", lowered) for w in CALCULATION_WORDS)
+    return any(_says(task, w) for w in CALCULATION_WORDS)
 
 
 def calculation_problem(answer: str, task: str, tool: str, computed: Sequence[str]) -> str | None:

@@ -61,3 +61,21 @@ def test_under_calculation_tool_a_call_of_names_runs_with_the_results_figures_an
                                        [tool_call("calculator", {"expression": "quantity * unit_price"})], "ok"])
     out = build_graph(model, [read_order, builtin("calculator")]).invoke({"task": "计算这个订单的总价"})
     assert "holds words ('quantity', 'unit_price')" in out["scratchpad"][1]["actions"][0]["observation"]
+
+
+def test_under_calculation_tool_a_call_without_the_operation_the_task_names_is_refused():
+    from reinloop.answers import operation_problem
+
+    task = "杭州和深圳的常住人口相差多少万人？"
+    assert "asks for a difference ('相差') and the expression has no '-'" in operation_problem("1252 + 1779", task)
+    assert operation_problem("abs(1252 - 1779)", task) is None
+    assert operation_problem("16850*2", "最后计算面积的两倍") is None
+    assert operation_problem("1 + 2", "What is the difference of 1 and 2 divided by 3?") is None  # two named: no check
+    assert operation_problem("1 + 2", "Compute 1 + 2") is None  # no operation word
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "1252 + 1779"})],
+                                       [tool_call("calculator", {"expression": "1779 - 1252"})], "527"])
+    out = build_graph(model, [builtin("calculator")], answers=AnswerRules(calculation_tool="calculator")).invoke(
+        {"task": task})
+    first, second = (s["actions"][0] for s in out["scratchpad"][:2])
+    assert "expression has no '-'" in first["observation"] and second["observation"] == "527"
+    assert out["answer"] == "527"

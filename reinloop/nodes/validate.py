@@ -14,7 +14,9 @@ of the run contains, brackets and spaces aside. Small models copy the first conc
 Under ``AnswerRules.calculation_tool`` a call of that tool whose expression
 names figures instead of writing them (``quantity * unit_price``) has each
 name bound to the one figure the run's results label with it
-(:mod:`reinloop.figures`), and the action records ``bound_figures``.
+(:mod:`reinloop.figures`), and the action records ``bound_figures``; and a
+call that does not use the one operation the task names (``1252 + 1779`` for
+"相差") is refused (:func:`reinloop.answers.operation_problem`).
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
@@ -47,7 +49,7 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import figure_problem
+from ..answers import figure_problem, operation_problem
 from ..figures import bind_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
@@ -97,6 +99,8 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         if binds:
             args = {**args, **{k: text for k, (text, _) in binds.items()}}
             action = {**action, "bound_figures": {n: f for _, bound in binds.values() for n, f in bound.items()}}
+        task = calculator[1]()[0]
+        problem = next((p for v in string_values(args) if (p := operation_problem(v, task))), None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
