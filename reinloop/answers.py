@@ -204,7 +204,8 @@ def echo_problem(answer: str, ours: Sequence[str] = ()) -> str | None:
 
 
 def rounded_forms(value: str) -> set[str]:
-    """``value`` and its roundings to fewer decimals (``727.137`` -> ``727.14``, ``727.1``, ``727``)."""
+    """``value`` and its roundings to fewer decimals (``727.137`` -> ``727.14``, ``727.1``, ``727``); a negative
+    one's magnitude too, since a difference is stated without its sign ("相差 527" for ``1252 - 1779`` = -527)."""
     forms = {value}
     try:
         number = float(value)
@@ -212,9 +213,10 @@ def rounded_forms(value: str) -> set[str]:
         return forms
     if not math.isfinite(number):
         return forms
-    for places in range(0, 4):
-        rounded = round(number, places)
-        forms.add(str(int(rounded)) if rounded == int(rounded) else f"{rounded:g}")
+    for signed in {number, abs(number)}:
+        for places in range(0, 4):
+            rounded = round(signed, places)
+            forms.add(str(int(rounded)) if rounded == int(rounded) else f"{rounded:g}")
     return forms
 
 

@@ -271,6 +271,9 @@ def test_under_calculation_tool_an_answer_must_state_a_number_the_calculator_ret
     assert calculation_problem("The total is 37.5.", task, "calculator", ["37.5"]) is None
     assert calculation_problem("about 743", "计算密度", "calculator", ["743.0267"]) is None  # rounded from it
     assert calculation_problem("hello", "翻译 你好", "calculator", []) is None  # no calculation asked
+    # a difference stated without its sign: Qwen's wrap-up "The answer is 527." after 1252 - 1779 = -527
+    assert calculation_problem("The answer is 527.", "相差多少万人？", "calculator", ["-527"]) is None
+    assert ungrounded("相差 527 万人", ["-527"]) == []
 
     graph, _ = make_graph([[tool_call("calculator", {"expression": "3*12.5"})], "quantity 3, unit price 12.5",
                            "The total is 37.5."], answers=AnswerRules(calculation_tool="calculator"))
