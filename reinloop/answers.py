@@ -376,8 +376,8 @@ OPERATION_WORDS: dict[str, tuple[str, ...]] = {
 }
 """Words naming one arithmetic operation, by its operator (``AnswerRules.calculation_tool``)."""
 
-_OPERATION_NAMES = {"-": "a difference: subtract", "/": "a division: divide", "*": "a product: multiply",
-                    "+": "a sum: add"}
+_OPERATION_NAMES = {"-": ("a difference", "subtract"), "/": ("a division", "divide"), "*": ("a product", "multiply"),
+                    "+": ("a sum", "add")}
 
 
 def _says(task: str, word: str) -> bool:
@@ -388,15 +388,16 @@ def _says(task: str, word: str) -> bool:
 def operation_problem(expression: str, task: str) -> str | None:
     """Why a calculator ``expression`` is refused: the task names one operation (相差, divided, twice, …) and the
     expression does not use it. Qwen2.5-Coder-0.5B computed "杭州和深圳的常住人口相差多少万人" as ``1252 + 1779``."""
-    named = {op: next(w for w in words if _says(task, w)) for op, words in OPERATION_WORDS.items()
-             if any(_says(task, w) for w in words)}
+    named = {op: word for op, words in OPERATION_WORDS.items()
+             if (word := next((w for w in words if _says(task, w)), None)) is not None}
     if len(named) != 1 or not is_expression(expression):
         return None
     (op, word), = named.items()
     if op in expression:
         return None
-    return (f"the task asks for {_OPERATION_NAMES[op].split(':')[0]} ({word!r}) and the expression has no {op!r}; "
-            f"{_OPERATION_NAMES[op].split(': ')[1]} the figures (for example with {op})")
+    noun, verb = _OPERATION_NAMES[op]
+    return (f"the task asks for {noun} ({word!r}) and the expression has no {op!r}; "
+            f"{verb} the figures (for example with {op})")
 
 
 def asks_for_calculation(task: str) -> bool:
