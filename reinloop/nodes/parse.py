@@ -181,17 +181,16 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
     done = results(current_steps(state))
     if len(done) < rules.min_tool_calls:
         return error_pending(too_few_calls_problem(len(done), rules.min_tool_calls), thought)
+    task, observed = str(state.get("task") or ""), [r["observation"] for r in done]
     if rules.grounded_numbers:
-        sources = [str(state.get("task") or ""), *(r["observation"] for r in done)]
-        if problem := grounding_problem(answer, sources) or equation_problem(answer):
+        if problem := grounding_problem(answer, [task, *observed]) or equation_problem(answer):
             return error_pending(problem, thought)
-        observed = [r["observation"] for r in done]
         if problem := (tool_talk_problem(answer, ctx.tools.names(), observed)
-                       or task_echo_problem(answer, str(state.get("task") or ""), observed)):
+                       or task_echo_problem(answer, task, observed)):
             return error_pending(problem, thought)
     if (tool := rules.calculation_tool) is not None:
         computed = [r["observation"] for r in done if r["tool"] == tool]
-        if problem := calculation_problem(answer, str(state.get("task") or ""), tool, computed):
+        if problem := calculation_problem(answer, task, tool, computed):
             return error_pending(problem, thought)
     return pending
 
