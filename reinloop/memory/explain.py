@@ -50,6 +50,10 @@ def event_line(event: dict[str, Any]) -> str:
                 + ("" if event.get("changed") else "; still a repeat"))
     if kind == "withheld":
         return f"the reply repeated a call whose result is known: asked again without {event['tool']}"
+    if kind == "steered":
+        before = "called the calculator before any figure was known" if event["reason"] == "figures_first" else \
+            "answered before the calculation"
+        return f"the reply {before}: asked again offering {', '.join(event['tools'])}"
     if kind == "clipped":
         return f"cut the {event['part']} to fit the prompt budget"
     return f"{kind}: {_short(str({k: v for k, v in event.items() if k != 'event'}))}"

@@ -34,6 +34,7 @@ from ..memory.wrapup import results_prompt, wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
 from ..pricing import CallCost, add_cost
 from ..repeats import VARY_TEMPERATURE, known_repeat, vary_repeat
+from ..steering import steer
 from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
@@ -191,23 +192,44 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
     tool = known_repeat(state, protocol, to_reply(message, prepared, []), ctx.tools)
     if tool is None:
         return message
-    fewer = ToolRegistry([t for t in ctx.tools if t.name != tool], detail=ctx.tools.detail)
+    ending = "" if protocol.native_tools else " Reply following the required format exactly."
+    return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
+                    f"{tool} gave its result already (above). {NEXT_STEP_CUE}{ending}", {"event": "withheld", "tool": tool})
+
+
+def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
+    """``message``, or when it calls the calculator before any figure is known or answers before the
+    calculation, a greedy re-ask with the tools narrowed (:mod:`reinloop.steering`)."""
+    found = steer(state, ctx, protocol, to_reply(message, prepared, []))
+    if found is None:
+        return message
+    reason, offered, question = found
+    ending = "" if protocol.native_tools else " Reply following the required format exactly."
+    return narrowed(ctx, state, protocol, prepared, message, offered, question + ending,
+                    {"event": "steered", "reason": reason, "tools": offered})
+
+
+def narrowed(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage,
+             offered: list[str], question: str, event: dict[str, Any]) -> BaseMessage:
+    """A greedy re-ask in a fresh prompt (the system message offering only ``offered`` tools, the task, the
+    run's results, ``question``); ``message`` is put aside and counted, and ``event`` is recorded. ``message``
+    itself when the system message cannot be narrowed."""
+    fewer = ToolRegistry([t for t in ctx.tools if t.name in offered], detail=ctx.tools.detail)
     system = prepared.messages[0] if prepared.messages else None
     if protocol.native_tools:
         _, llm = prepare_model(ctx.model, protocol, fewer, ctx.output.tool() if ctx.output is not None else None)
-    else:  # the listing is in the system message: the same one, without that tool's entry
+    else:  # the listing is in the system message: the same one, with only the offered tools' entries
         llm, listing = ctx.model, ctx.tools.describe()
         if system is None or listing not in str(system.content):
             return message
         system = system.model_copy(update={"content": str(system.content).replace(listing, fewer.describe())})
     if system is None or not isinstance(system, SystemMessage):
         return message
-    ending = "" if protocol.native_tools else " Reply following the required format exactly."
-    messages, _ = results_prompt(state, ctx, system, f"{tool} gave its result already (above). {NEXT_STEP_CUE}{ending}")
+    messages, _ = results_prompt(state, ctx, system, question)
     again = invoke_model(ctx, llm, messages, lambda: ctx.seconds_left(state, time.time()),
                          step=state["counters"]["steps"] + 1)
     count_aside(prepared, [message])
-    prepared.events.append({"event": "withheld", "tool": tool})
+    prepared.events.append(event)
     return again
 
 
@@ -234,6 +256,8 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
         if ctx.answers.vary_repeats:
             message = varied(ctx, state, llm, protocol, prepared, message)
             message = withheld(ctx, state, protocol, prepared, message)
+        if ctx.answers.calculation_tool is not None:
+            message = steered(ctx, state, protocol, prepared, message)
         return message, prepared, {}, hints
     except ModelCallError as exc:
         moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools

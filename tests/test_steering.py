@@ -1,0 +1,104 @@
+"""AnswerRules(calculation_tool=...): a calculator call before any figure is known, or an answer before the
+calculation, is asked again at once with the tools narrowed (reinloop.steering)."""
+
+from __future__ import annotations
+
+from reinloop.answers import AnswerRules
+from reinloop.steering import CALCULATE_FIRST, FIGURES_FIRST, needs_figures
+from reinloop.testing import tool_call
+
+RULES = AnswerRules(calculation_tool="calculator")
+TASK = "计算北京的气温的两倍。"
+WEATHER = [tool_call("get_weather", {"city": "北京"})]
+DOUBLE = [tool_call("calculator", {"expression": "18*2"})]
+
+
+def memory_events(out):
+    return [e for s in out["scratchpad"] for e in s.get("memory") or []]
+
+
+def test_a_calculator_call_with_names_before_any_lookup_is_asked_again_without_the_calculator(make_graph):
+    named = [tool_call("calculator", {"expression": "temperature * 2"})]
+    graph, model = make_graph([named, WEATHER, DOUBLE, "北京的气温是18℃，两倍是36。"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "北京的气温是18℃，两倍是36。"
+    assert model.tools_sent[1] == ["db_query", "get_weather"]  # the re-ask offers every tool but the calculator
+    assert [a["tool"] for s in out["scratchpad"] for a in s["actions"]] == ["get_weather", "calculator"]
+    assert str(model.prompts[1][-1].content) == FIGURES_FIRST.format(tool="calculator")
+    assert out["counters"]["llm_calls"] == 4  # the reply put aside is counted
+    assert {"event": "steered", "reason": "figures_first", "tools": ["db_query", "get_weather"]} in memory_events(out)
+
+
+def test_a_calculator_call_with_made_up_figures_before_any_lookup_is_asked_again(make_graph):
+    invented = [tool_call("calculator", {"expression": "1000000 / 2000000"})]
+    graph, model = make_graph([invented, WEATHER, DOUBLE, "36"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36" and model.tools_sent[1] == ["db_query", "get_weather"]
+
+
+def test_a_calculator_call_with_the_tasks_own_figures_runs_at_once(make_graph):
+    graph, model = make_graph([[tool_call("calculator", {"expression": "17*23"})], "391"], answers=RULES)
+    out = graph.invoke({"task": "计算 17*23。"})
+    assert out["answer"] == "391" and model.calls == 2 and not memory_events(out)
+
+
+def test_an_answer_before_the_calculation_is_asked_again_with_the_calculator_alone(make_graph):
+    graph, model = make_graph([WEATHER, "18", DOUBLE, "36"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36"
+    assert model.tools_sent[2] == ["calculator"]
+    fresh = model.prompts[2]  # the task and the results, none of the model's own replies
+    assert [m.type for m in fresh] == ["system", "human", "human", "human"]
+    assert "北京: 晴, 18℃" in str(fresh[2].content)
+    assert str(fresh[3].content) == CALCULATE_FIRST.format(tool="calculator", how=" (the task asks for a product, '两倍': use *)")
+    assert [s.get("answer") for s in out["scratchpad"]] == [None, None, "36"]  # "18" never became a step
+    assert {"event": "steered", "reason": "calculate_first", "tools": ["calculator"]} in memory_events(out)
+
+
+def test_in_json_the_re_ask_lists_only_the_calculator_and_asks_for_the_format(make_graph):
+    graph, model = make_graph([{"tool": "get_weather", "args": {"city": "北京"}}, {"final_answer": "18"},
+                               {"tool": "calculator", "args": {"expression": "18*2"}}, {"final_answer": "36"}],
+                              protocol="json", answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36"
+    system = str(model.prompts[2][0].content)
+    assert "- calculator:" in system and "- get_weather:" not in system and "- db_query:" not in system
+    assert str(model.prompts[2][-1].content).endswith("Reply following the required format exactly.")
+
+
+def test_a_steered_reply_that_is_still_wrong_is_refused_by_the_rules_as_before(make_graph):
+    graph, model = make_graph([WEATHER, "18", "18", DOUBLE, "36"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36"
+    refused = out["scratchpad"][1]
+    assert "calculator has not computed anything yet" in (refused.get("parse_error") or "")
+
+
+def test_a_task_that_asks_for_no_calculation_is_not_steered(make_graph):
+    graph, model = make_graph([WEATHER, "晴，18℃"], answers=RULES)
+    out = graph.invoke({"task": "北京天气怎么样？"})
+    assert out["answer"] == "晴，18℃" and model.calls == 2 and not memory_events(out)
+
+
+def test_without_the_calculation_rule_nothing_is_steered(make_graph):
+    named = [tool_call("calculator", {"expression": "temperature * 2"})]
+    graph, model = make_graph([named, WEATHER, DOUBLE, "36"])
+    graph.invoke({"task": TASK})
+    assert model.tools_sent[1] == ["calculator", "db_query", "get_weather"]
+
+
+def test_an_expression_needs_figures_when_it_names_them_or_takes_one_from_nowhere():
+    assert needs_figures("price / hours", "", [])
+    assert needs_figures("1299 / 17", "", ["售价 (price): 1299 元"])
+    assert not needs_figures("1299 / 18", "", ["售价 (price): 1299 元", "续航: 18 小时"])
+    assert not needs_figures("round(17*23, 2)", "计算 17*23", [])
+
+
+def test_a_calculator_call_of_one_figure_is_refused_and_its_result_never_passes_for_a_computed_one(make_graph):
+    alone = [tool_call("calculator", {"expression": "18"})]
+    graph, model = make_graph([WEATHER, alone, DOUBLE, "36"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    refused = out["scratchpad"][1]["actions"][0]
+    assert refused["problem"].startswith("'18' is one figure, not a calculation")
+    assert "'两倍': use *" in refused["problem"] and refused.get("observation") != "18"
+    assert out["answer"] == "36"
