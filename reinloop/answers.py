@@ -388,16 +388,67 @@ def _says(task: str, word: str) -> bool:
 def operation_problem(expression: str, task: str) -> str | None:
     """Why a calculator ``expression`` is refused: the task names one operation (相差, divided, twice, …) and the
     expression does not use it. Qwen2.5-Coder-0.5B computed "杭州和深圳的常住人口相差多少万人" as ``1252 + 1779``."""
-    named = {op: word for op, words in OPERATION_WORDS.items()
-             if (word := next((w for w in words if _says(task, w)), None)) is not None}
-    if len(named) != 1 or not is_expression(expression):
+    named = named_operation(task)
+    if named is None or not is_expression(expression):
         return None
-    (op, word), = named.items()
+    op, word = named
     if op in expression:
         return None
     noun, verb = _OPERATION_NAMES[op]
     return (f"the task asks for {noun} ({word!r}) and the expression has no {op!r}; "
             f"{verb} the figures (for example with {op})")
+
+
+def named_operation(task: str) -> tuple[str, str] | None:
+    """``(operator, the task's word for it)`` when ``task`` names exactly one operation (:data:`OPERATION_WORDS`)."""
+    named = {op: word for op, words in OPERATION_WORDS.items()
+             if (word := next((w for w in words if _says(task, w)), None)) is not None}
+    return next(iter(named.items())) if len(named) == 1 else None
+
+
+_FIGURE_ONLY = re.compile(r"[\s(]*-?\d[\d,]*(?:\.\d+)?[\s)]*")
+
+
+def figure_only_problem(expression: str, task: str) -> str | None:
+    """Why a calculator ``expression`` that is one figure and no calculation (``16850``) is refused: its result
+    is that figure, which then passes for a computed one. Qwen2.5-Coder-0.5B, asked for "面积的两倍", called
+    the calculator with the area alone and answered with it."""
+    if not _FIGURE_ONLY.fullmatch(expression):
+        return None
+    return (f"{expression.strip()!r} is one figure, not a calculation; write the whole calculation the task asks "
+            f"for, figures and operation{operation_phrase(task)}")
+
+
+def operation_phrase(task: str) -> str:
+    """`` (the task asks for a product, '两倍': use *)`` when ``task`` names one operation, else ``""``."""
+    named = named_operation(task)
+    return f" (the task asks for {_OPERATION_NAMES[named[0]][0]}, {named[1]!r}: use {named[0]})" if named else ""
+
+
+MULTIPLES = {"两倍": 2, "双倍": 2, "二倍": 2, "三倍": 3, "四倍": 4, "五倍": 5, "十倍": 10, "twice": 2, "doubled": 2,
+             "tripled": 3}
+"""Words that name a multiple, and its factor: "面积的两倍" is the area times 2."""
+_MULTIPLE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:倍|times\b)")
+
+
+def named_factor(task: str) -> tuple[str, str] | None:
+    """``(the task's word, its factor)`` when ``task`` names one multiple ("两倍", "twice", "3倍"), else None."""
+    found = {(word, str(factor)) for word, factor in MULTIPLES.items() if _says(task, word)}
+    found |= {(m.group(0), m.group(1)) for m in _MULTIPLE.finditer(task)}
+    factors = {factor for _, factor in found}
+    return min(found) if len(factors) == 1 else None
+
+
+def factor_problem(expression: str, task: str) -> str | None:
+    """Why a calculator ``expression`` is refused: the task names a multiple ("两倍") and the expression does not
+    multiply by its factor. Qwen2.5-Coder-0.5B computed "面积的两倍" as population times area, ``1252 * 16850``."""
+    from .protocols.prose import numbers
+
+    named = named_factor(task)
+    if named is None or not is_expression(expression) or named[1] in numbers(expression):
+        return None
+    word, factor = named
+    return f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; multiply by {factor}"
 
 
 def asks_for_calculation(task: str) -> bool:

@@ -79,3 +79,27 @@ def test_under_calculation_tool_a_call_without_the_operation_the_task_names_is_r
     first, second = (s["actions"][0] for s in out["scratchpad"][:2])
     assert "expression has no '-'" in first["observation"] and second["observation"] == "527"
     assert out["answer"] == "527"
+
+
+def test_under_calculation_tool_a_call_without_the_multiple_the_task_names_is_refused():
+    from reinloop.answers import factor_problem, named_factor
+
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。"
+    assert "asks for '两倍', a multiple: times 2, and the expression has no 2" in factor_problem("1252 * 16850", task)
+    assert factor_problem("16850 * 2", task) is None and factor_problem("2*16850.0", task) is None
+    assert named_factor("What is 7 tripled?") == ("tripled", "3") and named_factor("价格的3倍") == ("3倍", "3")
+    assert named_factor("3倍还是两倍？") is None and named_factor("double-check 1 + 2") is None  # two, or none
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "1252 * 16850"})],
+                                       [tool_call("calculator", {"expression": "16850 * 2"})], "33700"])
+    out = build_graph(model, [builtin("calculator")], answers=AnswerRules(calculation_tool="calculator")).invoke(
+        {"task": "计算 16850 的两倍。"})
+    first, second = (s["actions"][0] for s in out["scratchpad"][:2])
+    assert "multiply by 2" in first["observation"] and second["observation"] == "33700"
+
+
+def test_under_calculation_tool_a_call_of_one_figure_names_the_operation_the_task_asks_for():
+    from reinloop.answers import figure_only_problem
+
+    assert "'(16850)' is one figure, not a calculation" in figure_only_problem(" (16850) ", "面积的两倍")
+    assert "'两倍': use *" in figure_only_problem("16850", "面积的两倍")
+    assert figure_only_problem("round(16850)", "四舍五入") is None and figure_only_problem("16850*2", "x") is None

@@ -16,7 +16,10 @@ names figures instead of writing them (``quantity * unit_price``) has each
 name bound to the one figure the run's results label with it
 (:mod:`reinloop.figures`), and the action records ``bound_figures``; and a
 call that does not use the one operation the task names (``1252 + 1779`` for
-"相差") is refused (:func:`reinloop.answers.operation_problem`).
+"相差") is refused (:func:`reinloop.answers.operation_problem`), and so is a call of one figure and
+no calculation (``16850``, :func:`reinloop.answers.figure_only_problem`), whose result would pass for a
+computed one, and a call that does not multiply by the multiple the task names (``1252 * 16850`` for
+"面积的两倍", :func:`reinloop.answers.factor_problem`).
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
@@ -49,7 +52,7 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import figure_problem, operation_problem
+from ..answers import factor_problem, figure_only_problem, figure_problem, operation_problem
 from ..figures import bind_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
@@ -100,7 +103,9 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
             args = {**args, **{k: text for k, (text, _) in binds.items()}}
             action = {**action, "bound_figures": {n: f for _, bound in binds.values() for n, f in bound.items()}}
         task = calculator[1]()[0]
-        problem = next((p for v in string_values(args) if (p := operation_problem(v, task))), None)
+        problem = next((p for v in string_values(args)
+                        if (p := figure_only_problem(v, task) or operation_problem(v, task)
+                                or factor_problem(v, task))), None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
