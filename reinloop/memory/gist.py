@@ -10,7 +10,8 @@ wrap-up answered "10.0" from it.
 :func:`gist` keeps the lines that share the most terms with a focus text (the
 task and the call's arguments): words, numbers, and for Chinese, which has no
 spaces, each pair of adjacent characters; of lines that share as many, one
-with figures goes first, then the shorter. Lines keep their order; a gap is
+with figures goes first, then the shorter; a short first line (which file or
+record it is) is always kept. Lines keep their order; a gap is
 marked with ``…``. A result that fits is left whole, and one whose lines share
 nothing with the focus is cut in the middle as before.
 """
@@ -39,6 +40,11 @@ def terms(text: str) -> set[str]:
     return found
 
 
+HEAD_SHARE = 3
+"""A result's first line is kept (first) when it takes at most 1/``HEAD_SHARE`` of the limit: it says which
+file or record the rest is from. Qwen2.5-Coder-0.5B searched badly and got another product's sheet; its
+ledger line kept the price and battery lines, not the file's name, and it computed with them."""
+
 MAX_LINES = 400
 """Lines of a long result weighed at most (the best-matching first): a 200 KB file is not sized line by line."""
 
@@ -62,6 +68,8 @@ def gist(text: str, focus: str, limit: int, size: Callable[[str], int] = len,
     ranked = [i for _, _, i in ranked[:MAX_LINES]]
     if not ranked:
         return cut(text, limit)
+    if size(lines[0]) + size(GAP) <= limit // HEAD_SHARE:  # what the rest is about: a search hit's file
+        ranked = [0, *(i for i in ranked if i)]
     kept: list[int] = []
     used = 0
     for i in ranked:

@@ -66,3 +66,11 @@ def test_a_wrap_up_and_the_outcome_keep_the_figures_of_a_long_result():
     out, _ = city_search_run(replies=[search, search, search])  # no wrap-up: the run breaks, results in hand
     (kept,) = in_hand(out)
     assert "1252 万人" in kept["observation"] and "16850 平方公里" in kept["observation"]
+
+
+def test_a_short_first_line_is_kept_so_the_gist_says_which_file_its_figures_are_from():
+    sheet = "- docs/product_pulsar.md — Pulsar 充电线\n" + "boilerplate text here\n" * 30 + "- 售价 (price): 199 元\n"
+    kept = gist(sheet, "Aurora X1 智能手表的售价是多少", 120)
+    assert kept.startswith("- docs/product_pulsar.md — Pulsar 充电线") and "199 元" in kept
+    long_head = "x" * 100 + "\n" + "filler\n" * 30 + "售价: 199\n"
+    assert not gist(long_head, "售价", 120).startswith("x")  # a first line over a third of the room is not kept
