@@ -19,7 +19,8 @@ call that does not use the one operation the task names (``1252 + 1779`` for
 "相差") is refused (:func:`reinloop.answers.operation_problem`), and so is a call of one figure and
 no calculation (``16850``, :func:`reinloop.answers.figure_only_problem`), whose result would pass for a
 computed one, and a call that does not multiply by the multiple the task names (``1252 * 16850`` for
-"面积的两倍", :func:`reinloop.answers.factor_problem`).
+"面积的两倍", :func:`reinloop.answers.factor_problem`), or that takes a figure the results state in
+万 or millions as plain units when the task does not ask in them (:func:`reinloop.answers.magnitude_problem`).
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
@@ -52,7 +53,7 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import factor_problem, figure_only_problem, figure_problem, operation_problem
+from ..answers import factor_problem, figure_only_problem, figure_problem, magnitude_problem, operation_problem
 from ..figures import bind_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
@@ -105,7 +106,8 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         task = calculator[1]()[0]
         problem = next((p for v in string_values(args)
                         if (p := figure_only_problem(v, task) or operation_problem(v, task)
-                                or factor_problem(v, task))), None)
+                                or factor_problem(v, task)
+                                or magnitude_problem(v, task, calculator[1]()[1]))), None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
