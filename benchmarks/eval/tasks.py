@@ -251,11 +251,15 @@ def is_correct(answer: str | None, plan: Plan, task: str = "") -> bool:
 
     A tool call written out as text is no answer, even when its arguments hold
     the key (family D's value is in the task itself), and neither is an answer
-    that repeats the task's words (:func:`echoes_task`): a real model that fails
-    to make its call must not score by echoing the task.
+    that repeats the task's words (:func:`echoes_task`) when the task holds the
+    key: a real model that fails to make its call must not score by echoing
+    the task. Where the task does not hold the key, an answer that restates the
+    question before its figure ("…的售价除以续航小时数是 72.17 元每小时") is an answer.
     """
-    if not answer or _is_call_text(answer) or (task and echoes_task(answer, task, plan.answer)):
+    if not answer or _is_call_text(answer):
         return False
+    if task and _bare(plan.answer) in _bare(task) and echoes_task(answer, task, plan.answer):
+        return False  # only where the task holds the key can an echo of it score
     expected = plan.answer.strip()
     if " " not in expected:
         return expected.lower() in answer.lower()

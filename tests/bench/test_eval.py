@@ -37,6 +37,14 @@ def test_an_answer_that_repeats_the_task_does_not_score_though_the_task_holds_th
     assert is_correct(f"The value for key=ticket-101 in the notes table is {plan.answer}.", plan, note.text)
 
 
+def test_an_answer_that_restates_the_question_before_its_figure_scores_where_the_task_lacks_the_key():
+    task = next(t for t in all_tasks() if t.id == "A-aurora")
+    plan = solve(task)
+    assert plan.answer == "72.17" and plan.answer not in task.text
+    assert is_correct("Aurora X1 智能手表的售价除以续航小时数是 72.17 元每小时。", plan, task.text)  # Qwen, tool calling
+    assert not is_correct(task.text, plan, task.text)
+
+
 def test_json_report_has_every_contestant_and_field(capsys):
     assert main(["--limit", "3", "--fault-rate", "0", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
