@@ -451,32 +451,6 @@ def factor_problem(expression: str, task: str) -> str | None:
     return f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; multiply by {factor}"
 
 
-MAGNITUDES = {"万": 10_000, "亿": 100_000_000, "thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000}
-"""Words that state a figure in a larger unit: "1252 万人" is 12,520,000 people."""
-
-
-def magnitude_problem(expression: str, task: str, results: Sequence[str]) -> str | None:
-    """Why a calculator ``expression`` is refused: it takes a figure that the results state in a larger unit
-    ("1252 万人") as if it were in plain units, and the task does not ask in that unit. Qwen2.5-Coder-0.5B
-    computed the density "人/平方公里" as ``1252 / 16850``; a task asking "相差多少万人" keeps the 万."""
-    from .protocols.prose import numbers
-
-    if not is_expression(expression):
-        return None
-    asked = {word for word in MAGNITUDES if _says(task, word)}
-    written = numbers(expression)
-    for figure in sorted(written, key=expression.find):
-        if is_plain_constant(figure):
-            continue
-        places = [m for r in results for m in re.finditer(rf"(?<![\d.,]){re.escape(figure)}(?![\d]|[.,]\d)\s*(\w*)", r.lower())]
-        for word, size in MAGNITUDES.items():
-            if (word not in asked and str(size) not in written and places
-                    and all(m.group(1).startswith(word) for m in places)):  # stated only in that unit
-                return (f"the results give {figure} in {word} ({figure} {word} = {figure} × {size:,}) and the task "
-                        f"asks in plain units; write {figure} * {size} (or the full figure the results give)")
-    return None
-
-
 def asks_for_calculation(task: str) -> bool:
     """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`; a rounding asked
     for, "四舍五入取整", "rounded to 2 decimal places", is one too: Qwen answered a density asked so with

@@ -42,6 +42,7 @@ class Action(TypedDict, total=False):
     raw_args: str  # arguments that were not a JSON object, verbatim
     ignored_args: list[str]  # argument names the tool does not take: left out of the call and its replay
     bound_figures: dict[str, str]  # names in the arguments replaced by the results' figures (reinloop.figures)
+    scaled_figures: dict[str, str]  # figures the results state in 万 or millions, written in plain units
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool

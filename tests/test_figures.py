@@ -105,20 +105,20 @@ def test_under_calculation_tool_a_call_of_one_figure_names_the_operation_the_tas
     assert figure_only_problem("round(16850)", "四舍五入") is None and figure_only_problem("16850*2", "x") is None
 
 
-def test_under_calculation_tool_a_figure_the_results_give_in_wan_is_refused_as_plain_units():
-    from reinloop.answers import magnitude_problem
+def test_under_calculation_tool_a_figure_the_results_give_only_in_wan_is_written_in_plain_units():
+    from reinloop.figures import scale_figures
 
-    sheet = ["- 常住人口 (resident population): 1252 万人 (12,520,000 people)\n- 面积 (area): 16850 平方公里"]
+    sheet = ["- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里"]
     density = "杭州的人口密度是多少？（人/平方公里，四舍五入取整）"
-    assert "give 1252 in 万 (1252 万 = 1252 × 10,000)" in magnitude_problem("round(1252 / 16850)", density, sheet)
-    assert magnitude_problem("round(1252 * 10000 / 16850)", density, sheet) is None
-    assert magnitude_problem("round(12520000 / 16850)", density, sheet) is None  # the full figure
-    assert magnitude_problem("abs(1252 - 1779)", "杭州和深圳的常住人口相差多少万人？", sheet) is None  # asked in 万
-    assert magnitude_problem("30 * 2", "x", ["revenue 30 million; staff: 30"]) is None  # also stated plain
-    assert "30 in million" in magnitude_problem("30 * 2", "x", ["revenue 30 million dollars"])
+    assert scale_figures("round(1252 / 16850)", density, sheet) == ("round(12520000 / 16850)", {"1252": "12520000"})
+    assert scale_figures("round(1252 * 10000 / 16850)", density, sheet) is None  # converted already
+    assert scale_figures("abs(1252 - 1779)", "杭州和深圳的常住人口相差多少万人？", sheet) is None  # asked in 万
+    assert scale_figures("30 * 2", "x", ["revenue 30 million; staff: 30"]) is None  # also stated plain
+    assert scale_figures("2 * 3", "x", ["revenue 2 million dollars"]) is None  # a plain constant: a factor, maybe
+    assert scale_figures("2.5 * 3", "x", ["revenue 2.5 million dollars"]) == ("2500000 * 3", {"2.5": "2500000"})
+    assert scale_figures("30 * 2", "x", ["revenue 30 million dollars"]) == ("30000000 * 2", {"30": "30000000"})
     model = ScriptedChatModel(replies=[[tool_call("city_sheet", {})],
-                                       [tool_call("calculator", {"expression": "round(1252 / 16850)"})],
-                                       [tool_call("calculator", {"expression": "round(1252 * 10000 / 16850)"})], "743"])
+                                       [tool_call("calculator", {"expression": "round(1252 / 16850)"})], "743"])
 
     @tool
     def city_sheet() -> str:
@@ -126,6 +126,7 @@ def test_under_calculation_tool_a_figure_the_results_give_in_wan_is_refused_as_p
         return sheet[0]
 
     out = build_graph(model, [city_sheet, builtin("calculator")],
-                      answers=AnswerRules(calculation_tool="calculator")).invoke({"task": density})
-    refused, ran = (s["actions"][0] for s in out["scratchpad"][1:3])
-    assert "in 万" in refused["observation"] and ran["observation"] == "743" and out["answer"] == "743"
+                      answers=AnswerRules(calculation_tool="calculator", grounded_numbers=True)).invoke({"task": density})
+    ran = out["scratchpad"][1]["actions"][0]
+    assert ran["args"] == {"expression": "round(12520000 / 16850)"} and ran["observation"] == "743"
+    assert ran["scaled_figures"] == {"1252": "12520000"} and out["answer"] == "743"

@@ -19,8 +19,9 @@ call that does not use the one operation the task names (``1252 + 1779`` for
 "相差") is refused (:func:`reinloop.answers.operation_problem`), and so is a call of one figure and
 no calculation (``16850``, :func:`reinloop.answers.figure_only_problem`), whose result would pass for a
 computed one, and a call that does not multiply by the multiple the task names (``1252 * 16850`` for
-"面积的两倍", :func:`reinloop.answers.factor_problem`), or that takes a figure the results state in
-万 or millions as plain units when the task does not ask in them (:func:`reinloop.answers.magnitude_problem`).
+"面积的两倍", :func:`reinloop.answers.factor_problem`). Before these checks, a figure the results
+state only in 万 or millions is written in plain units when the task does not ask in them, recorded as
+``scaled_figures`` (:func:`reinloop.figures.scale_figures`).
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
@@ -53,8 +54,8 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import factor_problem, figure_only_problem, figure_problem, magnitude_problem, operation_problem
-from ..figures import bind_figures
+from ..answers import factor_problem, figure_only_problem, figure_problem, operation_problem
+from ..figures import bind_figures, scale_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
@@ -103,16 +104,21 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         if binds:
             args = {**args, **{k: text for k, (text, _) in binds.items()}}
             action = {**action, "bound_figures": {n: f for _, bound in binds.values() for n, f in bound.items()}}
-        task = calculator[1]()[0]
+        task, results = calculator[1]()
+        scales = {k: sc for k, v in args.items() if isinstance(v, str) and (sc := scale_figures(v, task, results))}
+        if scales:
+            args = {**args, **{k: text for k, (text, _) in scales.items()}}
+            action = {**action, "scaled_figures": {f: p for _, done in scales.values() for f, p in done.items()}}
         problem = next((p for v in string_values(args)
                         if (p := figure_only_problem(v, task) or operation_problem(v, task)
-                                or factor_problem(v, task)
-                                or magnitude_problem(v, task, calculator[1]()[1]))), None)
+                                or factor_problem(v, task))), None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
     if problem is None and figures is not None:
-        problem = next((p for v in string_values(args) if (p := figure_problem(v, *figures()))), None)
+        task, results = figures()
+        scaled = [f"{f} = {plain}" for f, plain in (action.get("scaled_figures") or {}).items()]
+        problem = next((p for v in string_values(args) if (p := figure_problem(v, task, [*results, *scaled]))), None)
     return {**action, "args": args, "problem": problem}
 
 
