@@ -439,16 +439,44 @@ def named_factor(task: str) -> tuple[str, str] | None:
     return min(found) if len(factors) == 1 else None
 
 
-def factor_problem(expression: str, task: str) -> str | None:
+def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> str | None:
     """Why a calculator ``expression`` is refused: the task names a multiple ("两倍") and the expression does not
-    multiply by its factor. Qwen2.5-Coder-0.5B computed "面积的两倍" as population times area, ``1252 * 16850``."""
+    multiply by its factor. Qwen2.5-Coder-0.5B computed "面积的两倍" as population times area, ``1252 * 16850``.
+    When the task names what to multiply ("面积的两倍", "twice the area") and the results label one figure so,
+    the refusal names that figure."""
+    from .figures import labelled_figures
     from .protocols.prose import numbers
 
     named = named_factor(task)
     if named is None or not is_expression(expression) or named[1] in numbers(expression):
         return None
     word, factor = named
-    return f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; multiply by {factor}"
+    lowered = task.lower()
+    of = {figure for label, figure in labelled_figures(results) for name in label
+          if not name.isdigit() and (f"{name}的{word}" in lowered or f"{word} the {name}" in lowered)}
+    what = f"{of.pop()} (what the task multiplies)" if len(of) == 1 else "the figure"
+    return (f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; "
+            f"multiply {what} by {factor}")
+
+
+def compounding_problem(expression: str, task: str, computed: Sequence[str], looked_up: Sequence[str]) -> str | None:
+    """Why a calculator ``expression`` is refused: the task names one operation ("两倍", "相差") and the expression
+    applies it again to a figure only the calculator returned (``computed``; ``looked_up``: the task and the
+    other results). Qwen2.5-Coder-0.5B, having computed 16850 * 2 = 33700 for "面积的两倍", went on with
+    ``33700 * 2``, ``67400 * 2``, … until the step limit. Rounding a result (``round(743.03)``) applies no
+    operator and passes."""
+    from .protocols.prose import numbers
+
+    named = named_operation(task)
+    if named is None or not is_expression(expression) or named[0] not in expression:
+        return None
+    known = set().union(*(numbers(t) for t in looked_up))
+    again = [n for n in sorted(numbers(expression), key=expression.find)
+             if n not in known and not is_plain_constant(n) and n in number_forms(computed)]
+    if not again:
+        return None
+    return (f"{again[0]} is what the calculator already computed for the task's {named[1]!r}, which asks for one "
+            f"{_OPERATION_NAMES[named[0]][0]}; answer with {again[0]} (or compute from the figures the tools looked up)")
 
 
 def asks_for_calculation(task: str) -> bool:

@@ -94,7 +94,7 @@ def test_under_calculation_tool_a_call_without_the_multiple_the_task_names_is_re
     out = build_graph(model, [builtin("calculator")], answers=AnswerRules(calculation_tool="calculator")).invoke(
         {"task": "计算 16850 的两倍。"})
     first, second = (s["actions"][0] for s in out["scratchpad"][:2])
-    assert "multiply by 2" in first["observation"] and second["observation"] == "33700"
+    assert "multiply the figure by 2" in first["observation"] and second["observation"] == "33700"
 
 
 def test_under_calculation_tool_a_call_of_one_figure_names_the_operation_the_task_asks_for():
@@ -130,3 +130,36 @@ def test_under_calculation_tool_a_figure_the_results_give_only_in_wan_is_written
     ran = out["scratchpad"][1]["actions"][0]
     assert ran["args"] == {"expression": "round(12520000 / 16850)"} and ran["observation"] == "743"
     assert ran["scaled_figures"] == {"1252": "12520000"} and out["answer"] == "743"
+
+
+def test_under_calculation_tool_the_multiple_refusal_names_the_figure_the_task_multiplies():
+    from reinloop.answers import factor_problem
+
+    sheet = ["- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"]
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。"
+    assert factor_problem("1252 * 16850", task, sheet).endswith("multiply 16850 (what the task multiplies) by 2")
+    assert factor_problem("1252 * 16850", "What is twice the area?", sheet).endswith("multiply 16850 (what the task multiplies) by 2")
+    assert factor_problem("1252 * 16850", task, []).endswith("multiply the figure by 2")
+
+
+def test_under_calculation_tool_the_named_operation_applied_again_to_the_calculators_own_result_is_refused():
+    from reinloop.answers import compounding_problem
+
+    task, area = "最后计算面积的两倍。", "- 面积 (area): 16850 平方公里"
+    problem = compounding_problem("33700 * 2", task, ["33700"], [task, area])
+    assert problem.startswith("33700 is what the calculator already computed for the task's '两倍'")
+    assert compounding_problem("16850 * 2", task, ["33700"], [task, area]) is None  # a looked-up figure
+    assert compounding_problem("round(743.0385)", "人口密度", ["743.0385"], ["人口密度"]) is None  # no operator again
+    assert compounding_problem("6 * 5", "计算 3 乘以 2 再加 5", ["6"], ["计算 3 乘以 2 再加 5"]) is None  # two operations
+    model = ScriptedChatModel(replies=[[tool_call("area", {})], [tool_call("calculator", {"expression": "16850 * 2"})],
+                                       [tool_call("calculator", {"expression": "33700 * 2"})], "16850, 33700"])
+
+    @tool("area")
+    def area_tool() -> str:
+        """The city's area."""
+        return area
+
+    out = build_graph(model, [area_tool, builtin("calculator")],
+                      answers=AnswerRules(calculation_tool="calculator")).invoke({"task": task})
+    again = out["scratchpad"][2]["actions"][0]
+    assert "answer with 33700" in again["observation"] and out["answer"] == "16850, 33700"

@@ -54,20 +54,22 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import factor_problem, figure_only_problem, figure_problem, operation_problem
+from ..answers import compounding_problem, factor_problem, figure_only_problem, figure_problem, operation_problem
 from ..figures import bind_figures, scale_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
 def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] = str,
                  figures: Callable[[], tuple[str, list[str]]] | None = None,
-                 calculator: tuple[str, Callable[[], tuple[str, list[str]]]] | None = None) -> Action:
+                 calculator: tuple[str, Callable[[], tuple[str, list[str]]],
+                                   Callable[[], tuple[list[str], list[str]]]] | None = None) -> Action:
     """The action with ``problem`` set if it cannot run as asked (``known`` gives the task and the run's results,
     which make a value that also appears in a tool's example a real one; it is called only for such a value).
 
     ``figures`` (under ``AnswerRules.grounded_numbers``) gives the task and the results apart: then an
     arithmetic argument must take its figures from them. ``calculator`` (under ``AnswerRules.calculation_tool``)
-    is that tool's name and the same parts: a call of it has the names in its arguments bound to figures."""
+    is that tool's name, the same parts, and that tool's results apart from the task and the others: a call of it
+    has the names in its arguments bound to figures, and is checked against the task's operation."""
     if action.get("problem"):
         return action
     asked = action.get("tool") or ""
@@ -109,9 +111,11 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         if scales:
             args = {**args, **{k: text for k, (text, _) in scales.items()}}
             action = {**action, "scaled_figures": {f: p for _, done in scales.values() for f, p in done.items()}}
+        computed, looked_up = calculator[2]()
         problem = next((p for v in string_values(args)
                         if (p := figure_only_problem(v, task) or operation_problem(v, task)
-                                or factor_problem(v, task))), None)
+                                or factor_problem(v, task, results) or compounding_problem(v, task, computed, looked_up))),
+                       None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
@@ -136,6 +140,17 @@ def known_parts(state: AgentState) -> tuple[str, list[str]]:
                                           for a in s.get("actions") or [] if not a.get("error") and not a.get("problem")]
 
 
+def calculated(state: AgentState, tool: str) -> tuple[list[str], list[str]]:
+    """``(what tool returned, the task and every other result)`` in the current run."""
+    mine: list[str] = []
+    others = [str(state.get("task") or "")]
+    for step in current_steps(state):
+        for a in step.get("actions") or []:
+            if not a.get("error") and not a.get("problem"):
+                (mine if a.get("tool") == tool else others).append(str(a.get("observation") or ""))
+    return mine, others
+
+
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     """Check every action of the current step against the tool registry."""
     pending = state["pending"] or {}
@@ -148,7 +163,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
     parts = functools.cache(lambda: known_parts(state))
     rules = runtime.context.answers
     figures = parts if rules.grounded_numbers else None
-    calculator = (rules.calculation_tool, parts) if rules.calculation_tool is not None else None
+    tool = rules.calculation_tool
+    calculator = (tool, parts, functools.cache(lambda: calculated(state, tool))) if tool is not None else None
     actions = [check_action(a, runtime.context.tools, known, figures, calculator) for a in pending.get("actions") or []]
     refused = [a for a in actions if a.get("problem")]
     emit(
@@ -157,7 +173,8 @@ def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         f"{len(actions) - len(refused)} valid, {len(refused)} refused",
         actions=[{"tool": a.get("tool"), "args": a.get("args") or {}, "problem": a.get("problem"),
                   **({"asked_tool": a["asked_tool"]} if a.get("asked_tool") else {}),
-                  **({"bound_figures": a["bound_figures"]} if a.get("bound_figures") else {})} for a in actions],
+                  **({"bound_figures": a["bound_figures"]} if a.get("bound_figures") else {}),
+                  **({"scaled_figures": a["scaled_figures"]} if a.get("scaled_figures") else {})} for a in actions],
         error="; ".join(f"{a.get('tool')}: {a['problem']}" for a in refused) or None,
     )
     return {"pending": {**pending, "actions": actions}}
