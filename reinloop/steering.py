@@ -34,7 +34,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .answers import asks_for_calculation, calculation_problem, is_expression, is_plain_constant, operation_phrase
+from .answers import (asks_for_calculation, calculation_problem, is_expression, is_plain_constant, operation_phrase,
+                      written_call)
 from .memory.ledger import results
 from .memory.window import current_steps
 from .state import AgentState, Reply
@@ -92,6 +93,8 @@ def steer(state: AgentState, ctx: Any, protocol: Any, reply: Reply) -> tuple[Rea
         return None
     answer = pending.get("answer")
     if actions or answer is None or pending.get("parse_error") or not done or not asks_for_calculation(task):
+        return None
+    if any(written_call(str(answer), ctx.tools.names())):  # a call written as text: parse reads it as one
         return None
     computed = [r["observation"] for r in done if r["tool"] == tool]
     if computed or calculation_problem(str(answer), task, tool, computed) is None:

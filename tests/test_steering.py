@@ -102,3 +102,11 @@ def test_a_calculator_call_of_one_figure_is_refused_and_its_result_never_passes_
     assert refused["problem"].startswith("'18' is one figure, not a calculation")
     assert "'两倍': use *" in refused["problem"] and refused.get("observation") != "18"
     assert out["answer"] == "36"
+
+
+def test_a_calculator_call_written_as_text_is_not_taken_for_an_early_answer(make_graph):
+    written = '{"name": "calculator", "arguments": {"expression": "18*2"}}'
+    graph, model = make_graph([WEATHER, written, "36"], answers=RULES)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36" and model.calls == 3 and not memory_events(out)
+    assert out["scratchpad"][1]["actions"][0]["observation"] == "36"
