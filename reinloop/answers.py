@@ -443,17 +443,23 @@ def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> s
     """Why a calculator ``expression`` is refused: the task names a multiple ("两倍") and the expression does not
     multiply by its factor. Qwen2.5-Coder-0.5B computed "面积的两倍" as population times area, ``1252 * 16850``.
     When the task names what to multiply ("面积的两倍", "twice the area") and the results label one figure so,
-    the refusal names that figure."""
+    the refusal names that figure, and an expression without that figure is refused too."""
     from .figures import labelled_figures
     from .protocols.prose import numbers
 
     named = named_factor(task)
-    if named is None or not is_expression(expression) or named[1] in numbers(expression):
+    if named is None or not is_expression(expression):
         return None
     word, factor = named
     lowered = task.lower()
     of = {figure for label, figure in labelled_figures(results) for name in label
           if not name.isdigit() and (f"{name}的{word}" in lowered or f"{word} the {name}" in lowered)}
+    written = numbers(expression)
+    if len(of) == 1 and (figure := next(iter(of))) not in written:  # Qwen doubled the population: `1252 * 2`
+        return (f"the task asks for {word!r} of {figure}, the figure the results give for what it multiplies, and "
+                f"the expression does not use {figure}; multiply {figure} by {factor}")
+    if factor in written:
+        return None
     what = f"{of.pop()} (what the task multiplies)" if len(of) == 1 else "the figure"
     return (f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; "
             f"multiply {what} by {factor}")

@@ -140,6 +140,8 @@ def test_under_calculation_tool_the_multiple_refusal_names_the_figure_the_task_m
     assert factor_problem("1252 * 16850", task, sheet).endswith("multiply 16850 (what the task multiplies) by 2")
     assert factor_problem("1252 * 16850", "What is twice the area?", sheet).endswith("multiply 16850 (what the task multiplies) by 2")
     assert factor_problem("1252 * 16850", task, []).endswith("multiply the figure by 2")
+    assert factor_problem("1252 * 2", task, sheet).endswith("does not use 16850; multiply 16850 by 2")
+    assert factor_problem("16850 * 2", task, sheet) is None and factor_problem("1252 * 2", task, []) is None
 
 
 def test_under_calculation_tool_the_named_operation_applied_again_to_the_calculators_own_result_is_refused():

@@ -114,7 +114,7 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         computed, looked_up = calculator[2]()
         problem = next((p for v in string_values(args)
                         if (p := figure_only_problem(v, task) or operation_problem(v, task)
-                                or factor_problem(v, task, results) or compounding_problem(v, task, computed, looked_up))),
+                                or compounding_problem(v, task, computed, looked_up) or factor_problem(v, task, results))),
                        None)
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
