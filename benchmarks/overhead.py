@@ -4,6 +4,7 @@
     python benchmarks/overhead.py --quick            # CI: small N, 1 repeat, under a minute
     python benchmarks/overhead.py --profile 200      # cProfile of 200 reinloop steps: the top costs per step
     python benchmarks/overhead.py --nodes 200        # CPU per node and for LangGraph, without a profiler
+    python benchmarks/overhead.py --calls 200        # function calls per iteration on both sides, by package
 
 Both sides get the same scripted replies: one tool call per iteration to a
 trivial tool that returns 2 KB of text, then a final answer. reinloop runs
@@ -53,6 +54,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -264,10 +266,70 @@ def child_build(side: str) -> dict[str, Any]:
             "first_cpu": time.process_time() - cpu, "first_wall": time.perf_counter() - wall}
 
 
+def place_of(filename: str) -> str:
+    """The package a code file belongs to: a site-packages top level, reinloop, or the standard library."""
+    if "site-packages/" in filename:
+        return filename.split("site-packages/")[1].split("/")[0]
+    if "/reinloop/" in filename:
+        return "reinloop"
+    return "benchmark script" if "/benchmarks/" in filename else "Python standard library"
+
+
+def child_calls(side: str, steps: int) -> dict[str, Any]:
+    """Function calls per iteration of one run on ``side`` without a saver, by package, and its traced child runs.
+
+    A ``sys.setprofile`` counter (tool worker threads included) counts Python
+    calls by their function's package and C calls by their caller's; the
+    count does not depend on the machine's load, unlike CPU time. Traced
+    child runs are the calls of langchain-core's ``on_chain_start`` (its callback managers').
+    """
+    import_side(side)
+    model, tools = scripted_model(steps), [fetch_tool()]
+    warm_up(side, tools)
+    graph = build(side, model, tools, None)
+    counted: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def count(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" or event == "c_call":
+            place = place_of(frame.f_code.co_filename)
+            if event == "call" and frame.f_code.co_name == "on_chain_start" and place == "langchain_core":
+                place = "traced child runs"
+            with lock:
+                counted[place] = counted.get(place, 0) + 1
+
+    threading.setprofile(count)
+    sys.setprofile(count)
+    try:
+        invoke(side, graph, steps)
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)  # type: ignore[arg-type]
+    return {place: n / steps for place, n in counted.items()}
+
+
+def print_calls(steps: int, rows: int = 8) -> None:
+    """Function calls per iteration on both sides (each in its own process), by package, and the traced child runs."""
+    found = {side: child("calls", side, str(steps)) for side in SIDES}
+    runs = {side: found[side].pop("traced child runs", 0.0) for side in SIDES}
+    ours, theirs = found["reinloop"], found["create_agent"]
+    print(f"{steps} iterations, no saver; calls per iteration (Python calls by their package, C calls by their caller's)\n")
+    print("| package | reinloop | create_agent | ratio |")
+    print("| --- | ---: | ---: | ---: |")
+    for place in sorted(set(ours) | set(theirs), key=lambda p: -ours.get(p, 0))[:rows]:
+        a, b = ours.get(place, 0.0), theirs.get(place, 0.0)
+        print(f"| {place} | {a:,.1f} | {b:,.1f} | {a / b:.2f} |" if b else f"| {place} | {a:,.1f} | {b:,.1f} | |")
+    a, b = sum(ours.values()) + runs["reinloop"], sum(theirs.values()) + runs["create_agent"]
+    print(f"| all | {a:,.1f} | {b:,.1f} | {a / b:.2f} |")
+    print(f"| traced child runs (`on_chain_start`) | {runs['reinloop']:.1f} | {runs['create_agent']:.1f} | |")
+
+
 def child_main(argv: list[str]) -> None:
     kind, side, *rest = argv
     if kind == "run":
         result = child_run(side, rest[0], int(rest[1]), Path(rest[2]))
+    elif kind == "calls":
+        result = child_calls(side, int(rest[0]))
     elif kind == "read":
         result = child_read(side, Path(rest[0]))
     else:
@@ -471,7 +533,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--savers", nargs="+", choices=SAVERS, help="configurations (default: all)")
     parser.add_argument("--profile", type=int, metavar="N", help="profile N reinloop steps instead")
     parser.add_argument("--nodes", type=int, metavar="N", help="CPU per reinloop node over N steps instead")
+    parser.add_argument("--calls", type=int, metavar="N", help="function calls per iteration on both sides over N steps instead")
     args = parser.parse_args(argv)
+    if args.calls:
+        print_calls(args.calls)
+        return
     if args.profile:
         profile(args.profile)
         return

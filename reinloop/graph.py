@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables.graph import Graph
 from langchain_core.tools import BaseTool
+from langgraph._internal._runnable import RunnableCallable  # what create_agent wraps its edges in, untraced
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Interrupt
@@ -171,7 +172,8 @@ def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
     builder.add_edge("approve", "execute")
     builder.add_edge("memorize", "guard")
     for source, (router, path_map) in ROUTES.items():
-        builder.add_conditional_edges(source, router, path_map)
+        # untraced, as create_agent's edges: a plain function would open a traced child run per call
+        builder.add_conditional_edges(source, RunnableCallable(router, trace=False), path_map)
     return builder
 
 

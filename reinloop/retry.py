@@ -189,6 +189,28 @@ class stop_at_deadline(stop_base):  # noqa: N801 - tenacity's naming
         return left is not None and (retry_state.upcoming_sleep or 0.0) >= left
 
 
+def first_then_retried(call: Callable[[], Any], retrying: Callable[[], Retrying]) -> Any:
+    """``retrying()(call)``, with the first attempt made before tenacity is set up.
+
+    Most calls succeed at once, and tenacity's set-up and bookkeeping cost more
+    Python calls than a scripted model's whole reply. A first failure (any
+    exception, as tenacity catches) is handed to tenacity as the outcome of its
+    first attempt, so what follows is tenacity's as before: which errors are
+    retried, the waits, the stops and the attempt numbers.
+    """
+    try:
+        return call()
+    except BaseException as exc:  # noqa: BLE001 - tenacity decides what it means, as when it made the attempt
+        failed = [exc]
+
+    def attempt() -> Any:
+        if failed:
+            raise failed.pop()
+        return call()
+
+    return retrying()(attempt)
+
+
 def call_with_retries(
     call: Callable[[], Any],
     *,
@@ -217,16 +239,18 @@ def call_with_retries(
         logger.warning("model call failed (attempt %d/%d), retrying in %.1f s: %s", state.attempt_number,
                        policy.attempts, state.upcoming_sleep, model_call_error(exc, endpoint, url).problem)
 
-    retrying = Retrying(
-        retry=retry_if_exception(is_transient),
-        stop=stop_after_attempt(policy.attempts) | stop_at_deadline(seconds_left),
-        wait=wait_backoff_or_server(policy),
-        sleep=sleep,
-        before_sleep=warn,
-        retry_error_callback=gave_up,
-    )
+    def retrying() -> Retrying:
+        return Retrying(
+            retry=retry_if_exception(is_transient),
+            stop=stop_after_attempt(policy.attempts) | stop_at_deadline(seconds_left),
+            wait=wait_backoff_or_server(policy),
+            sleep=sleep,
+            before_sleep=warn,
+            retry_error_callback=gave_up,
+        )
+
     try:
-        return retrying(call)
+        return first_then_retried(call, retrying)
     except ModelCallError:
         raise
     except Exception as exc:  # not retryable: a client error fails at once, in one line; anything else as it is

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from reinloop.errors import ModelCallError, ScriptExhaustedError
-from reinloop.retry import RetryPolicy, call_with_retries
+from reinloop.retry import RetryPolicy, call_with_retries, first_then_retried
 
 REQUEST = httpx2.Request("POST", "http://models.local/v1/chat/completions")
 ENDPOINT = "http://models.local/v1"
@@ -133,3 +133,35 @@ def test_a_model_call_error_keeps_its_fields_through_pickling():
 def test_retry_policy_keeps_its_public_fields():
     policy = RetryPolicy(attempts=2, base_delay=0.1, max_delay=3.0, timeout=9.0)
     assert (policy.attempts, policy.base_delay, policy.max_delay, policy.timeout) == (2, 0.1, 3.0, 9.0)
+
+
+def test_a_first_failure_becomes_tenacitys_first_attempt_and_the_retries_go_on_from_it():
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt
+
+    call, calls = failing(ConnectionError("reset"), ConnectionError("reset again"))
+    waited: list[int] = []
+
+    def retrying() -> Retrying:
+        return Retrying(retry=retry_if_exception_type(ConnectionError), stop=stop_after_attempt(3), sleep=lambda s: None,
+                        before_sleep=lambda state: waited.append(state.attempt_number))
+
+    assert first_then_retried(call, retrying) == "ok"
+    assert len(calls) == 3 and waited == [1, 2]  # the call made three times, the first failure counted as attempt 1
+
+
+def test_a_first_failure_that_is_not_retried_is_raised_as_it_was():
+    from tenacity import Retrying, retry_if_exception_type
+
+    refused = ValueError("bad request")
+    call, calls = failing(refused)
+    with pytest.raises(ValueError) as caught:
+        first_then_retried(call, lambda: Retrying(retry=retry_if_exception_type(ConnectionError), sleep=lambda s: None))
+    assert caught.value is refused and len(calls) == 1
+
+
+def test_a_call_that_succeeds_at_once_never_sets_tenacity_up():
+    def no_retrying() -> Any:
+        raise AssertionError("tenacity was set up for a call that succeeded")
+
+    call, calls = failing()
+    assert first_then_retried(call, no_retrying) == "ok" and len(calls) == 1

@@ -49,3 +49,32 @@ def test_callbacks_in_config_see_every_call_once_with_telemetry_on_too(make_grap
     recorder = Recorder()
     graph.invoke({"task": "t"}, {"callbacks": [recorder]})
     assert recorder.seen == EXPECTED
+
+
+class ChainNames(BaseCallbackHandler):
+    """Records the name of every traced chain run (LangGraph's graph, its nodes, anything traced inside)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.names.append(str(kwargs.get("name")))
+
+
+NODES = {"decide", "parse", "validate", "execute", "memorize", "guard"}
+
+
+def test_nodes_are_traced_runs_and_the_routers_are_not_as_create_agents_edges(make_graph):
+    graph, _ = make_graph(REPLIES)
+    recorder = ChainNames()
+    graph.invoke({"task": "t"}, {"callbacks": [recorder]})
+    assert NODES <= set(recorder.names)
+    assert [name for name in recorder.names if name.startswith("route_")] == []
+
+
+def test_the_routers_are_untraced_in_async_runs_too(make_graph):
+    graph, _ = make_graph(REPLIES)
+    recorder = ChainNames()
+    asyncio.run(graph.ainvoke({"task": "t"}, {"callbacks": [recorder]}))
+    assert NODES <= set(recorder.names)
+    assert [name for name in recorder.names if name.startswith("route_")] == []

@@ -51,8 +51,10 @@ def missing_correction(state: Mapping[str, Any], messages: Sequence[BaseMessage]
     """The last step's correction, as a hint, when the prompt does not carry it."""
     steps = current_steps(state)
     wanted = corrections(steps[-1]) if steps else []
+    if not wanted:
+        return None
     shown = "\n".join(message_text(m) for m in messages)
-    if not wanted or all(text in shown for text in wanted):
+    if all(text in shown for text in wanted):
         return None
     if steps[-1].get("parse_error"):
         return wanted[0]

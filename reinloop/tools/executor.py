@@ -51,6 +51,7 @@ from tenacity import (
 from ..bounds import clean_text, describe_exception, exception_message
 from ..callbacks import CallHook, watched
 from ..limits import Limits
+from ..retry import first_then_retried
 from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
 from .pool import WorkerPool, WorkersExhausted
@@ -262,14 +263,16 @@ class ToolExecutor:
             return watched(hooks, "tool", call.tool.name, lambda: call.tool.invoke(call.args), inputs=call.args,
                            call_id=call.call_id)
 
-        retrying = Retrying(
-            stop=_stop(retries + 1, deadline),
-            wait=wait_exponential(multiplier=options.backoff, max=30) + wait_random(0, options.backoff),
-            retry=retry_if_exception_type(options.transient),
-            reraise=True,
-        )
+        def retrying() -> Retrying:
+            return Retrying(
+                stop=_stop(retries + 1, deadline),
+                wait=wait_exponential(multiplier=options.backoff, max=30) + wait_random(0, options.backoff),
+                retry=retry_if_exception_type(options.transient),
+                reraise=True,
+            )
+
         try:
-            value = retrying(once)
+            value = first_then_retried(once, retrying)
         except KeyboardInterrupt:  # Ctrl-C stops the run; nothing else a tool raises does
             raise
         except BaseException as exc:  # noqa: BLE001 - SystemExit(3) from a tool must not pass for a guard's exit code

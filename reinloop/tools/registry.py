@@ -101,12 +101,18 @@ class ToolRegistry:
         return args_json_schema(self._tools[name])
 
     def examples_of(self, name: str) -> str:
-        """The example values tool ``name``'s description and schema give (``e.g. '(22*1.8)+32'``), one per line."""
-        found = []
-        for text in [self._tools[name].description, *descriptions(self.schema(name))]:
-            for lead in _EXAMPLE_LEAD.finditer(text):
-                found += [a or b for a, b in _QUOTED.findall(text[lead.end():lead.end() + 120])]
-        return "\n".join(found)
+        """The example values tool ``name``'s description and schema give (``e.g. '(22*1.8)+32'``), one per line.
+
+        Made once per tool (validate asks at every call; the schema is LangChain's conversion of the tool).
+        """
+        key = f"examples:{name}"
+        if key not in self._shown:
+            found = []
+            for text in [self._tools[name].description, *descriptions(self.schema(name))]:
+                for lead in _EXAMPLE_LEAD.finditer(text):
+                    found += [a or b for a, b in _QUOTED.findall(text[lead.end():lead.end() + 120])]
+            self._shown[key] = "\n".join(found)
+        return self._shown[key]
 
     def sketch(self, name: str) -> str:
         """How a call of ``name`` looks: its arguments and an example (for refusals)."""

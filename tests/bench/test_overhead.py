@@ -26,3 +26,13 @@ def test_the_quick_overhead_run_compares_both_sides_with_and_without_a_saver(tmp
     assert re.search(r"\| first `build_graph` / `create_agent`, CPU \| [\d.]+ ms \| [\d.]+ ms \|", out)
     assert re.search(r"\| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU \| \d+ ms \| \d+ ms \|", out)
     assert re.search(r"load average [\d.]+ at the start", out)
+
+
+def test_the_call_count_compares_both_sides_by_package_with_their_traced_runs(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead.py"), "--calls", "3"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = dict(re.findall(r"^\| (all|langgraph|langchain_core) \| ([\d,.]+) \| [\d,.]+ \|", proc.stdout, re.M))
+    assert set(rows) == {"all", "langgraph", "langchain_core"}
+    assert float(rows["all"].replace(",", "")) > float(rows["langgraph"].replace(",", "")) > 0
+    assert re.search(r"^\| traced child runs \(`on_chain_start`\) \| [\d.]+ \| [\d.]+ \| \|$", proc.stdout, re.M)

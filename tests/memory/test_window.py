@@ -156,6 +156,18 @@ def test_an_identical_action_and_observation_is_shown_once_at_its_newest_positio
     assert prepared.events == [{"event": "deduplicated", "steps": [1], "by": 3}]
 
 
+def test_a_duplicate_is_the_same_tool_arguments_and_observation_whatever_the_arguments_order():
+    def step(index: int, args: dict, observation: object) -> Step:
+        action = Action(id=f"call_{index}", tool="search", args=args, observation=observation, error=False)  # type: ignore[typeddict-item]
+        return {**make_step(index, "tool_calling", []), "actions": [action]}
+
+    assert hidden_duplicates([step(1, {"q": "杭州", "n": 2}, "2 hits"), step(2, {"n": 2, "q": "杭州"}, "2 hits")]) == {1: 2}
+    assert hidden_duplicates([step(1, {"q": "a"}, "2 hits"), step(2, {"q": "a"}, "3 hits")]) == {}
+    assert hidden_duplicates([step(1, {"q": "a"}, None), step(2, {"q": "a"}, "null")]) == {}
+    assert hidden_duplicates([step(1, {"q": "a"}, "1"), step(2, {"q": "a"}, 1)]) == {}
+    assert hidden_duplicates([step(1, {"q": "a"}, [1]), step(2, {"q": "a"}, [1])]) == {1: 2}
+
+
 def test_dedup_can_be_switched_off():
     steps = [make_step(1, "json", ["same"]), {**make_step(2, "json", ["same"]), "actions": make_step(1, "json", ["same"])["actions"]}]
     ctx = context("json", dataclasses.replace(Memory(), dedup=False))

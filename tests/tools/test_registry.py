@@ -96,3 +96,16 @@ def test_a_loose_name_that_fits_two_tools_resolves_to_none():
     registry = ToolRegistry([db_query, other])
     assert registry.resolve("DB-Query") is None
     assert registry.resolve("dbquery") == "dbquery"  # an exact name always wins
+
+
+def test_each_tools_examples_are_its_own_and_a_tool_registered_later_has_its_examples_too():
+    @tool
+    def convert(value: str) -> str:
+        """Convert units, e.g. '3 km'."""
+        return value
+
+    registry = ToolRegistry([shout])
+    assert registry.examples_of("shout") == ""
+    registry.register(convert)
+    assert registry.examples_of("convert") == "3 km"
+    assert registry.examples_of("convert") == "3 km" and registry.examples_of("shout") == ""
