@@ -380,7 +380,8 @@ _OPERATION_NAMES = {"-": ("a difference", "subtract"), "/": ("a division", "divi
                     "+": ("a sum", "add")}
 
 
-def _says(task: str, word: str) -> bool:
+def says(task: str, word: str) -> bool:
+    """Whether ``task`` has ``word``: a whole word in Latin script, anywhere in Chinese (which has no spaces)."""
     lowered = task.lower()
     return word in lowered if not word.isascii() else bool(re.search(rf"\b{word}\b", lowered))
 
@@ -402,7 +403,7 @@ def operation_problem(expression: str, task: str) -> str | None:
 def named_operation(task: str) -> tuple[str, str] | None:
     """``(operator, the task's word for it)`` when ``task`` names exactly one operation (:data:`OPERATION_WORDS`)."""
     named = {op: word for op, words in OPERATION_WORDS.items()
-             if (word := next((w for w in words if _says(task, w)), None)) is not None}
+             if (word := next((w for w in words if says(task, w)), None)) is not None}
     return next(iter(named.items())) if len(named) == 1 else None
 
 
@@ -433,7 +434,7 @@ _MULTIPLE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:倍|times\b)")
 
 def named_factor(task: str) -> tuple[str, str] | None:
     """``(the task's word, its factor)`` when ``task`` names one multiple ("两倍", "twice", "3倍"), else None."""
-    found = {(word, str(factor)) for word, factor in MULTIPLES.items() if _says(task, word)}
+    found = {(word, str(factor)) for word, factor in MULTIPLES.items() if says(task, word)}
     found |= {(m.group(0), m.group(1)) for m in _MULTIPLE.finditer(task)}
     factors = {factor for _, factor in found}
     return min(found) if len(factors) == 1 else None
@@ -489,7 +490,7 @@ def asks_for_calculation(task: str) -> bool:
     """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`; a rounding asked
     for, "四舍五入取整", "rounded to 2 decimal places", is one too: Qwen answered a density asked so with
     the population)."""
-    return any(_says(task, w) for w in CALCULATION_WORDS)
+    return any(says(task, w) for w in CALCULATION_WORDS)
 
 
 def calculation_problem(answer: str, task: str, tool: str, computed: Sequence[str]) -> str | None:

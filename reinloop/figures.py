@@ -27,7 +27,7 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal
 
-from .answers import is_plain_constant
+from .answers import is_plain_constant, says
 
 from .tools.arithmetic import named_quantities
 
@@ -84,10 +84,6 @@ MAGNITUDES = {"万": 10_000, "亿": 100_000_000, "thousand": 1_000, "million": 1
 _FIGURE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 
 
-def _says(task: str, word: str) -> bool:
-    return word in task if not word.isascii() else bool(re.search(rf"\b{word}\b", task.lower()))
-
-
 def stated_unit(figure: str, results: Sequence[str]) -> str | None:
     """The magnitude word every mention of ``figure`` in ``results`` carries ("1252 万人" -> "万"), else None
     (never mentioned, mentioned bare too, or in two units)."""
@@ -106,7 +102,7 @@ def scale_figures(expression: str, task: str, results: Sequence[str]) -> tuple[s
     scaled: dict[str, str] = {}
     for figure in written:
         unit = stated_unit(figure, results)
-        if unit is None or _says(task, unit) or str(MAGNITUDES[unit]) in written or is_plain_constant(figure):
+        if unit is None or says(task, unit) or str(MAGNITUDES[unit]) in written or is_plain_constant(figure):
             continue
         scaled[figure] = format((Decimal(figure) * MAGNITUDES[unit]).normalize(), "f")
     if not scaled:

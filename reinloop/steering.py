@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from .answers import (asks_for_calculation, calculation_problem, is_expression, is_plain_constant, operation_phrase,
+from .answers import (asks_for_calculation, calculation_problem, figure_problem, is_plain_constant, operation_phrase,
                       written_call)
 from .memory.ledger import results
 from .memory.window import current_steps
@@ -55,15 +55,9 @@ CALCULATE_FIRST = ("The answer needs a calculation{how}. Which figures from the 
 
 def needs_figures(expression: str, task: str, observed: list[str]) -> bool:
     """Whether ``expression`` cannot be computed as written from what the run knows: it names quantities
-    ("price / hours") or holds a figure that neither the task nor any result states."""
-    from .protocols.prose import numbers
-
-    if named_quantities(expression):
-        return True
-    if not is_expression(expression):
-        return False
-    known = numbers(task).union(*(numbers(r) for r in observed))
-    return any(n not in known and not is_plain_constant(n) for n in numbers(expression))
+    ("price / hours") or holds a figure that neither the task nor any result states
+    (:func:`~reinloop.answers.figure_problem`'s test)."""
+    return bool(named_quantities(expression)) or figure_problem(expression, task, observed) is not None
 
 
 def holds_figures(observed: list[str]) -> bool:
