@@ -110,3 +110,12 @@ def test_a_calculator_call_written_as_text_is_not_taken_for_an_early_answer(make
     out = graph.invoke({"task": TASK})
     assert out["answer"] == "36" and model.calls == 3 and not memory_events(out)
     assert out["scratchpad"][1]["actions"][0]["observation"] == "36"
+
+
+def test_a_steered_step_says_why_in_the_memory_events_line():
+    from reinloop.memory.explain import event_line
+
+    line = event_line({"event": "steered", "reason": "calculate_first", "tools": ["calculator"]})
+    assert line == "the reply answered before the calculation: asked again offering calculator"
+    line = event_line({"event": "steered", "reason": "figures_first", "tools": ["search_docs", "read_file"]})
+    assert line.endswith("before any figure was known: asked again offering search_docs, read_file")
