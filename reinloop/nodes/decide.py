@@ -192,9 +192,8 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
     tool = known_repeat(state, protocol, to_reply(message, prepared, []), ctx.tools)
     if tool is None:
         return message
-    ending = "" if protocol.native_tools else " Reply following the required format exactly."
     return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
-                    f"{tool} gave its result already (above). {NEXT_STEP_CUE}{ending}", {"event": "withheld", "tool": tool})
+                    f"{tool} gave its result already (above). {NEXT_STEP_CUE}", {"event": "withheld", "tool": tool})
 
 
 def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
@@ -204,16 +203,15 @@ def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepa
     if found is None:
         return message
     reason, offered, question = found
-    ending = "" if protocol.native_tools else " Reply following the required format exactly."
-    return narrowed(ctx, state, protocol, prepared, message, offered, question + ending,
+    return narrowed(ctx, state, protocol, prepared, message, offered, question,
                     {"event": "steered", "reason": reason, "tools": offered})
 
 
 def narrowed(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage,
              offered: list[str], question: str, event: dict[str, Any]) -> BaseMessage:
     """A greedy re-ask in a fresh prompt (the system message offering only ``offered`` tools, the task, the
-    run's results, ``question``); ``message`` is put aside and counted, and ``event`` is recorded. ``message``
-    itself when the system message cannot be narrowed."""
+    run's results, ``question``, and in a text protocol a reminder of the format); ``message`` is put aside and
+    counted, and ``event`` is recorded. ``message`` itself when the system message cannot be narrowed."""
     fewer = ToolRegistry([t for t in ctx.tools if t.name in offered], detail=ctx.tools.detail)
     system = prepared.messages[0] if prepared.messages else None
     if protocol.native_tools:
@@ -225,7 +223,8 @@ def narrowed(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
         system = system.model_copy(update={"content": str(system.content).replace(listing, fewer.describe())})
     if system is None or not isinstance(system, SystemMessage):
         return message
-    messages, _ = results_prompt(state, ctx, system, question)
+    ending = "" if protocol.native_tools else " Reply following the required format exactly."
+    messages, _ = results_prompt(state, ctx, system, question + ending)
     again = invoke_model(ctx, llm, messages, lambda: ctx.seconds_left(state, time.time()),
                          step=state["counters"]["steps"] + 1)
     count_aside(prepared, [message])

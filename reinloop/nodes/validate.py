@@ -132,23 +132,23 @@ def known_text(state: AgentState) -> str:
     return "\n".join([task, *results])
 
 
-def known_parts(state: AgentState) -> tuple[str, list[str]]:
-    """The task, and every result of the current run, oldest first.
+def succeeded(state: AgentState) -> list[Action]:
+    """The current run's calls that returned a result (no error, not refused), oldest first.
 
     Only results: a refusal quotes the refused value, and a value we quoted is not one the model found."""
-    return str(state.get("task") or ""), [str(a.get("observation") or "") for s in current_steps(state)
-                                          for a in s.get("actions") or [] if not a.get("error") and not a.get("problem")]
+    return [a for s in current_steps(state) for a in s.get("actions") or [] if not a.get("error") and not a.get("problem")]
+
+
+def known_parts(state: AgentState) -> tuple[str, list[str]]:
+    """The task, and every result of the current run, oldest first."""
+    return str(state.get("task") or ""), [str(a.get("observation") or "") for a in succeeded(state)]
 
 
 def calculated(state: AgentState, tool: str) -> tuple[list[str], list[str]]:
     """``(what tool returned, the task and every other result)`` in the current run."""
-    mine: list[str] = []
-    others = [str(state.get("task") or "")]
-    for step in current_steps(state):
-        for a in step.get("actions") or []:
-            if not a.get("error") and not a.get("problem"):
-                (mine if a.get("tool") == tool else others).append(str(a.get("observation") or ""))
-    return mine, others
+    done = succeeded(state)
+    return ([str(a.get("observation") or "") for a in done if a.get("tool") == tool],
+            [str(state.get("task") or ""), *(str(a.get("observation") or "") for a in done if a.get("tool") != tool)])
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
