@@ -477,9 +477,9 @@ def compounding_problem(expression: str, task: str, computed: Sequence[str], loo
     named = named_operation(task)
     if named is None or not is_expression(expression) or named[0] not in expression:
         return None
-    known = set().union(*(numbers(t) for t in looked_up))
+    known, returned = set().union(*(numbers(t) for t in looked_up)), number_forms(computed)
     again = [n for n in sorted(numbers(expression), key=expression.find)
-             if n not in known and not is_plain_constant(n) and n in number_forms(computed)]
+             if n not in known and not is_plain_constant(n) and n in returned]
     if not again:
         return None
     return (f"{again[0]} is what the calculator already computed for the task's {named[1]!r}, which asks for one "

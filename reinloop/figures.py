@@ -28,7 +28,6 @@ from collections.abc import Sequence
 from decimal import Decimal
 
 from .answers import is_plain_constant, says
-
 from .tools.arithmetic import named_quantities
 
 _LABELLED = re.compile(r"^[\s\-*•·]*(?P<label>[^:：\n]{1,60}?)\s*[:：]\s*(?P<figure>-?\d[\d,]*(?:\.\d+)?)(?![\d.])",
