@@ -20,7 +20,9 @@ What it does beyond ``llama_cpp.server``:
   reply is never turned into a tool call.
 - Greedy (temperature 0) unless the request asks otherwise, with the request's
   ``seed`` when it samples (the same seed gives the same reply); one generation at
-  a time; ``GET /stats`` reports tokens and llama.cpp's own prompt/generation
+  a time. A request's reply does not depend on the requests before it: the prefix
+  cache is reused only in whole chunks of :data:`PROMPT_CHUNK` tokens
+  (:func:`aligned_llama`). ``GET /stats`` reports tokens and llama.cpp's own prompt/generation
   timings, so throughput can be measured in tokens/s on a busy machine.
 """
 
@@ -324,13 +326,58 @@ def _tools_text(tools: list[dict[str, Any]]) -> str:
             '{"name": "<function name>", "arguments": {...}}. When you know the answer, reply with it as plain text.')
 
 
+PROMPT_CHUNK = 128
+"""Prompts are evaluated in batches of this many tokens, counted from the prompt's first token."""
+
+
+def aligned_llama(llama_class: type) -> type:
+    """``llama_class`` (``llama_cpp.Llama``) whose greedy reply to a prompt is the same whatever was asked before.
+
+    llama.cpp's numbers depend on how a prompt is split into batches. llama-cpp-python reuses the
+    longest cached prefix and evaluates the rest from there, so the same request gave a different
+    greedy reply after a different request: Qwen2.5-Coder-0.5B answered one wrap-up prompt "The area,
+    and two times the result." fresh and "The area of 杭州 is 33700 square kilometers" after a prompt
+    sharing its first ~600 tokens. This class reuses the cache only in whole :data:`PROMPT_CHUNK`
+    chunks that an earlier prompt filled, each computed from position 0 in the same batches a fresh
+    evaluation uses, and evaluates the rest in such chunks (at most ``PROMPT_CHUNK - 1`` extra tokens
+    a request, and none of a generated reply's, whose tokens were evaluated one by one).
+    """
+
+    class Aligned(llama_class):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, n_batch=PROMPT_CHUNK, **kwargs)
+            self.clean = 0  # cached tokens [0, clean) came from whole chunks of a prompt
+            self.prompt_next = False
+
+        def create_chat_completion(self, *args: Any, **kwargs: Any) -> Any:
+            self.prompt_next = True
+            return super().create_chat_completion(*args, **kwargs)
+
+        def eval(self, tokens: Any) -> None:
+            if not self.prompt_next:  # a generated token
+                return super().eval(tokens)
+            self.prompt_next = False
+            start = self.n_tokens  # what llama-cpp-python kept of the cache
+            keep = min(start, self.clean) // PROMPT_CHUNK * PROMPT_CHUNK
+            tokens = [int(t) for t in self.input_ids[keep:start]] + list(tokens)
+            self.n_tokens = keep
+            super().eval(tokens)
+            self.clean = self.n_tokens // PROMPT_CHUNK * PROMPT_CHUNK
+
+        def reset(self) -> None:
+            super().reset()
+            self.clean = 0
+
+    return Aligned
+
+
 class ModelServer:
     """One loaded model, answering one chat completion at a time, with running counters."""
 
     def __init__(self, path: Path, *, max_tokens: int, n_ctx: int, threads: int, log: Path | None = None) -> None:
         from llama_cpp import Llama
 
-        self.llm = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
+        self.llm = aligned_llama(Llama)(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
         self.path, self.max_tokens = path, max_tokens
         self.knows_tools = "tools" in str(self.llm.metadata.get("tokenizer.chat_template", ""))
         self.lock = threading.Lock()
@@ -415,7 +462,7 @@ def _handler(model: ModelServer, name: str) -> type[BaseHTTPRequestHandler]:
             try:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 reply = model.complete(request)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a malformed body is answered
                 return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "invalid_request_error"}})
             if request.get("stream"):
                 return self._stream(reply)

@@ -66,3 +66,32 @@ def test_a_model_that_never_calls_a_tool_ends_its_run_within_the_limits(smol_ser
         assert out["answer"].strip()  # an answer, not an empty reply
     else:
         assert out["break_reason"] and out["break_message"]
+
+
+WRAP_UP = [  # a wrap-up request of the eval's E-0 (tool calling), as the run sent it
+    {"role": "system", "content": "You are a careful assistant. Use the tools; use the calculator for every "
+                                  "calculation.\n\nReply with the final answer as plain text: a sentence or two."},
+    {"role": "user", "content": "Task: 先在手册里查杭州的面积，然后计时等待片刻，再把“朋友”翻译成英文，最后计算面积的两倍。"
+                                "回答：面积，以及两倍的结果。"},
+    {"role": "user", "content": "Results of the tools called for this task, verbatim:\n- step 1: search_docs "
+                                "{\"query\": \"杭州\", \"limit\": 5} -> - docs/city_hangzhou.md — 杭州 Hangzhou … "
+                                "杭州（Hangzhou）位于浙江。The city government publishes these figures every spring in "
+                                "its statistical yearbook; the numbers below are the ones used throughout this "
+                                "handbook. 本手册中的数字均以年鉴为准，引用时请注明年份。Transport, education and "
+                                "healthcare statistics are covered in separate chapters. … - 面积 (area): 16850 平方公里 "
+                                "(km²) …\n- step 3: calculator {\"expression\": \"16850 * 2\"} -> 33700"},
+    {"role": "user", "content": "Give the final answer to the task now, from these results. Tools are no longer "
+                                "available: do not call or mention one. If the results do not hold the whole answer, "
+                                "give the best answer they support."},
+]
+
+
+def test_a_greedy_reply_does_not_depend_on_the_request_before_it(qwen_server):
+    """The same request, asked after a request sharing most of its prefix, gets the same reply. Before the
+    server reused the prefix cache in whole chunks, Qwen answered this one two ways, by what came before."""
+    model = client(qwen_server, max_tokens=40)
+    first = model.invoke(WRAP_UP).content
+    other = [*WRAP_UP[:-1], {"role": "user", "content": "Now write the final answer: for each thing the task asks "
+                                                        "for, its value from the results above."}]
+    model.invoke(other)
+    assert model.invoke(WRAP_UP).content == first
