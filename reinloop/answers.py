@@ -105,7 +105,8 @@ class AnswerRules:
     min_tool_calls: int = 0
     """Successful tool calls the run must have made before an answer is accepted (0: none needed)."""
     grounded_numbers: bool = False
-    """Refuse an answer with a number that is in neither the task nor any tool result."""
+    """Refuse an answer with a number that is in neither the task nor any tool result, or without a figure
+    the task's answer clause asks for ("回答：面积，……")."""
     wrap_up: bool = False
     """At a stuck break with results in hand, ask once more, without tools, for the final answer
     (one model call beyond the limit that tripped)."""
@@ -440,28 +441,48 @@ def named_factor(task: str) -> tuple[str, str] | None:
     return min(found) if len(factors) == 1 else None
 
 
+def multiplied_figure(task: str, results: Sequence[str]) -> str | None:
+    """The one figure the results label with what ``task`` multiplies ("面积的两倍", "twice the area": the
+    figure labelled 面积 or area), or None when the task names no such multiple or the results hold none or
+    several."""
+    from .figures import labelled_figures
+
+    named = named_factor(task)
+    if named is None:
+        return None
+    word, lowered = named[0], task.lower()
+    of = {figure for label, figure in labelled_figures(results) for name in label
+          if not name.isdigit() and (f"{name}的{word}" in lowered or f"{word} the {name}" in lowered)}
+    return next(iter(of)) if len(of) == 1 else None
+
+
+def factor_expression(task: str, results: Sequence[str]) -> str | None:
+    """The calculation ``task`` asks for when it names a multiple of a figure the results label
+    ("面积的两倍" and "面积 (area): 16850" give ``16850 * 2``), else None. A refusal quotes it as a whole
+    call: Qwen2.5-Coder-0.5B ignored "multiply 16850 by 2" and copied ``{"expression": "16850 * 2"}``."""
+    named, figure = named_factor(task), multiplied_figure(task, results)
+    return f"{figure} * {named[1]}" if named is not None and figure is not None else None
+
+
 def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> str | None:
     """Why a calculator ``expression`` is refused: the task names a multiple ("两倍") and the expression does not
     multiply by its factor. Qwen2.5-Coder-0.5B computed "面积的两倍" as population times area, ``1252 * 16850``.
     When the task names what to multiply ("面积的两倍", "twice the area") and the results label one figure so,
     the refusal names that figure, and an expression without that figure is refused too."""
-    from .figures import labelled_figures
     from .protocols.prose import numbers
 
     named = named_factor(task)
     if named is None or not is_expression(expression):
         return None
     word, factor = named
-    lowered = task.lower()
-    of = {figure for label, figure in labelled_figures(results) for name in label
-          if not name.isdigit() and (f"{name}的{word}" in lowered or f"{word} the {name}" in lowered)}
+    figure = multiplied_figure(task, results)
     written = numbers(expression)
-    if len(of) == 1 and (figure := next(iter(of))) not in written:  # Qwen doubled the population: `1252 * 2`
+    if figure is not None and figure not in written:  # Qwen doubled the population: `1252 * 2`
         return (f"the task asks for {word!r} of {figure}, the figure the results give for what it multiplies, and "
                 f"the expression does not use {figure}; multiply {figure} by {factor}")
     if factor in written:
         return None
-    what = f"{of.pop()} (what the task multiplies)" if len(of) == 1 else "the figure"
+    what = f"{figure} (what the task multiplies)" if figure is not None else "the figure"
     return (f"the task asks for {word!r}, a multiple: times {factor}, and the expression has no {factor}; "
             f"multiply {what} by {factor}")
 
@@ -484,6 +505,47 @@ def compounding_problem(expression: str, task: str, computed: Sequence[str], loo
         return None
     return (f"{again[0]} is what the calculator already computed for the task's {named[1]!r}, which asks for one "
             f"{_OPERATION_NAMES[named[0]][0]}; answer with {again[0]} (or compute from the figures the tools looked up)")
+
+
+_ANSWER_CLAUSE = re.compile(r"(?:回答|答复|answer with|reply with|\banswer\s*:)\s*[:：]?(.+)$", re.I | re.S)
+
+
+def asked_figures(task: str, results: Sequence[str]) -> list[tuple[str, str]]:
+    """``(name, figure)`` for each figure the results label with a name the task's answer clause asks for
+    ("回答：面积，以及两倍的结果" asks for 面积; "answer with the area and ..." for area). A name the
+    clause asks a multiple of ("回答：面积的两倍") is not asked for itself, and a name the results give two
+    figures for is left out."""
+    from .figures import labelled_figures
+
+    clause = _ANSWER_CLAUSE.search(task)
+    if clause is None:
+        return []
+    asked = clause.group(1).lower()
+    multiples = [w for w in MULTIPLES if w in asked] + [m.group(0) for m in _MULTIPLE.finditer(asked)]
+    found: dict[str, set[str]] = {}
+    for label, figure in labelled_figures(results):
+        for name in sorted(label, key=len, reverse=True):
+            if (len(name) >= 2 and not name.isdigit() and name.lower() in asked
+                    and not any(f"{name.lower()}的{w}" in asked or f"{w} the {name.lower()}" in asked for w in multiples)):
+                found.setdefault(name, set()).add(figure)
+                break
+    return [(name, next(iter(figures))) for name, figures in found.items() if len(figures) == 1]
+
+
+def asked_figure_problem(answer: str, task: str, results: Sequence[str]) -> str | None:
+    """Why ``answer`` is refused: the task's answer clause asks for a figure the results give
+    (:func:`asked_figures`) and the answer does not state it. Qwen2.5-Coder-0.5B answered
+    "……回答：面积，以及两倍的结果。" with "The area of 杭州 is 33700 square kilometers", the doubled
+    area, and the area (16850) nowhere."""
+    from .protocols.prose import numbers
+
+    stated = numbers(answer)
+    missing = [(name, figure) for name, figure in asked_figures(task, results) if not stated & rounded_forms(figure)]
+    if not missing:
+        return None
+    shown = ", ".join(f"{name} ({figure} in the results)" for name, figure in missing)
+    return (f"the task asks the answer to state {shown}, and your answer does not; answer with "
+            f"{' and '.join(f for _, f in missing)} as well as the rest of what the task asks")
 
 
 def asks_for_calculation(task: str) -> bool:

@@ -144,6 +144,32 @@ def test_under_calculation_tool_the_multiple_refusal_names_the_figure_the_task_m
     assert factor_problem("16850 * 2", task, sheet) is None and factor_problem("1252 * 2", task, []) is None
 
 
+def test_under_calculation_tool_a_refused_multiple_quotes_the_whole_call_the_task_and_results_determine():
+    from reinloop.answers import factor_expression
+
+    sheet = ["- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"]
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
+    assert factor_expression(task, sheet) == "16850 * 2"
+    assert factor_expression("What is twice the area?", sheet) == "16850 * 2"
+    assert factor_expression(task, []) is None  # nothing labelled: no whole call to quote
+    assert factor_expression("计算面积。", sheet) is None  # no multiple
+
+    @tool
+    def city_sheet() -> str:
+        """The city's figures."""
+        return sheet[0]
+
+    # what Qwen2.5-Coder-0.5B wrote, and what it wrote once the refusal quoted the call
+    model = ScriptedChatModel(replies=[[tool_call("city_sheet", {})],
+                                       [tool_call("calculator", {"expression": "12520000 * 2"})],
+                                       [tool_call("calculator", {"expression": "16850 * 2"})], "16850, 33700"])
+    out = build_graph(model, [city_sheet, builtin("calculator")],
+                      answers=AnswerRules(calculation_tool="calculator")).invoke({"task": task})
+    refused = out["scratchpad"][1]["actions"][0]["observation"]
+    assert refused.endswith('multiply 16850 by 2: call calculator with {"expression": "16850 * 2"}'), refused
+    assert out["scratchpad"][2]["actions"][0]["observation"] == "33700" and out["answer"] == "16850, 33700"
+
+
 def test_under_calculation_tool_the_named_operation_applied_again_to_the_calculators_own_result_is_refused():
     from reinloop.answers import compounding_problem
 

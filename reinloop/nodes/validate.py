@@ -44,6 +44,7 @@ message instead of 5,000 executions and 5,000 observations in the prompt.
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -54,7 +55,8 @@ from ..events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
-from ..answers import compounding_problem, factor_problem, figure_only_problem, figure_problem, operation_problem
+from ..answers import (compounding_problem, factor_expression, factor_problem, figure_only_problem, figure_problem,
+                       operation_problem)
 from ..figures import bind_figures, scale_figures
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
@@ -112,10 +114,17 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
             args = {**args, **{k: text for k, (text, _) in scales.items()}}
             action = {**action, "scaled_figures": {f: p for _, done in scales.values() for f, p in done.items()}}
         computed, looked_up = calculator[2]()
-        problem = next((p for v in string_values(args)
-                        if (p := figure_only_problem(v, task) or operation_problem(v, task)
-                                or compounding_problem(v, task, computed, looked_up) or factor_problem(v, task, results))),
-                       None)
+
+        def why(v: str) -> str | None:
+            return (figure_only_problem(v, task) or operation_problem(v, task)
+                    or compounding_problem(v, task, computed, looked_up) or factor_problem(v, task, results))
+
+        problem = next((p for v in string_values(args) if (p := why(v))), None)
+        if problem is not None and (whole := factor_expression(task, results)) is not None:
+            # the whole call, which a small model copies where it ignored "multiply 16850 by 2"
+            fixed = {k: whole if isinstance(v, str) and why(v) else v for k, v in args.items()}
+            if fixed != args:
+                problem += f": call {name} with {json.dumps(fixed, ensure_ascii=False)}"
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
