@@ -152,8 +152,12 @@ class WaitInput(BaseModel):
     seconds: float = Field(description="how long to wait, in seconds", ge=0)
 
 
-def make_wait_tool(max_seconds: float = 60.0) -> BaseTool:
-    """``wait``: sleep for a bounded number of seconds (seed 003's timer; handy to test timeouts)."""
+def make_wait_tool(max_seconds: float = 20.0) -> BaseTool:
+    """``wait``: sleep for a bounded number of seconds (seed 003's timer; handy to test timeouts).
+
+    The default bound is under ``Limits.tool_timeout``'s default (30 s), so every wait the tool accepts
+    can finish: with 60, Qwen2.5-Coder-0.5B asked for 60 s, which held a worker 30 s and then failed as
+    a timeout."""
     if not max_seconds > 0:
         raise ValueError(f"max_seconds must be positive, got {max_seconds}")
     schema = create_model(

@@ -40,6 +40,12 @@ def test_wait_sleeps_a_bounded_time():
         assert result.error and "seconds" in result.observation
 
 
+def test_every_wait_the_default_tool_accepts_can_finish_within_the_default_tool_timeout():
+    schema = builtin("wait").get_input_schema().model_json_schema()["properties"]["seconds"]
+    assert 0 < schema["maximum"] < Limits().tool_timeout  # 60 was accepted, and timed out at 30
+    assert run_tool(builtin("wait"), {"seconds": 60}).error  # refused at once, not slept on
+
+
 @pytest.mark.parametrize(
     ("text", "target", "expected"),
     [("杭州今天天气", "en", "Hangzhou today weather"), ("你好，世界！", "en", "hello world"),
@@ -67,11 +73,11 @@ def test_demo_tools_declare_their_options():
 def test_wait_gives_its_worker_back_soon_after_its_deadline():
     executor = ToolExecutor(Limits(tool_timeout=0.3))
     began = time.monotonic()
-    result = executor.run_one(builtin("wait"), {"seconds": 30})
+    result = executor.run_one(builtin("wait"), {"seconds": 15})
     assert result.status == "timeout"
     while executor.pool.stats()["running"] and time.monotonic() - began < 10:
         time.sleep(0.02)
-    assert time.monotonic() - began < 0.3 + 1.5  # not the 30 s asked for
+    assert time.monotonic() - began < 0.3 + 1.5  # not the 15 s asked for
     assert executor.pool.stats()["overdue"] == 0
 
 
