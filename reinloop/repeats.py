@@ -24,6 +24,13 @@ front of it; with the tool only withheld, it searched again, copying its own
 earlier reply. If the re-ask repeats too, it goes on and the guard deals
 with it as before.
 
+A reply whose every call repeats one the loop refused before it ran (an
+argument that fails the tool's schema, a calculator call the answer rules
+refuse: :func:`refused_repeat`) is asked for once more the same way, with
+that tool withheld and the refusal quoted: it would be refused again.
+Qwen2.5-Coder-0.5B sent ``db_insert`` a copy of its schema four times, with
+sampling in between, until ``same_errors`` broke the run.
+
 The replies put aside are counted (calls, tokens, cost) like any other call,
 and each leaves a ``resampled`` or ``withheld`` memory event on the step.
 """
@@ -127,3 +134,25 @@ def known_repeat(state: AgentState, protocol: OutputProtocol, reply: Reply, tool
         return None
     known = earlier_result(current_steps(state), name, actions[0].get("args") or {}, changers)
     return name if known is not None else None
+
+
+def refused_repeat(state: AgentState, protocol: OutputProtocol, reply: Reply, tools: Any) -> tuple[str, str] | None:
+    """``(tool, the refusal)`` when every call of ``reply`` is one the run refused before it ran (same tool,
+    same arguments, ``problem`` set), with no call succeeding since; else None. The check that refused it
+    depends on the task, the arguments and the results, so it would refuse it again."""
+    actions = parse_reply(protocol, reply).get("actions") or []
+    if not actions or len(tools) < 2:
+        return None
+    wanted = {_call_key(tools.resolve(str(a.get("tool") or "")) or "", a.get("args") or {}) for a in actions}
+    refused: dict[str, tuple[str, str]] = {}
+    for step in reversed(current_steps(state)):
+        done = step.get("actions") or []
+        for action in done:
+            if action.get("problem") and action.get("tool"):
+                refused.setdefault(_call_key(action["tool"], action.get("args") or {}),
+                                   (action["tool"], str(action["problem"])))
+        if any(not a.get("error") and not a.get("problem") for a in done):
+            break  # a result came since: what was refused then may pass now
+    if not wanted <= set(refused):
+        return None
+    return refused[min(wanted)]

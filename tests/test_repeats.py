@@ -90,3 +90,46 @@ def test_without_the_rule_a_repeat_is_not_asked_again(make_graph):
     graph, model = make_graph([BAD, BAD, "4"])
     graph.invoke({"task": "2+2"})
     assert model.calls == 3 and not any("seed" in o for o in model.call_options)
+
+
+def test_a_repeat_of_a_refused_call_is_asked_again_without_that_tool_quoting_the_refusal(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop.tools import builtins
+
+    @tool
+    def save(row: dict[str, str]) -> str:
+        """Save a row of column -> text."""
+        return "saved"
+
+    # what Qwen2.5-Coder-0.5B sent db_insert four times: the parameter's schema instead of a row
+    copied = [tool_call("save", {"row": {"additionalProperties": {"type": "string"}, "type": "object"}})]
+    graph, model = make_graph([copied, copied, copied, copied, TWO, "4"], answers=VARY,
+                              tools=[save, *builtins("calculator")])
+    out = graph.invoke({"task": "2+2"})
+    first = out["scratchpad"][0]["actions"][0]["observation"]
+    assert "'row' holds a copy of the tool's parameter schema ('additionalProperties', 'type'), not a value" in first
+    assert out["answer"] == "4"
+    assert [a["tool"] for s in out["scratchpad"] for a in s["actions"]] == ["save", "calculator"]  # no second save
+    assert model.tools_sent[-2] == ["calculator"]  # the re-ask: save withheld
+    asked = str(model.prompts[-2][-1].content)
+    assert asked.startswith("save refused that call already: invalid arguments for save: 'row' holds a copy")
+    assert "Expected:" not in asked  # the sketch it copied from is left out
+    assert {"event": "withheld", "tool": "save", "reason": "refused"} in memory_events(out)
+
+
+def test_a_refused_call_may_be_made_again_once_a_result_came_since(make_graph):
+    from reinloop.repeats import refused_repeat
+    from reinloop.protocols import get_protocol
+    from reinloop.tools.registry import ToolRegistry
+    from reinloop.tools import builtins
+
+    tools = ToolRegistry(builtins("calculator,get_weather"))
+    refused = {"tool": "calculator", "args": {"expression": "x"}, "problem": "no figures yet", "error": True}
+    ran = {"tool": "get_weather", "args": {"city": "杭州"}, "observation": "杭州: 多云", "error": False}
+    reply = {"text": "", "tool_calls": [{"name": "calculator", "args": {"expression": "x"}, "id": "1"}]}
+    protocol = get_protocol("tool_calling")
+    state = {"scratchpad": [{"index": 1, "actions": [refused]}]}
+    assert refused_repeat(state, protocol, reply, tools) == ("calculator", "no figures yet")
+    state = {"scratchpad": [{"index": 1, "actions": [refused]}, {"index": 2, "actions": [ran]}]}
+    assert refused_repeat(state, protocol, reply, tools) is None

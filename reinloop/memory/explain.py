@@ -49,7 +49,8 @@ def event_line(event: dict[str, Any]) -> str:
         return (f"the reply repeated an earlier one: asked again {event['asks']}x at temperature {event['temperature']}"
                 + ("" if event.get("changed") else "; still a repeat"))
     if kind == "withheld":
-        return f"the reply repeated a call whose result is known: asked again without {event['tool']}"
+        known = "a call the loop refused" if event.get("reason") == "refused" else "a call whose result is known"
+        return f"the reply repeated {known}: asked again without {event['tool']}"
     if kind == "steered":
         before = "called the calculator before any figure was known" if event["reason"] == "figures_first" else \
             "answered before the calculation"

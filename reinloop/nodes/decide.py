@@ -33,7 +33,7 @@ from ..memory.tokens import estimate_tokens, message_text
 from ..memory.wrapup import results_prompt, wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
 from ..pricing import CallCost, add_cost
-from ..repeats import VARY_TEMPERATURE, known_repeat, vary_repeat
+from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
 from ..steering import steer
 from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
@@ -186,14 +186,28 @@ def varied(ctx: AgentContext, state: AgentState, llm: Any, protocol: Any, prepar
     return kept
 
 
+REFUSAL_CHARS = 300
+"""How much of an earlier refusal the re-ask of a refused call quotes."""
+
+
 def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
-    """``message``, or when it repeats a read-only call whose result the run has, a greedy re-ask with that
-    tool withheld (:mod:`reinloop.repeats`); the reply put aside is counted and leaves a ``withheld`` event."""
-    tool = known_repeat(state, protocol, to_reply(message, prepared, []), ctx.tools)
-    if tool is None:
+    """``message``, or when it repeats a read-only call whose result the run has, or a call the loop refused,
+    a greedy re-ask with that tool withheld (:mod:`reinloop.repeats`); the reply put aside is counted and
+    leaves a ``withheld`` event."""
+    reply = to_reply(message, prepared, [])
+    tool = known_repeat(state, protocol, reply, ctx.tools)
+    if tool is not None:
+        return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
+                        f"{tool} gave its result already (above). {NEXT_STEP_CUE}", {"event": "withheld", "tool": tool})
+    refused = refused_repeat(state, protocol, reply, ctx.tools)
+    if refused is None:
         return message
+    tool, problem = refused
+    problem = problem.split(" Expected: ")[0]  # the why, without the schema sketch the model copied from
+    problem = problem if len(problem) <= REFUSAL_CHARS else problem[:REFUSAL_CHARS - 1] + "…"
     return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
-                    f"{tool} gave its result already (above). {NEXT_STEP_CUE}", {"event": "withheld", "tool": tool})
+                    f"{tool} refused that call already: {problem} {NEXT_STEP_CUE}",
+                    {"event": "withheld", "tool": tool, "reason": "refused"})
 
 
 def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:

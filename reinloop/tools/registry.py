@@ -184,15 +184,17 @@ class ToolRegistry:
         return bad if bad and self.validate_args(name, rest) is None else []
 
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
-        """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid."""
+        """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid; invalid arguments
+        that copy the tool's own JSON schema are called so (:func:`schema_copies`)."""
         tool = self._tools[name]
         if isinstance(tool.args_schema, dict):  # a JSON schema (MCP tools): the pydantic model stands for nothing
-            return json_schema_problems(name, args, tool.args_schema)
+            problem = json_schema_problems(name, args, tool.args_schema)
+            return problem and (schema_copy_problem(name, args, self.schema(name)) or problem)
         schema = tool.get_input_schema()
         try:
             schema.model_validate(args)
         except ValidationError as exc:
-            return format_validation_error(name, exc, self.schema(name))
+            return schema_copy_problem(name, args, self.schema(name)) or format_validation_error(name, exc, self.schema(name))
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - a user's validator is tool code: its failure is the call's
@@ -241,6 +243,33 @@ def echo(value: Any, limit: int = ECHO_CHARS) -> str:
     """``repr(value)``, cut to ``limit`` characters with its full length said."""
     text = repr(value)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} chars in all)"
+
+
+SCHEMA_WORDS = frozenset({"type", "anyOf", "oneOf", "allOf", "properties", "additionalProperties", "items", "$ref",
+                          "description", "title", "enum", "const", "default", "required", "minimum", "maximum",
+                          "minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties",
+                          "pattern", "format", "examples"})
+"""JSON Schema's keywords: an argument made of them is the parameter's schema, copied."""
+_SCHEMA_MARKS = {"type", "anyOf", "oneOf", "allOf", "properties", "additionalProperties", "items", "$ref"}
+
+
+def schema_copies(args: dict[str, Any]) -> list[str]:
+    """The arguments whose value is an object of JSON Schema keywords only, with at least one that makes a
+    schema (``type``, ``anyOf``, ``properties`` ...): Qwen2.5-Coder-0.5B wrote ``"row": {"anyOf":
+    [{"type": "string"}, ...], "maxProperties": 50}`` for ``db_insert``, four times in a row."""
+    return [key for key, value in args.items()
+            if isinstance(value, dict) and value and set(value) <= SCHEMA_WORDS and set(value) & _SCHEMA_MARKS]
+
+
+def schema_copy_problem(name: str, args: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Why invalid ``args`` are refused when they copy the schema (:func:`schema_copies`), else None."""
+    copied = schema_copies(args)
+    if not copied:
+        return None
+    fields = ", ".join(repr(k) for k in copied)
+    words = ", ".join(repr(w) for w in sorted(set().union(*(args[k] for k in copied)))[:4])
+    return (f"invalid arguments for {name}: {fields} holds a copy of the tool's parameter schema ({words}), not a "
+            f"value; write the value itself, from the task. Expected: {call_sketch(name, schema)}")
 
 
 def format_validation_error(name: str, exc: ValidationError, schema: dict[str, Any]) -> str:

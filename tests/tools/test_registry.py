@@ -109,3 +109,12 @@ def test_each_tools_examples_are_its_own_and_a_tool_registered_later_has_its_exa
     registry.register(convert)
     assert registry.examples_of("convert") == "3 km"
     assert registry.examples_of("convert") == "3 km" and registry.examples_of("shout") == ""
+
+
+def test_only_objects_made_of_json_schema_keywords_are_taken_for_a_copied_schema():
+    from reinloop.tools.registry import schema_copies
+
+    assert schema_copies({"row": {"anyOf": [{"type": "string"}], "maxProperties": 50}, "table": "notes"}) == ["row"]
+    assert schema_copies({"row": {"type": "circle", "radius": "2"}}) == []  # a value with a key of its own
+    assert schema_copies({"row": {"description": "x"}}) == []  # no keyword that makes a schema
+    assert schema_copies({"row": {}, "n": 1}) == []
