@@ -288,3 +288,31 @@ def test_calculation_tool_must_name_one_of_the_runs_tools(make_graph):
         make_graph(["x"], answers=AnswerRules(calculation_tool="calc"))
     with pytest.raises(ConfigurationError, match="must be the name of one of the run's tools"):
         AnswerRules(calculation_tool="  ")
+
+
+def test_under_grounded_numbers_an_answer_without_a_figure_the_tasks_answer_clause_asks_for_is_refused(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop.answers import asked_figures
+    from reinloop.tools import builtins
+
+    sheet = "- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
+    assert asked_figures(task, [sheet]) == [("面积", "16850")]
+    assert asked_figures("回答：面积的两倍。", [sheet]) == []  # a multiple of it is asked, not the area
+    assert asked_figures("最后计算面积的两倍。", [sheet]) == []  # no answer clause
+    assert asked_figures("Answer with the area.", [sheet, "- area: 9"]) == []  # two figures for one name
+
+    @tool
+    def city_sheet() -> str:
+        """The city's figures."""
+        return sheet
+
+    # Qwen2.5-Coder-0.5B's answer: the doubled area called the area, and the area nowhere
+    graph, _ = make_graph([[tool_call("city_sheet", {})], [tool_call("calculator", {"expression": "16850 * 2"})],
+                           "The area of 杭州 is 33700 square kilometers (km²).", "面积 16850 平方公里，两倍是 33700。"],
+                          tools=[city_sheet, *builtins("calculator")], answers=AnswerRules(grounded_numbers=True))
+    out = graph.invoke({"task": task})
+    refused = out["scratchpad"][2]["parse_error"]
+    assert refused.startswith("the task asks the answer to state 面积 (16850 in the results), and your answer does not")
+    assert out["answer"] == "面积 16850 平方公里，两倍是 33700。"

@@ -37,7 +37,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, answer_form, error_pending, parse_reply, read_safely
-from ..answers import (calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
+from ..answers import (asked_figure_problem, calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
                        tool_talk_problem, written_call)
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
@@ -186,7 +186,7 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
         if problem := grounding_problem(answer, [task, *observed]) or equation_problem(answer):
             return error_pending(problem, thought)
         if problem := (tool_talk_problem(answer, ctx.tools.names(), observed)
-                       or task_echo_problem(answer, task, observed)):
+                       or task_echo_problem(answer, task, observed) or asked_figure_problem(answer, task, observed)):
             return error_pending(problem, thought)
     if (tool := rules.calculation_tool) is not None:
         computed = [r["observation"] for r in done if r["tool"] == tool]
