@@ -98,8 +98,21 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
                                                  call_hooks=(*ctx.call_hooks, run.recorder))
         return run
 
+    def _record_spec(self, input: Any, config: Any) -> None:  # noqa: A002
+        """Store the run's spec with a new task on a reinloop checkpointer's thread that has none yet (a
+        graph built in Python: ``reinloop runs show`` and ``resume`` read how it was made, not defaults)."""
+        thread = ((config or {}).get("configurable") or {}).get("thread_id")
+        runs = getattr(getattr(self.checkpointer, "db", None), "runs", None)
+        spec = getattr(self.reinloop_context, "spec", None)
+        if not thread or runs is None or spec is None or not isinstance(input, Mapping) or "task" not in input:
+            return
+        record = runs.get(str(thread))
+        if record is None or (record.spec is None and record.model is None):
+            runs.record_spec(str(thread), spec)
+
     def stream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``stream``, with the bound context and durable checkpoints by default (traced with telemetry on)."""
+        self._record_spec(input, config)
         if self._answers_a_break(input, config):
             check_answer(input.resume, self.get_state(config).interrupts, self.reinloop_context)
         options = self._run_options(context, durability)
@@ -110,6 +123,7 @@ class ReinloopGraph(CompiledStateGraph):  # type: ignore[type-arg]
 
     async def astream(self, input: Any, config: Any = None, *, context: Any = None, durability: Any = None, **kwargs: Any) -> Any:  # noqa: A002
         """LangGraph's ``astream``, with the bound context and durable checkpoints by default (traced with telemetry on)."""
+        self._record_spec(input, config)
         if self._answers_a_break(input, config):
             check_answer(input.resume, (await self.aget_state(config)).interrupts, self.reinloop_context)
         options = self._run_options(context, durability)

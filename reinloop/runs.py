@@ -236,11 +236,8 @@ def run_with(
 
 
 def record_spec(saver: Database, thread_id: str, spec: RunSpec) -> None:
-    """Store how a run is made: the spec's JSON, and copies of its main fields in their own columns for SQL readers."""
-    saver.runs.record_settings(thread_id, {
-        "model": spec.model, "base_url": spec.base_url, "protocol": spec.protocol, "tools": list(spec.tools),
-        "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
-    })
+    """Store how a run is made (:meth:`~reinloop.checkpoints.records.RunStore.record_spec`)."""
+    saver.runs.record_spec(thread_id, spec)
 
 
 def resume(

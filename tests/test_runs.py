@@ -244,3 +244,24 @@ def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
         main(["resume", "r1", "--window-steps", "zero"])
     assert exc.value.code == 2
     assert '--window-steps: must be a positive whole number or none, got \'zero\'' in capsys.readouterr().err
+
+
+def test_a_graph_built_in_python_stores_its_own_spec_and_runs_show_prints_it_not_defaults(run_db, capsys):
+    from reinloop import SqliteCheckpointer, build_graph
+    from reinloop.answers import AnswerRules
+    from reinloop.tools import builtins
+
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "6*7"})], "42"])
+    saver = SqliteCheckpointer.open(run_db)
+    graph = build_graph(model, builtins("calculator,translate"), protocol="tool_calling", checkpointer=saver,
+                        limits=Limits(max_steps=4, max_seconds=None), answers=AnswerRules(min_tool_calls=1))
+    assert graph.invoke({"task": "6*7?"}, {"configurable": {"thread_id": "py1"}})["answer"] == "42"
+    stored = saver.db.runs.get("py1").spec
+    assert stored["tools"] == ["calculator", "translate"] and stored["model"] == "<ScriptedChatModel object>"
+    assert stored["limits"]["max_steps"] == 4 and stored["limits"]["max_seconds"] is None
+    assert stored["answers"]["min_tool_calls"] == 1
+    capsys.readouterr()
+    assert main(["runs", "show", "py1"]) == 0
+    text = capsys.readouterr().out
+    assert "model: <ScriptedChatModel object>  protocol: tool_calling  tools: calculator,translate" in text
+    assert "gpt-4o-mini" not in text  # before, a run made in Python showed the defaults as its settings

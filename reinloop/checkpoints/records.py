@@ -93,6 +93,14 @@ class RunStore:
                 (str(thread_id), now, now, *columns.values()),
             )
 
+    def record_spec(self, thread_id: str, spec: Any) -> None:
+        """Store how a run is made (a :class:`~reinloop.RunSpec`): the spec's JSON, and copies of its main
+        fields in their own columns for SQL readers."""
+        self.record_settings(thread_id, {
+            "model": spec.model, "base_url": spec.base_url, "protocol": spec.protocol, "tools": list(spec.tools),
+            "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
+        })
+
     def get(self, thread_id: str) -> RunRecord | None:
         """The ``runs`` row of a thread, or None."""
         rows = self.db.query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
