@@ -433,26 +433,33 @@ MULTIPLES = {"两倍": 2, "双倍": 2, "二倍": 2, "三倍": 3, "四倍": 4, "�
 _MULTIPLE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:倍|times\b)")
 
 
+def multiple_words(text: str) -> set[tuple[str, str]]:
+    """``(word, factor)`` for every multiple ``text`` names ("两倍" → 2, "twice" → 2, "3倍" → 3)."""
+    found = {(word, str(factor)) for word, factor in MULTIPLES.items() if says(text, word)}
+    return found | {(m.group(0), m.group(1)) for m in _MULTIPLE.finditer(text)}
+
+
 def named_factor(task: str) -> tuple[str, str] | None:
     """``(the task's word, its factor)`` when ``task`` names one multiple ("两倍", "twice", "3倍"), else None."""
-    found = {(word, str(factor)) for word, factor in MULTIPLES.items() if says(task, word)}
-    found |= {(m.group(0), m.group(1)) for m in _MULTIPLE.finditer(task)}
+    found = multiple_words(task)
     factors = {factor for _, factor in found}
     return min(found) if len(factors) == 1 else None
 
 
-def multiplied_figure(task: str, results: Sequence[str]) -> str | None:
-    """The one figure the results label with what ``task`` multiplies ("面积的两倍", "twice the area": the
-    figure labelled 面积 or area), or None when the task names no such multiple or the results hold none or
-    several."""
+def multiple_of(name: str, word: str, lowered: str) -> bool:
+    """Whether ``lowered`` (a lower-cased text) asks for the multiple ``word`` of ``name``: "面积的两倍",
+    "twice the area"."""
+    return f"{name}的{word}" in lowered or f"{word} the {name}" in lowered
+
+
+def multiplied_figure(task: str, word: str, results: Sequence[str]) -> str | None:
+    """The one figure the results label with what ``task`` asks the multiple ``word`` of ("面积的两倍",
+    "twice the area": the figure labelled 面积 or area), or None when they hold none or several."""
     from .figures import labelled_figures
 
-    named = named_factor(task)
-    if named is None:
-        return None
-    word, lowered = named[0], task.lower()
+    lowered = task.lower()
     of = {figure for label, figure in labelled_figures(results) for name in label
-          if not name.isdigit() and (f"{name}的{word}" in lowered or f"{word} the {name}" in lowered)}
+          if not name.isdigit() and multiple_of(name, word, lowered)}
     return next(iter(of)) if len(of) == 1 else None
 
 
@@ -460,8 +467,11 @@ def factor_expression(task: str, results: Sequence[str]) -> str | None:
     """The calculation ``task`` asks for when it names a multiple of a figure the results label
     ("面积的两倍" and "面积 (area): 16850" give ``16850 * 2``), else None. A refusal quotes it as a whole
     call: Qwen2.5-Coder-0.5B ignored "multiply 16850 by 2" and copied ``{"expression": "16850 * 2"}``."""
-    named, figure = named_factor(task), multiplied_figure(task, results)
-    return f"{figure} * {named[1]}" if named is not None and figure is not None else None
+    named = named_factor(task)
+    if named is None:
+        return None
+    figure = multiplied_figure(task, named[0], results)
+    return f"{figure} * {named[1]}" if figure is not None else None
 
 
 def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> str | None:
@@ -475,7 +485,7 @@ def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> s
     if named is None or not is_expression(expression):
         return None
     word, factor = named
-    figure = multiplied_figure(task, results)
+    figure = multiplied_figure(task, word, results)
     written = numbers(expression)
     if figure is not None and figure not in written:  # Qwen doubled the population: `1252 * 2`
         return (f"the task asks for {word!r} of {figure}, the figure the results give for what it multiplies, and "
@@ -521,12 +531,12 @@ def asked_figures(task: str, results: Sequence[str]) -> list[tuple[str, str]]:
     if clause is None:
         return []
     asked = clause.group(1).lower()
-    multiples = [w for w in MULTIPLES if w in asked] + [m.group(0) for m in _MULTIPLE.finditer(asked)]
+    multiples = [word for word, _ in multiple_words(asked)]
     found: dict[str, set[str]] = {}
     for label, figure in labelled_figures(results):
         for name in sorted(label, key=len, reverse=True):
             if (len(name) >= 2 and not name.isdigit() and name.lower() in asked
-                    and not any(f"{name.lower()}的{w}" in asked or f"{w} the {name.lower()}" in asked for w in multiples)):
+                    and not any(multiple_of(name.lower(), w, asked) for w in multiples)):
                 found.setdefault(name, set()).add(figure)
                 break
     return [(name, next(iter(figures))) for name, figures in found.items() if len(figures) == 1]

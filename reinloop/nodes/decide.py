@@ -197,17 +197,16 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
     reply = to_reply(message, prepared, [])
     tool = known_repeat(state, protocol, reply, ctx.tools)
     if tool is not None:
-        return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
-                        f"{tool} gave its result already (above). {NEXT_STEP_CUE}", {"event": "withheld", "tool": tool})
-    refused = refused_repeat(state, protocol, reply, ctx.tools)
-    if refused is None:
+        why, event = f"{tool} gave its result already (above).", {"event": "withheld", "tool": tool}
+    elif (refused := refused_repeat(state, protocol, reply, ctx.tools)) is not None:
+        tool, problem = refused
+        problem = problem.split(" Expected: ")[0]  # the why, without the schema sketch the model copied from
+        problem = problem if len(problem) <= REFUSAL_CHARS else problem[:REFUSAL_CHARS - 1] + "…"
+        why, event = f"{tool} refused that call already: {problem}", {"event": "withheld", "tool": tool, "reason": "refused"}
+    else:
         return message
-    tool, problem = refused
-    problem = problem.split(" Expected: ")[0]  # the why, without the schema sketch the model copied from
-    problem = problem if len(problem) <= REFUSAL_CHARS else problem[:REFUSAL_CHARS - 1] + "…"
     return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
-                    f"{tool} refused that call already: {problem} {NEXT_STEP_CUE}",
-                    {"event": "withheld", "tool": tool, "reason": "refused"})
+                    f"{why} {NEXT_STEP_CUE}", event)
 
 
 def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:

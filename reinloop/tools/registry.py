@@ -194,7 +194,8 @@ class ToolRegistry:
         try:
             schema.model_validate(args)
         except ValidationError as exc:
-            return schema_copy_problem(name, args, self.schema(name)) or format_validation_error(name, exc, self.schema(name))
+            described = self.schema(name)
+            return schema_copy_problem(name, args, described) or format_validation_error(name, exc, described)
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - a user's validator is tool code: its failure is the call's
