@@ -59,8 +59,10 @@ def gist(text: str, focus: str, limit: int, size: Callable[[str], int] = len,
     if size(text) <= limit:
         return text
     cut = cut or head
-    wanted = terms(focus)
     lines = [flat for line in text.splitlines() if (flat := " ".join(line.split()))]
+    if len(lines) == 1:  # one line too long: it is cut whatever it shares with the focus
+        return cut(lines[0], limit)
+    wanted = terms(focus)
     scored = [(len(terms(line) & wanted), i) for i, line in enumerate(lines)]
     # a line with figures carries a fact; of lines alike, the shorter leaves room for more
     ranked = sorted(((score + bool(_DIGIT.search(lines[i])), len(lines[i]), i) for score, i in scored if score),

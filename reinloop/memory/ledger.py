@@ -24,6 +24,7 @@ from typing import Any, TypedDict
 
 from ..state import Step
 from .gist import gist, head
+from .memo import IdentityMemo
 from .tokens import TokenCounter, clip_text, count_tokens
 from .window import current_steps
 
@@ -79,6 +80,11 @@ def results(steps: Iterable[Step]) -> list[Result]:
 
 def newest_results(steps: Sequence[Step]) -> Iterator[Result]:
     """:func:`results` newest first, lazily: a prompt's ledger needs only the newest few of a long run."""
+    return (entry for _, entry in _newest_results(steps))
+
+
+def _newest_results(steps: Sequence[Step]) -> Iterator[tuple[Mapping[str, Any], Result]]:
+    """:func:`newest_results`, each with the action it was read from."""
     seen = CallSet()
     for step in reversed(steps):
         for action in reversed(step.get("actions") or []):
@@ -88,7 +94,7 @@ def newest_results(steps: Sequence[Step]) -> Iterator[Result]:
                            observation=str(action["observation"]))
             if entry not in seen:
                 seen.add(entry)
-                yield entry
+                yield action, entry
 
 
 class CallSet:
@@ -134,13 +140,19 @@ def entry_observation(observation: str, focus: str, counter: TokenCounter) -> st
                 lambda text, limit: clip_text(text, limit, counter))
 
 
-def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
-    """The results that the shown steps do not already hold verbatim."""
+def window_calls(shown: Sequence[Step]) -> CallSet:
+    """The calls the shown steps hold verbatim, with their observations."""
     in_window = CallSet()
     for step in shown:
         for action in step.get("actions") or []:
             in_window.add(Result(step=step["index"], tool=str(action.get("tool")), args=action.get("args") or {},
                                  observation=str(action.get("observation"))))
+    return in_window
+
+
+def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
+    """The results that the shown steps do not already hold verbatim."""
+    in_window = window_calls(shown)
     return (r for r in results_ if r not in in_window)
 
 
@@ -153,12 +165,25 @@ def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens
     """
     lines: list[str] = []
     left = max_tokens
-    for result in unseen(newest_results(steps), shown):
-        lines.append(ledger_line(result, counter, task))
-        left -= count_tokens(lines[-1], counter) + 1
+    in_window = window_calls(shown)
+    for action, result in _newest_results(steps):
+        if result in in_window:
+            continue
+        line, tokens = LINES.get((action, counter), (result["step"], task),
+                                 lambda: _counted(ledger_line(result, counter, task), counter))
+        lines.append(line)
+        left -= tokens + 1
         if left < 0:
             break
     return lines[::-1]
+
+
+def _counted(line: str, counter: TokenCounter) -> tuple[str, int]:
+    return line, count_tokens(line, counter)
+
+
+LINES: IdentityMemo[tuple[str, int]] = IdentityMemo()
+"""Each recorded action's ledger line and its tokens, per counter, step and task: the same at every prompt."""
 
 
 def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: Collection[str]) -> Result | None:

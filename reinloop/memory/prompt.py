@@ -33,6 +33,7 @@ from ..errors import SettingError
 from ..state import Step
 from .config import Memory
 from .ledger import LEDGER_HEADER, newest_lines_within
+from .memo import IdentityMemo
 from .store import Recalled
 from .summary import newest_lines, summary_lines
 from .tokens import (
@@ -293,10 +294,10 @@ def assemble(
     if message is not None:
         head.append(message)
         budget.spend("recall", tokens)
-    rendered = {s["index"]: ctx.protocol.render_step(s) for s in steps}
-    costs = {i: count_message_tokens(m, counter) for i, m in rendered.items()}
+    rendered = {s["index"]: step_view(s, ctx.protocol, counter) for s in steps}
+    costs = {i: view[1] for i, view in rendered.items()}
     shown = fit_window(steps, lambda s: costs[s["index"]], budget.left, window_steps)
-    body = [m for s in shown for m in rendered[s["index"]]]
+    body = [m for s in shown for m in rendered[s["index"]][0]]
     budget.spend("steps", sum(costs[s["index"]] for s in shown))
     ledger = ledger_message(state, shown, memory, counter, budget)
     if ledger is not None:  # shown beside the summary; paid from what the window left
@@ -305,6 +306,19 @@ def assemble(
              for name in ("system", "tools", "history", "task", "summary", "ledger", "recall", "steps", "hints")}
     parts["total"] = sum(parts.values())
     return Assembly(messages=[*head, *body, *tail], parts=parts, shown=shown, events=events)
+
+
+STEP_VIEWS: IdentityMemo[tuple[list[BaseMessage], int]] = IdentityMemo()
+"""Each recorded step's messages and their tokens, per protocol and counter: the same at every prompt."""
+
+
+def step_view(step: Step, protocol: Any, counter: TokenCounter) -> tuple[list[BaseMessage], int]:
+    """The messages that replay ``step`` in ``protocol`` and their tokens by ``counter`` (rendered once)."""
+    def view() -> tuple[list[BaseMessage], int]:
+        messages = protocol.render_step(step)
+        return messages, count_message_tokens(messages, counter)
+
+    return STEP_VIEWS.get((step, protocol, counter), None, view)
 
 
 def build_prompt(state: Mapping[str, Any], ctx: Any) -> list[BaseMessage]:

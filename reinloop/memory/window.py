@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..state import Step
+from .memo import IdentityMemo
 
 
 def current_steps(state: Mapping[str, Any]) -> list[Step]:
@@ -81,6 +82,10 @@ def observation_key(observation: Any) -> Any:
     return ("json", json.dumps(observation, sort_keys=True, ensure_ascii=False, default=str))
 
 
+KEYS: IdentityMemo[frozenset[Any]] = IdentityMemo()
+"""Each recorded step's :func:`step_keys`: dedup compares them at every prompt."""
+
+
 def hidden_duplicates(steps: Sequence[Step]) -> dict[int, int]:
     """Steps repeated by a newer step: index of the older step -> index of the newer one."""
     hidden: dict[int, int] = {}
@@ -88,7 +93,7 @@ def hidden_duplicates(steps: Sequence[Step]) -> dict[int, int]:
     for step in reversed(steps):
         if step.get("answer") is not None:
             continue  # a final answer is never hidden
-        keys = step_keys(step)
+        keys = KEYS.get((step,), None, lambda: step_keys(step))  # noqa: B023  (called at once)
         covering = next((index for index, later in newer if keys <= later), None)
         if covering is not None:
             hidden[step["index"]] = covering

@@ -38,6 +38,11 @@ def test_a_result_that_fits_is_whole_and_one_sharing_nothing_is_cut_from_its_hea
     assert len(cut) <= 100 and cut.startswith("The city government") and cut.endswith("…")
 
 
+def test_one_long_line_is_cut_whatever_it_shares_with_the_focus():
+    line = "page 3: lorem   ipsum dolor sit amet " * 40  # one line, no line to choose: it is cut, not weighed
+    assert gist(line, "read page 3", 100) == gist(line, "nothing shared", 100) == " ".join(line.split())[:99] + "…"
+
+
 def city_search_run(*, answers: AnswerRules | None = None, replies=None):
     @tool
     def search_docs(query: str) -> str:
