@@ -558,6 +558,34 @@ def asked_figure_problem(answer: str, task: str, results: Sequence[str]) -> str 
             f"{' and '.join(f for _, f in missing)} as well as the rest of what the task asks")
 
 
+def answer_facts(task: str, calls: Sequence[tuple[str, Any, str]], *, asked: bool = True,
+                 calculation_tool: str | None = None) -> list[str]:
+    """The facts of the results that answer what ``task`` asks, for a wrap-up to quote: with ``asked``, each
+    figure the answer clause asks for that the results label (:func:`asked_figures`: ``面积: 16850``), and, under a
+    ``calculation_tool``, its newest result for a task that asks for a calculation, with the operation the
+    task names if it names one (``16850 * 2 = 33700``). ``calls`` are the run's successful ``(tool, args,
+    observation)``, oldest first.
+
+    Shown the task and every result, Qwen2.5-Coder-0.5B answered "……回答：面积，以及两倍的结果" with
+    "The area of 杭州 is 33700 square kilometers" (the doubled area as the area) in every wording asked;
+    told which results give what, it answered ``16850`` and ``33700``."""
+    facts = [f"{name}: {figure}" for name, figure in asked_figures(task, [obs for _, _, obs in calls])] if asked else []
+    if calculation_tool is not None and asks_for_calculation(task):
+        named = named_operation(task)
+        for tool, args, observation in reversed(calls):
+            expression = str((args or {}).get("expression") or "") if isinstance(args, dict) else ""
+            if tool == calculation_tool and is_expression(expression) and (named is None or named[0] in expression):
+                facts.append(f"{' '.join(expression.split())} = {' '.join(observation.split())}")
+                break
+    return facts
+
+
+def asked_items(task: str) -> str | None:
+    """What the task's answer clause asks for ("回答：面积，以及两倍的结果。" → ``面积，以及两倍的结果``), else None."""
+    clause = _ANSWER_CLAUSE.search(task)
+    return clause.group(1).strip().rstrip("。.!！") or None if clause is not None else None
+
+
 def asks_for_calculation(task: str) -> bool:
     """Whether ``task`` says it wants something calculated (one of :data:`CALCULATION_WORDS`; a rounding asked
     for, "四舍五入取整", "rounded to 2 decimal places", is one too: Qwen answered a density asked so with

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.tools import tool
 
-from reinloop import build_graph
+from reinloop import Limits, build_graph
 from reinloop.answers import AnswerRules
 from reinloop.figures import bind_figures, labelled_figures
 from reinloop.testing import ScriptedChatModel, tool_call
@@ -191,3 +191,44 @@ def test_under_calculation_tool_the_named_operation_applied_again_to_the_calcula
                       answers=AnswerRules(calculation_tool="calculator")).invoke({"task": task})
     again = out["scratchpad"][2]["actions"][0]
     assert "answer with 33700" in again["observation"] and out["answer"] == "16850, 33700"
+
+
+def test_answer_facts_are_the_asked_figures_and_the_calculation_of_the_tasks_operation():
+    from reinloop.answers import answer_facts, asked_items
+
+    sheet = "- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
+    calls = [("city_sheet", {}, sheet), ("calculator", {"expression": "16850 * 2"}, "33700"),
+             ("calculator", {"expression": "33700 + 1"}, "33701")]
+    assert answer_facts(task, calls, calculation_tool="calculator") == ["面积: 16850", "16850 * 2 = 33700"]
+    assert answer_facts(task, calls, asked=False, calculation_tool="calculator") == ["16850 * 2 = 33700"]
+    assert answer_facts(task, calls) == ["面积: 16850"]  # no calculator named: no calculation quoted
+    assert answer_facts("查面积。", calls, calculation_tool="calculator") == []  # no answer clause, no calculation asked
+    assert asked_items(task) == "面积，以及两倍的结果" and asked_items("查面积。") is None
+
+
+def test_a_wrap_up_under_the_figure_rules_says_which_results_give_what_the_task_asks():
+    # Qwen2.5-Coder-0.5B, shown every result, answered "The area of 杭州 is 33700" (the doubled area as the
+    # area) however the request was worded; told which results give what, it answered "16850\n33700"
+    sheet = "- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"
+    task = "先在手册里查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
+
+    @tool
+    def city_sheet() -> str:
+        """The city's figures."""
+        return sheet
+
+    def run(rules: AnswerRules) -> tuple[dict, ScriptedChatModel]:
+        model = ScriptedChatModel(replies=[[tool_call("city_sheet", {})],
+                                           [tool_call("calculator", {"expression": "16850 * 2"})], "16850\n33700"])
+        graph = build_graph(model, [city_sheet, builtin("calculator")], answers=rules, limits=Limits(max_steps=2))
+        return graph.invoke({"task": task}), model
+
+    out, model = run(AnswerRules(wrap_up=True, grounded_numbers=True, calculation_tool="calculator"))
+    request = str(model.prompts[-1][-1].content)
+    assert request.startswith("Give the final answer to the task now")
+    assert request.endswith("The task asks for: 面积，以及两倍的结果. The results give: 面积: 16850; "
+                            "16850 * 2 = 33700. Answer with each figure."), request
+    assert out["status"] == "done" and out["wrapped_up"] == "max_steps" and out["answer"] == "16850\n33700"
+    _, model = run(AnswerRules(wrap_up=True))  # without the figure rules the request is the plain one
+    assert str(model.prompts[-1][-1].content).endswith("give the best answer they support.")
