@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage
 
 from ..state import Step
 from .manager import Prepared, prepare_prompt
+from .memo import IdentityMemo
 from .tokens import message_text
 from .window import current_steps
 
@@ -33,9 +34,24 @@ SAME_PROMPT = (
 
 
 def prompt_digest(messages: Sequence[BaseMessage]) -> str:
-    """A hash of what a prompt says (texts and tool calls), to tell two prompts apart."""
-    parts = [[m.type, message_text(m), getattr(m, "tool_calls", None) or []] for m in messages]
-    return hashlib.sha256(json.dumps(parts, ensure_ascii=False, default=str).encode()).hexdigest()[:32]
+    """A hash of what a prompt says (texts and tool calls), to tell two prompts apart.
+
+    It hashes the JSON of ``[[type, text, tool calls], ...]``; each message's piece is made once (a recorded
+    step's messages are the same objects at every prompt, :data:`~reinloop.memory.prompt.STEP_VIEWS`), and the
+    pieces joined as ``json.dumps`` joins a list, so the digest is the one earlier versions stored.
+    """
+    pieces = [PIECES.get((m,), None, lambda m=m: message_piece(m)) for m in messages]
+    return hashlib.sha256(f"[{', '.join(pieces)}]".encode()).hexdigest()[:32]
+
+
+def message_piece(message: BaseMessage) -> str:
+    """One message's part of :func:`prompt_digest`'s JSON."""
+    return json.dumps([message.type, message_text(message), getattr(message, "tool_calls", None) or []],
+                      ensure_ascii=False, default=str)
+
+
+PIECES: IdentityMemo[str] = IdentityMemo()
+"""Each message's :func:`message_piece`, by identity."""
 
 
 def corrections(step: Step) -> list[str]:

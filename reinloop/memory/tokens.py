@@ -36,7 +36,7 @@ import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,9 @@ class TokenCounter:
     count: Callable[[str], int]
     once: Callable[[str], int] | None = None
     """The same count without remembering the text: for texts counted once (the candidates of a cut)."""
+    cut: Callable[[str, int], str] | None = field(default=None, compare=False)
+    """``cut(text, max_tokens)``: :func:`clip_text` by the counter's own tokens (an exact encoding), else by
+    characters, bisecting."""
 
     def __str__(self) -> str:
         return self.name
@@ -216,7 +219,31 @@ def _tiktoken_counter(name: str) -> TokenCounter | None:
         return None
     drop_merge_table(encoding)
     count = lambda text: len(encoding.encode(text, disallowed_special=()))  # noqa: E731
-    return TokenCounter(f"tiktoken:{name}", True, remembering(count), count)
+    return TokenCounter(f"tiktoken:{name}", True, remembering(count), count, token_cut(encoding))
+
+
+def token_cut(encoding: Any) -> Callable[[str, int], str]:
+    """A cut of a text to ``max_tokens`` of ``encoding`` (:data:`CUT_MARKER` included): the head and tail of its
+    token list, each cut back to whole characters, the pair shortened until the whole fits. One encoding
+    of the text and one or two of the result, where cutting by characters bisects with a count per try."""
+
+    def encode(text: str) -> list[int]:
+        return encoding.encode(text, disallowed_special=())
+
+    def cut(text: str, max_tokens: int) -> str:
+        ids = encode(text)
+        keep = max_tokens - len(encode(CUT_MARKER))
+        while keep > 0:
+            head = encoding.decode_bytes(ids[: keep - keep // 2]).decode("utf-8", "ignore")
+            tail = encoding.decode_bytes(ids[len(ids) - keep // 2:] if keep // 2 else []).decode("utf-8", "ignore")
+            candidate = head + CUT_MARKER + tail
+            over = len(encode(candidate)) - max_tokens  # tokens can merge across the cut
+            if over <= 0:
+                return candidate
+            keep -= over
+        return ""
+
+    return cut
 
 
 def drop_merge_table(encoding: Any) -> bool:
@@ -322,6 +349,9 @@ def _clip(text: str, max_tokens: int, counter: TokenCounter) -> str:
     and gallops out from there before bisecting: a few counts of short
     candidates instead of a bisection from the whole text.
     """
+
+    if counter.cut is not None:
+        return counter.cut(text, max_tokens)
 
     def cut(keep: int) -> str:
         return text[: keep - keep // 2] + CUT_MARKER + text[len(text) - keep // 2 :]

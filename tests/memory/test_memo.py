@@ -45,3 +45,20 @@ def test_a_step_is_rendered_once_per_protocol_and_each_protocol_gets_its_own_mes
     other = step_view(step, json_, counter)
     assert other is not first and other[0][0].content != first[0][0].content  # JSON replays the call as text
     assert first[1] > 0 and len(STEP_VIEWS) >= 2
+
+
+def test_the_prompt_digest_made_from_remembered_pieces_is_the_digest_of_the_whole_prompts_json():
+    import hashlib
+    import json
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from reinloop.memory.feedback import prompt_digest
+    from reinloop.memory.tokens import message_text
+
+    messages = [HumanMessage(content="Task: 杭州的面积"), AIMessage(content="", tool_calls=[
+        {"name": "search", "args": {"q": "杭州", "n": [1, 2]}, "id": "c1"}]), ToolMessage(content="16850", tool_call_id="c1")]
+    whole = [[m.type, message_text(m), getattr(m, "tool_calls", None) or []] for m in messages]
+    expected = hashlib.sha256(json.dumps(whole, ensure_ascii=False, default=str).encode()).hexdigest()[:32]
+    assert prompt_digest(messages) == prompt_digest(messages) == expected  # remembered, and as stored before
+    assert prompt_digest(messages[:2]) != expected

@@ -213,3 +213,16 @@ def test_a_counter_remembers_texts_up_to_its_budget_in_characters_newest_first()
     count("c" * 40)
     assert counted == ["a", "b", "c", "d", "c"]
 
+
+
+@pytest.mark.parametrize("limit", [12, 40, 100])
+def test_an_exact_counter_cuts_by_its_own_tokens_to_a_head_and_tail_of_whole_characters(o200k, limit):
+    counter = active_counter()
+    assert counter.exact and counter.cut is not None
+    text = "".join(MIXED_PROMPTS) + " 🚀 emoji 表情 " * 30  # CJK and emoji: tokens that are parts of characters
+    cut = tokens.clip_text(text, limit, counter)
+    head, tail = cut.split(tokens.CUT_MARKER)
+    assert len(o200k.encode(cut)) <= limit
+    assert text.startswith(head) and text.endswith(tail) and "\ufffd" not in cut  # no broken character
+    assert len(o200k.encode(cut)) >= limit - 4  # near the bound, not far under it
+    assert tokens.clip_text(text, 3, counter) == ""  # not even the marker fits
