@@ -49,7 +49,9 @@ distrust). These rules always hold:
   (LangChain's old ``early_stopping_method="generate"``). An answer that
   passes the rules above ends the run ``done``, and the outcome says it came
   from a wrap-up (``wrapped_up``); anything else breaks the run as it would
-  have, resumable as before. At most one wrap-up per break.
+  have, resumable as before. At most one wrap-up per break. Under
+  ``grounded_numbers`` or ``calculation_tool`` the request also quotes the
+  results' facts that answer what the task asks (:func:`answer_facts`).
 - ``ask_next_step`` (off by default): every prompt ends with a short question
   asking which tool gives what the task still needs (:data:`NEXT_STEP_CUE`).
   A small model answering a long prompt tends to reach for the tool its
