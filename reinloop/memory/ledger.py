@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -189,23 +190,57 @@ LINES: IdentityMemo[tuple[str, int]] = IdentityMemo()
 def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: Collection[str]) -> Result | None:
     """The newest successful result of the same call in ``steps``, unless a call of a ``world_changers`` tool ran since.
 
-    The same call is the same tool with equal arguments; a run's steps are
-    walked once, newest first, with no serialisation (a long run has many).
+    The same call is the same tool with the same arguments (:func:`call_key`). Each run's calls are indexed
+    once, as its steps are appended (:class:`CallIndex`), so a long run's steps are not walked at every call.
     """
-    args = args or {}
-    for step in reversed(steps):
-        actions = step.get("actions")
-        if not actions:
-            continue
-        if world_changers:
-            for action in actions:
-                if action.get("tool") in world_changers and not action.get("problem"):
-                    return None  # the world may have changed since: the call must run again
-        for action in reversed(actions):
-            if (action.get("tool") == tool and (action.get("args") or {}) == args and not action.get("error")
-                    and action.get("observation") is not None and not action.get("reused")):
-                return Result(step=step["index"], tool=tool, args=dict(args), observation=str(action["observation"]))
-    return None
+    if not steps:
+        return None
+    index = INDEXES.get((steps[0],), frozenset(world_changers), lambda: CallIndex(frozenset(world_changers)))
+    return index.lookup(steps, call_key(tool, args))
+
+
+class CallIndex:
+    """A run's successful calls by :func:`call_key`, newest kept, and where a world-changing call last ran.
+
+    It reads the steps it has not seen on each lookup; a list whose indexed steps are not the objects it
+    indexed (a run rewound to a checkpoint and gone another way) is indexed afresh.
+    """
+
+    def __init__(self, world_changers: frozenset[str]) -> None:
+        self.world_changers = world_changers
+        self.steps: list[Step] = []  # the steps indexed, in order (held: compared by identity)
+        self.calls: dict[str, tuple[int, Result]] = {}
+        self.changed_at = -1  # position of the newest step with a world-changing call
+        self.lock = threading.Lock()
+
+    def lookup(self, steps: Sequence[Step], key: str) -> Result | None:
+        """The newest result of the call ``key`` in ``steps``, unless the world changed at or after its step."""
+        with self.lock:
+            seen = len(self.steps)
+            if seen > len(steps) or (seen and steps[seen - 1] is not self.steps[-1]):
+                self.__init__(self.world_changers)  # type: ignore[misc]
+                seen = 0
+            for position in range(seen, len(steps)):
+                self.add(position, steps[position])
+            found = self.calls.get(key)
+        if found is None or found[0] <= self.changed_at:
+            return None
+        return Result(**{**found[1], "args": dict(found[1]["args"])})
+
+    def add(self, position: int, step: Step) -> None:
+        self.steps.append(step)
+        actions = step.get("actions") or []
+        if any(a.get("tool") in self.world_changers and not a.get("problem") for a in actions):
+            self.changed_at = position  # the world may have changed since: the call must run again
+        for action in actions:
+            if not action.get("error") and action.get("observation") is not None and not action.get("reused"):
+                tool, args = str(action.get("tool")), action.get("args") or {}
+                self.calls[call_key(tool, args)] = (position, Result(step=step["index"], tool=tool, args=dict(args),
+                                                                     observation=str(action["observation"])))
+
+
+INDEXES: IdentityMemo[CallIndex] = IdentityMemo(size=256)
+"""Each run's :class:`CallIndex`, by the run's first step and the world-changing tools."""
 
 
 def reused_observation(result: Result) -> str:

@@ -164,3 +164,42 @@ def test_a_long_runs_ledger_holds_what_cutting_and_counting_every_result_would(c
         message, _ = fit_listing(HEADER, newest_lines_within(steps, shown, cap, counter), cap, counter)
         expected = old_ledger(steps, shown, cap, counter)
         assert (message.content.split("\n")[1:] if message else []) == expected
+
+
+def walked_earlier_result(steps, tool, args, world_changers):
+    """The definition the call index must agree with: walk the steps newest first."""
+    for step in reversed(steps):
+        actions = step.get("actions") or []
+        if any(a.get("tool") in world_changers and not a.get("problem") for a in actions):
+            return None
+        for a in reversed(actions):
+            if (a.get("tool") == tool and (a.get("args") or {}) == args and not a.get("error")
+                    and a.get("observation") is not None and not a.get("reused")):
+                return {"step": step["index"], "tool": tool, "args": dict(args), "observation": str(a["observation"])}
+    return None
+
+
+def test_the_call_index_gives_what_walking_the_steps_gives_as_a_run_grows_and_after_a_rewind():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from reinloop.memory.ledger import earlier_result
+
+    action = st.fixed_dictionaries({
+        "tool": st.sampled_from(["read", "write", "calc"]), "args": st.sampled_from([{}, {"n": 1}, {"n": 2}]),
+        "observation": st.sampled_from(["a", "b", None]), "error": st.booleans(),
+        "problem": st.sampled_from([None, None, "bad"])})
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.lists(action, max_size=3), min_size=1, max_size=12), st.integers(0, 11))
+    def agree(pads, rewind_to):
+        steps = [{"index": i + 1, "actions": a} for i, a in enumerate(pads)]
+        queries = [(t, a) for t in ("read", "write", "calc") for a in ({}, {"n": 1}, {"n": 2})]
+        for end in range(1, len(steps) + 1):  # the run grows a step at a time
+            for tool, args in queries:
+                assert earlier_result(steps[:end], tool, args, {"write"}) == walked_earlier_result(steps[:end], tool, args, {"write"})
+        forked = steps[:min(rewind_to, len(steps))] + [{"index": 99, "actions": [{"tool": "read", "args": {}, "observation": "new"}]}]
+        for tool, args in queries:  # a rewound run that went another way is indexed afresh
+            assert earlier_result(forked, tool, args, {"write"}) == walked_earlier_result(forked, tool, args, {"write"})
+
+    agree()
