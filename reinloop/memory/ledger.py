@@ -208,19 +208,21 @@ class CallIndex:
 
     def __init__(self, world_changers: frozenset[str]) -> None:
         self.world_changers = world_changers
-        self.steps: list[Step] = []  # the steps indexed, in order (held: compared by identity)
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.seen = 0  # steps indexed
+        self.last: Step | None = None  # the last of them (compared by identity)
         self.calls: dict[str, tuple[int, Result]] = {}
         self.changed_at = -1  # position of the newest step with a world-changing call
-        self.lock = threading.Lock()
 
     def lookup(self, steps: Sequence[Step], key: str) -> Result | None:
         """The newest result of the call ``key`` in ``steps``, unless the world changed at or after its step."""
         with self.lock:
-            seen = len(self.steps)
-            if seen > len(steps) or (seen and steps[seen - 1] is not self.steps[-1]):
-                self.__init__(self.world_changers)  # type: ignore[misc]
-                seen = 0
-            for position in range(seen, len(steps)):
+            if self.seen > len(steps) or (self.seen and steps[self.seen - 1] is not self.last):
+                self.reset()
+            for position in range(self.seen, len(steps)):
                 self.add(position, steps[position])
             found = self.calls.get(key)
         if found is None or found[0] <= self.changed_at:
@@ -228,7 +230,7 @@ class CallIndex:
         return Result(**{**found[1], "args": dict(found[1]["args"])})
 
     def add(self, position: int, step: Step) -> None:
-        self.steps.append(step)
+        self.seen, self.last = position + 1, step
         actions = step.get("actions") or []
         if any(a.get("tool") in self.world_changers and not a.get("problem") for a in actions):
             self.changed_at = position  # the world may have changed since: the call must run again
@@ -239,8 +241,9 @@ class CallIndex:
                                                                      observation=str(action["observation"])))
 
 
-INDEXES: IdentityMemo[CallIndex] = IdentityMemo(size=256)
-"""Each run's :class:`CallIndex`, by the run's first step and the world-changing tools."""
+INDEXES: IdentityMemo[CallIndex] = IdentityMemo(size=8)
+"""The :class:`CallIndex` of the last few runs, by each run's first step and the world-changing tools (an index
+holds its run's results: a finished run's are let go after eight more)."""
 
 
 def reused_observation(result: Result) -> str:

@@ -25,7 +25,7 @@ T = TypeVar("T")
 class IdentityMemo(Generic[T]):
     """Values of ``compute()`` remembered per tuple of objects, matched by identity (plus hashable extras)."""
 
-    def __init__(self, size: int = 1024) -> None:
+    def __init__(self, size: int = 512) -> None:
         self.size = size
         self._found: dict[tuple[int, ...], tuple[tuple[object, ...], T]] = {}
         self._lock = threading.Lock()  # batch runs share the memo across threads
