@@ -571,12 +571,14 @@ def answer_facts(task: str, calls: Sequence[tuple[str, Any, str]], *, asked: boo
     Shown the task and every result, Qwen2.5-Coder-0.5B answered "……回答：面积，以及两倍的结果" with
     "The area of 杭州 is 33700 square kilometers" (the doubled area as the area) in every wording asked;
     told which results give what, it answered ``16850`` and ``33700``."""
+    from .tools.registry import string_values
+
     facts = [f"{name}: {figure}" for name, figure in asked_figures(task, [obs for _, _, obs in calls])] if asked else []
     if calculation_tool is not None and asks_for_calculation(task):
         named = named_operation(task)
-        for tool, args, observation in reversed(calls):
-            expression = str((args or {}).get("expression") or "") if isinstance(args, dict) else ""
-            if tool == calculation_tool and is_expression(expression) and (named is None or named[0] in expression):
+        for expression, observation in ((v, obs) for tool, args, obs in reversed(calls) if tool == calculation_tool
+                                        for v in string_values(args)):  # its arguments, as validate reads them
+            if is_expression(expression) and (named is None or named[0] in expression):
                 facts.append(f"{' '.join(expression.split())} = {' '.join(observation.split())}")
                 break
     return facts

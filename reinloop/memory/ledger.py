@@ -79,13 +79,9 @@ def results(steps: Iterable[Step]) -> list[Result]:
     return sorted(found.values(), key=lambda r: r["step"])
 
 
-def newest_results(steps: Sequence[Step]) -> Iterator[Result]:
-    """:func:`results` newest first, lazily: a prompt's ledger needs only the newest few of a long run."""
-    return (entry for _, entry in _newest_results(steps))
-
-
-def _newest_results(steps: Sequence[Step]) -> Iterator[tuple[Mapping[str, Any], Result]]:
-    """:func:`newest_results`, each with the action it was read from."""
+def newest_results(steps: Sequence[Step]) -> Iterator[tuple[Mapping[str, Any], Result]]:
+    """:func:`results` newest first, lazily, each with the action it was read from: a prompt's ledger needs only
+    the newest few of a long run."""
     seen = CallSet()
     for step in reversed(steps):
         for action in reversed(step.get("actions") or []):
@@ -151,12 +147,6 @@ def window_calls(shown: Sequence[Step]) -> CallSet:
     return in_window
 
 
-def unseen(results_: Iterable[Result], shown: Sequence[Step]) -> Iterator[Result]:
-    """The results that the shown steps do not already hold verbatim."""
-    in_window = window_calls(shown)
-    return (r for r in results_ if r not in in_window)
-
-
 def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens: float, counter: TokenCounter,
                         task: str = "") -> list[str]:
     """Ledger lines of the unseen results, oldest first: the newest whose counts add up to ``max_tokens``, and one more.
@@ -167,7 +157,7 @@ def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens
     lines: list[str] = []
     left = max_tokens
     in_window = window_calls(shown)
-    for action, result in _newest_results(steps):
+    for action, result in newest_results(steps):
         if result in in_window:
             continue
         line, tokens = LINES.get((action, counter), (result["step"], task),
@@ -195,7 +185,8 @@ def earlier_result(steps: Sequence[Step], tool: str, args: Any, world_changers: 
     """
     if not steps:
         return None
-    index = INDEXES.get((steps[0],), frozenset(world_changers), lambda: CallIndex(frozenset(world_changers)))
+    changers = frozenset(world_changers)
+    index = INDEXES.get((steps[0],), changers, lambda: CallIndex(changers))
     return index.lookup(steps, call_key(tool, args))
 
 
@@ -225,8 +216,8 @@ class CallIndex:
             for position in range(self.seen, len(steps)):
                 self.add(position, steps[position])
             found = self.calls.get(key)
-        if found is None or found[0] <= self.changed_at:
-            return None
+            if found is None or found[0] <= self.changed_at:
+                return None
         return Result(**{**found[1], "args": dict(found[1]["args"])})
 
     def add(self, position: int, step: Step) -> None:

@@ -138,11 +138,12 @@ def test_a_result_with_a_document_for_arguments_is_shown_cut():
 
 def old_ledger(steps, shown, cap, counter):
     """The ledger as it was built before it read only the newest results: every line cut, then dropped from the front."""
-    from reinloop.memory.ledger import ledger_line, results, unseen
+    from reinloop.memory.ledger import ledger_line, results, window_calls
     from reinloop.memory.prompt import listing
     from reinloop.memory.tokens import count_message_tokens
 
-    lines = [ledger_line(r, counter) for r in unseen(results(steps), shown)]
+    in_window = window_calls(shown)
+    lines = [ledger_line(r, counter) for r in results(steps) if r not in in_window]
     while lines and count_message_tokens([listing(LEDGER_HEADER, lines)], counter) > cap:
         lines = lines[1:]
     return lines
