@@ -24,7 +24,9 @@ distrust). These rules always hold:
   17790000", all three figures from results) is refused too, and an
   arithmetic argument of any tool (the calculator's expression) must take
   its figures from the task or a result, apart from 0–10 and the powers of
-  ten (:func:`figure_problem`).
+  ten (:func:`figure_problem`), and not from a result's part about something
+  the task does not name while another part is about what it names
+  (:func:`reinloop.figures.source_problem`: 杭州's population for "北京和成都").
   Under it, an answer that names one of the run's tools must also repeat a
   value of a tool result (:func:`tool_talk_problem`): "The task still needs the
   function `db_insert`." talks about the tools and is refused; "The calculator

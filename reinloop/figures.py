@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 
 from .answers import is_plain_constant, says
@@ -107,3 +108,75 @@ def scale_figures(expression: str, task: str, results: Sequence[str]) -> tuple[s
     if not scaled:
         return None
     return _FIGURE.sub(lambda m: scaled.get(m.group(0), m.group(0)), expression), scaled
+
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+_TITLE_WORDS = re.compile(r"[^\W\d_a-zA-Z]{2,}|[a-zA-Z][a-zA-Z0-9]{2,}")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A titled part of a tool result: its top-level heading and the text under it."""
+
+    title: str
+    text: str
+
+
+def titled_parts(result: str) -> list[Part]:
+    """The parts of ``result`` under its top-level Markdown headings (none if it has no heading)."""
+    headings = list(_HEADING.finditer(result))
+    if not headings:
+        return []
+    top = min(len(h.group(1)) for h in headings)
+    heads = [h for h in headings if len(h.group(1)) == top]
+    ends = [h.start() for h in heads[1:]] + [len(result)]
+    return [Part(h.group(2).strip(), result[h.start():end]) for h, end in zip(heads, ends)]
+
+
+def names_task(title: str, task: str) -> bool:
+    """Does the task name a word of ``title`` ("北京 Beijing" for "北京和成都……")?"""
+    lowered = task.lower()
+    return any(re.search(rf"(?<![a-z0-9]){re.escape(w.lower())}(?![a-z0-9])", lowered) if w.isascii()
+               else w in task for w in _TITLE_WORDS.findall(title))
+
+
+def _label_of(figure: str, text: str) -> frozenset[str] | None:
+    """The label words of the "label: figure" line of ``text`` that states ``figure``, else None."""
+    from .protocols.prose import numbers
+
+    for m in _LABELLED.finditer(text):
+        line = text[m.start():text.find("\n", m.end()) % (len(text) + 1)]
+        if figure in numbers(line):
+            return words(m["label"])
+    return None
+
+
+def source_problem(expression: str, task: str, results: Sequence[str]) -> str | None:
+    """Why an arithmetic argument takes a figure from the wrong entity's part of the results, else None.
+
+    A figure is refused when it is not in the task, every part of the results that states it is titled with
+    nothing the task names, and some other part is titled with something it names. The refusal offers the
+    figure those parts label the same way ("北京 Beijing: 常住人口 2186"). See the module."""
+    from .protocols.prose import numbers
+
+    parts = [p for r in results for p in titled_parts(r)]
+    named = [p for p in parts if names_task(p.title, task)]
+    if not named or len(named) == len(parts):
+        return None
+    untitled = set().union(*(numbers(r) for r in results if not titled_parts(r)))
+    in_task = numbers(task)
+    for figure in sorted(numbers(expression), key=expression.find):
+        if figure in in_task or figure in untitled or is_plain_constant(figure):
+            continue
+        holders = [p for p in parts if figure in numbers(p.text)]
+        if not holders or any(p in named for p in holders):
+            continue
+        label = _label_of(figure, holders[0].text)
+        offers = list(dict.fromkeys(f"{p.title}: {m['label'].strip()}: {m['figure']}" for p in named
+                                    for m in _LABELLED.finditer(p.text) if label and words(m["label"]) == label))
+        offer = f" The results give {'; '.join(offers[:4])}." if offers else ""
+        asked = ", ".join(dict.fromkeys(p.title for p in named))
+        return (f"{figure} is from '{holders[0].title}', which the task does not ask about; the task names "
+                f"{asked}: take each figure from the part about what the task names, and look up any it still "
+                f"lacks.{offer}")
+    return None

@@ -232,3 +232,48 @@ def test_a_wrap_up_under_the_figure_rules_says_which_results_give_what_the_task_
     assert out["status"] == "done" and out["wrapped_up"] == "max_steps" and out["answer"] == "16850\n33700"
     _, model = run(AnswerRules(wrap_up=True))  # without the figure rules the request is the plain one
     assert str(model.prompts[-1][-1].content).endswith("give the best answer they support.")
+
+
+CITY_HITS = ("- docs/city_hangzhou.md — 杭州 Hangzhou\n# 杭州 Hangzhou\n\n- 常住人口 (resident population): 1252 万人\n"
+             "- 面积 (area): 16850 平方公里\n## 交通\nmetro lines: 12\n"
+             "- docs/city_beijing.md — 北京 Beijing\n# 北京 Beijing\n\n- 常住人口 (resident population): 2186 万人\n"
+             "- 面积 (area): 16410 平方公里\n")
+
+
+def test_a_figure_from_the_part_about_an_entity_the_task_does_not_name_is_refused_with_the_named_parts_figure():
+    from reinloop.figures import source_problem, titled_parts
+
+    assert [p.title for p in titled_parts(CITY_HITS)] == ["杭州 Hangzhou", "北京 Beijing"]  # top level only
+    task = "北京和成都的常住人口相差多少万人？"
+    problem = source_problem("1252 - 2186", task, [CITY_HITS])
+    assert problem is not None and problem.startswith("1252 is from '杭州 Hangzhou'")
+    assert "北京 Beijing: 常住人口 (resident population): 2186" in problem
+    assert source_problem("12 - 2186", task, [CITY_HITS]) is not None  # a sub-heading's figure is its page's
+    assert source_problem("2186 - 2140", task, [CITY_HITS, "成都 2140"]) is None  # named, or from an untitled result
+    assert source_problem("1252 - 2186", "杭州和北京的常住人口相差多少万人？", [CITY_HITS]) is None  # both named
+    assert source_problem("1252 - 1779", "1252 和 1779 相差多少？", [CITY_HITS]) is None  # the task's own figure
+    assert source_problem("1252 - 1779", "两个数相差多少？", [CITY_HITS]) is None  # no part named: no evidence
+    assert source_problem("1252 - 1779", task, [CITY_HITS.split("- docs/city_beijing")[0]]) is None  # none named
+    assert source_problem("1252 - 5", "What is Beijing's population minus 5?", [CITY_HITS]) is not None  # by English name
+    assert source_problem("1252 - 5", "What is Beijingers' share?", [CITY_HITS]) is None  # a whole word, not a prefix
+
+
+def test_under_grounded_numbers_a_calculation_with_the_wrong_citys_figure_is_refused_and_the_run_recovers():
+    @tool
+    def search_docs(query: str) -> str:
+        """Search the handbook."""
+        return CITY_HITS
+
+    task = "北京的常住人口的两倍是多少万人？"
+    model = ScriptedChatModel(replies=[[tool_call("search_docs", {"query": "常住人口"})],
+                                       [tool_call("calculator", {"expression": "1252 * 2"})],
+                                       [tool_call("calculator", {"expression": "2186 * 2"})], "4372"])
+    out = build_graph(model, [search_docs, builtin("calculator")],
+                      answers=AnswerRules(grounded_numbers=True)).invoke({"task": task})
+    wrong, right = (s["actions"][0] for s in out["scratchpad"][1:3])
+    assert wrong["problem"].startswith("1252 is from '杭州 Hangzhou'") and "2186" in wrong["observation"]
+    assert right["observation"] == "4372" and out["answer"] == "4372"
+    off = build_graph(ScriptedChatModel(replies=[[tool_call("search_docs", {"query": "常住人口"})],
+                                                 [tool_call("calculator", {"expression": "1252 * 2"})], "2504"]),
+                      [search_docs, builtin("calculator")]).invoke({"task": task})
+    assert off["scratchpad"][1]["actions"][0]["observation"] == "2504"  # without the rule the call runs

@@ -25,7 +25,9 @@ state only in 万 or millions is written in plain units when the task does not a
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
 figure from the task or a result
 (:func:`reinloop.answers.figure_problem`): a copy may mix the task's figures
-with an example's (``(3*12.5)+32``).
+with an example's (``(3*12.5)+32``); and none from the part of a result about
+something the task does not name while another part is about what it names
+(:func:`reinloop.figures.source_problem`: 杭州's 1252 for "北京和成都……").
 
 An optional argument whose value alone makes the call invalid (``"limit": 1000000``
 where at most 20 is allowed) is left out, as an argument the tool does not take is:
@@ -56,8 +58,8 @@ from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
 from ..answers import (compounding_problem, factor_expression, factor_problem, figure_only_problem, figure_problem,
-                       operation_problem)
-from ..figures import bind_figures, scale_figures
+                       is_expression, operation_problem)
+from ..figures import bind_figures, scale_figures, source_problem
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
 
@@ -131,7 +133,9 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
     if problem is None and figures is not None:
         task, results = figures()
         scaled = [f"{f} = {plain}" for f, plain in (action.get("scaled_figures") or {}).items()]
-        problem = next((p for v in string_values(args) if (p := figure_problem(v, task, [*results, *scaled]))), None)
+        problem = next((p for v in string_values(args) if is_expression(v)
+                        and (p := figure_problem(v, task, [*results, *scaled]) or source_problem(v, task, results))),
+                       None)
     return {**action, "args": args, "problem": problem}
 
 
