@@ -47,7 +47,8 @@ class Limits:
     max_repeats: int | None = 3
     """Identical consecutive actions after which the run is stopped."""
     max_observation_chars: int = 2000
-    """Tool output longer than this is truncated, with a marker saying how much was cut."""
+    """Tool output longer than this is cut, with a marker saying how much was cut: a result of several lines
+    keeps its opening, then its headings and the lines with the task's words (:func:`reinloop.tools.executor.truncate`)."""
     tool_timeout: float | None = 30.0
     """Seconds a tool call may take, retries included (a tool's own ``timeout`` option overrides it).
     No call runs past the run's own deadline (``max_seconds``) either."""

@@ -38,6 +38,7 @@ from ..memory.window import current_steps
 from ..state import Action, AgentState, PendingView
 from ..tools.executor import Place, ToolCall, ToolExecutor
 from ..tools.options import options_of
+from ..tools.registry import string_values
 from .guard import can_pause
 
 
@@ -130,8 +131,9 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
     for i in positions:
         tool = ctx.tools.get(actions[i]["tool"])
         assert tool is not None  # validate checked it
-        calls.append(ToolCall(tool, actions[i].get("args") or {}, actions[i].get("id") or "", i,
-                              journaled="approval" in actions[i]))
+        args = actions[i].get("args") or {}
+        calls.append(ToolCall(tool, args, actions[i].get("id") or "", i, journaled="approval" in actions[i],
+                              focus=" ".join([str(state.get("task") or ""), *string_values(args)])))
     left = ctx.seconds_left(state, time.time())
     deadline = None if left is None else time.monotonic() + left  # the run's clock binds every call
     executor = ToolExecutor(ctx.limits, ctx.workers, ctx.journal, deadline, ctx.call_hooks)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
@@ -74,6 +75,9 @@ class ToolCall:
     position: int = 0
     journaled: bool = False
     """Journal the call even if its tool has no side effects (an operator approved it: it runs at most once)."""
+    focus: str = ""
+    """What the call is for (the task): a result cut to ``Limits.max_observation_chars`` keeps the lines that
+    share its words (:func:`truncate`)."""
 
 
 @dataclass(frozen=True)
@@ -110,12 +114,104 @@ def observation_text(result: Any) -> str:
         return clean_text(str(result))
 
 
-def truncate(text: str, limit: int) -> str:
-    """Cut ``text`` to ``limit`` characters with a marker saying how much was cut."""
+def truncate(text: str, limit: int, focus: str = "") -> str:
+    """Cut ``text`` to ``limit`` characters with a marker saying how much was cut.
+
+    With ``focus`` (the task), a result of several lines keeps its opening and then the lines that share the
+    most words with the focus, its Markdown headings first, in their order (:func:`focused_lines`): a search
+    result of five pages cut at its head lost the pages after the second, and with them the one the task
+    asked about. Otherwise (one long line, or no word of the focus in the rest) it keeps the head."""
     if len(text) <= limit:
         return text
+    if focus and (kept := focused_lines(text, limit, focus)) is not None:
+        shown = sum(len(line) + 1 for line in kept if line != GAP)  # each kept line and its newline
+        return "\n".join([*kept, f"[... cut {len(text) - shown} of {len(text)} characters: kept the opening and "
+                                  "the lines with the task's words]"])
     cut = len(text) - limit
     return f"{text[:limit]}\n[... truncated {cut} of {len(text)} characters]"
+
+
+GAP = "…"
+"""The line that stands for lines a focused cut left out."""
+_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{2,}")
+_LATIN_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
+_HEADING_LINE = re.compile(r"^#{1,6}[ \t]")
+
+
+def focus_terms(focus: str) -> frozenset[str]:
+    """The words a line is matched on: each pair of adjacent CJK characters, and Latin words of 3+ letters."""
+    lowered = focus.lower()
+    pairs = {run[i:i + 2] for run in _CJK_RUN.findall(focus) for i in range(len(run) - 1)}
+    return frozenset(pairs | set(_LATIN_WORD.findall(lowered)))
+
+
+def focused_lines(text: str, limit: int, focus: str) -> list[str] | None:
+    """The lines a focused cut keeps, in order, with :data:`GAP` where lines were left out; None for a head cut.
+
+    The opening takes up to 40% of ``limit``; then the headings; then the lines by how many focus words they
+    and the heading above them hold (ties: the earlier), each with what it belongs to (the heading above it, and for an indented line the
+    line it is indented under, such as a search hit's path above its snippet); then the lines after the
+    opening, in order, while they fit."""
+    lines = text.split("\n")
+    terms = focus_terms(focus)
+    if len(lines) < 3 or not terms:
+        return None
+    keep: set[int] = set()
+    used = 0
+
+    def take(indices: list[int]) -> None:
+        nonlocal used
+        new = [i for i in dict.fromkeys(indices) if i not in keep]
+        cost = sum(len(lines[i]) + 3 for i in new)  # each line, its newline and perhaps a gap before it
+        if new and used + cost <= limit:
+            keep.update(new)
+            used += cost
+
+    for i, line in enumerate(lines):
+        if used + len(line) + 1 > 0.4 * limit:
+            break
+        keep.add(i)
+        used += len(line) + 1
+    rest = range(len(keep), len(lines))
+    scores = {i: sum(t in lines[i].lower() for t in terms) for i in rest}
+    if not any(scores.values()):
+        return None
+    headings = [i for i in rest if _HEADING_LINE.match(lines[i])]
+    for i in headings:
+        take([i])
+    def weight(i: int) -> int:  # its own words, and those of the heading it is under ("# Chengdu" above it)
+        above = [h for h in headings if h < i][-1:]
+        return scores[i] + sum(scores[h] for h in above)
+
+    for i in sorted((i for i in rest if scores[i] and i not in headings), key=lambda i: (-weight(i), i)):
+        take([*_owners(lines, i, headings), i])
+    for i in rest:
+        take([i])
+    shown: list[str] = []
+    for i in sorted(keep):
+        if shown and i - 1 not in keep:
+            shown.append(GAP)
+        shown.append(lines[i])
+    if max(keep) < len(lines) - 1:
+        shown.append(GAP)
+    return shown
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _owners(lines: list[str], i: int, headings: list[int]) -> list[int]:
+    """The lines ``lines[i]`` belongs to: the nearest heading above it, and the lines it is indented under."""
+    owners = [h for h in headings if h < i][-1:]
+    depth = _indent(lines[i])
+    for j in range(i - 1, -1, -1):
+        if depth == 0:
+            break
+        if lines[j].strip() and _indent(lines[j]) < depth:
+            owners.append(j)
+            depth = _indent(lines[j])
+    return owners
 
 
 def error_observation(exc: BaseException) -> str:
@@ -124,8 +220,9 @@ def error_observation(exc: BaseException) -> str:
     return f"ERROR: {type(exc).__name__}: {message[:500]}"
 
 
-def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int) -> tuple[str, bool]:
-    """``(observation, is_error)`` for a value the tool returned: pseudo-successes are errors."""
+def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int, focus: str = "") -> tuple[str, bool]:
+    """``(observation, is_error)`` for a value the tool returned: pseudo-successes are errors (``focus``: what
+    a cut keeps, :func:`truncate`)."""
     try:
         text = observation_text(result)
     except KeyboardInterrupt:
@@ -143,7 +240,7 @@ def judge(tool: BaseTool, result: Any, options: ToolOptions, max_chars: int) -> 
             problem = f"its validator raised {describe_exception(exc)}"
         if problem:
             return f"ERROR: the result of {tool.name} looks wrong: {problem}. The result was: {text[:200]!r}", True
-    return truncate(text, max_chars), False
+    return truncate(text, max_chars, focus), False
 
 
 def unknown_outcome(tool: str, entry_started: float) -> str:
@@ -281,7 +378,7 @@ class ToolExecutor:
                 observation += f" (gave up after {attempts} attempts)"
             result = ToolResult(observation, True, "error", attempts, time.monotonic() - began)
         else:
-            text, error = judge(call.tool, value, options, self.limits.max_observation_chars)
+            text, error = judge(call.tool, value, options, self.limits.max_observation_chars, call.focus)
             result = ToolResult(text, error, "error" if error else "ok", attempts, time.monotonic() - began)
         self._record(key, result)  # also after a timeout: the journal learns how it really ended
         return result

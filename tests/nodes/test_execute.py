@@ -45,6 +45,21 @@ def test_long_output_is_truncated_with_a_marker(make_graph):
     assert observation == "x" * 100 + "\n[... truncated 4900 of 5000 characters]"
 
 
+def test_a_long_result_is_cut_to_the_lines_the_task_names(make_graph):
+    from langchain_core.tools import tool
+
+    @tool
+    def pages() -> str:
+        """All the pages."""
+        return "\n".join(["# Index", *(f"- filler line {i} " + "z" * 40 for i in range(60)), "- chengdu population: 2140"])
+
+    task = "What is the population of Chengdu?"
+    graph, _ = make_graph([[tool_call("pages", {})], "2140"], tools=[pages], limits=Limits(max_observation_chars=500))
+    observation = graph.invoke({"task": task})["scratchpad"][0]["actions"][0]["observation"]
+    assert "- chengdu population: 2140" in observation and "kept the opening and the lines with the task's words" in observation
+    assert len(observation) < 600
+
+
 def test_several_tool_calls_in_one_reply_run_in_order(make_graph):
     reply = [tool_call("get_weather", {"city": "北京"}, id="a"), tool_call("get_weather", {"city": "上海"}, id="b"),
              tool_call("calculator", {"expression": "24-18"}, id="c")]

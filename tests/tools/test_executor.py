@@ -132,6 +132,38 @@ def test_long_results_are_truncated_with_a_marker():
     assert result.observation == "y" * 10 + "\n[... truncated 40 of 50 characters]"
 
 
+PAGES = "\n".join(f"- docs/{city}.md — {city}\n# {city}\n\nfiller text for the reader. " + "padding " * 12 +
+                  f"\n- population: {n} people\n- area: {n * 3} km2\n" for city, n in
+                  [("Hangzhou", 11), ("Beijing", 22), ("Shanghai", 33), ("Chengdu", 44)])
+HITS = PAGES + "\n- docs/Wuhan.md — Wuhan\n  …a snippet: population 55 people…"
+
+
+def test_a_focused_cut_keeps_the_opening_then_the_headings_and_the_lines_with_the_tasks_words():
+    from reinloop.tools.executor import GAP, truncate
+
+    cut = truncate(HITS, 400, "What is the population of Chengdu and of Wuhan?")
+    lines = cut.split("\n")
+    assert lines[0] == "- docs/Hangzhou.md — Hangzhou" and "# Chengdu" in lines and "# Beijing" in lines
+    assert "- population: 44 people" in lines and "- area: 132 km2" not in lines  # the task's words, not the rest
+    snippet = lines.index("  …a snippet: population 55 people…")
+    assert lines[snippet - 1] == "- docs/Wuhan.md — Wuhan"  # an indented line keeps the line it belongs to
+    kept = sum(len(line) + 1 for line in lines[:-1] if line != GAP)  # each kept line with its newline
+    assert GAP in lines and lines[-1].startswith(f"[... cut {len(HITS) - kept} of {len(HITS)} characters")
+    assert len(cut) - len(lines[-1]) <= 400
+    assert truncate(HITS, 400, "") == HITS[:400] + f"\n[... truncated {len(HITS) - 400} of {len(HITS)} characters]"
+    assert truncate(HITS, 400, "nothing here matches") == truncate(HITS, 400)  # no word of the task: the head
+    assert truncate("y" * 50, 10, "yyy") == "y" * 10 + "\n[... truncated 40 of 50 characters]"  # one line: the head
+    assert truncate(HITS, 10_000, "population") == HITS
+
+
+def test_a_focused_cut_matches_chinese_by_character_pairs():
+    from reinloop.tools.executor import truncate
+
+    text = "\n".join(["开头" * 30, *(f"- 其他数据 {i}" for i in range(40)), "- 常住人口: 2140 万人", "结尾"])
+    assert "- 常住人口: 2140 万人" in truncate(text, 200, "成都的常住人口是多少？").split("\n")
+    assert "- 常住人口: 2140 万人" not in truncate(text, 200).split("\n")
+
+
 def test_parallel_safe_calls_overlap_and_keep_the_model_order():
     barrier = threading.Barrier(2, timeout=5)  # only passes if both calls run at once
     second_done = threading.Event()
