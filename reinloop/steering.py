@@ -24,6 +24,13 @@ model's own replies, as :mod:`reinloop.repeats` does for a known repeat):
   returned anything and with results in hand, is asked again with the
   calculator **alone** (:data:`CALCULATE_FIRST`); Qwen then called it.
 
+Under ``vary_repeats`` too, a repeat of a read-only call whose result the run
+has (:mod:`reinloop.repeats`) is asked again with the calculator alone and the
+same question when the calculation is due (:func:`calculation_due`: the task
+asks for one, a result holds a figure, the calculator has returned nothing):
+Qwen re-read an order file three times with its quantity and unit price in
+hand, the tool withheld, and only computed the total once told to.
+
 Either way the re-ask's reply goes on to parse like any other, under every
 rule: nothing is accepted that the rules would refuse, and a second wrong
 reply is refused as before. The reply put aside is counted (calls, tokens,
@@ -65,6 +72,19 @@ def holds_figures(observed: list[str]) -> bool:
     from .protocols.prose import numbers
 
     return any(not is_plain_constant(n) for r in observed for n in numbers(r))
+
+
+def calculation_due(state: AgentState, ctx: Any) -> str | None:
+    """The :data:`CALCULATE_FIRST` question when the run's next step is the calculation the task asks for (a
+    result holds a figure and the calculator has returned nothing yet), else None."""
+    tool = ctx.answers.calculation_tool
+    task = str(state.get("task") or "")
+    if tool is None or ctx.tools.get(tool) is None or not asks_for_calculation(task):
+        return None
+    done = results(current_steps(state))
+    if any(r["tool"] == tool for r in done) or not holds_figures([r["observation"] for r in done]):
+        return None
+    return CALCULATE_FIRST.format(tool=tool, how=operation_phrase(task))
 
 
 def steer(state: AgentState, ctx: Any, protocol: Any, reply: Reply) -> tuple[Reason, list[str], str] | None:

@@ -119,3 +119,26 @@ def test_a_steered_step_says_why_in_the_memory_events_line():
     assert line == "the reply answered before the calculation: asked again offering calculator"
     line = event_line({"event": "steered", "reason": "figures_first", "tools": ["search_docs", "read_file"]})
     assert line.endswith("before any figure was known: asked again offering search_docs, read_file")
+
+
+def test_a_repeated_lookup_with_the_figures_in_hand_is_asked_again_with_the_calculator_alone(make_graph):
+    rules = AnswerRules(calculation_tool="calculator", vary_repeats=True)
+    graph, model = make_graph([WEATHER, WEATHER, DOUBLE, "36"], answers=rules)
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36"
+    assert model.tools_sent[2] == ["calculator"]  # not "every tool but get_weather": the calculation is next
+    assert str(model.prompts[2][-1].content) == "get_weather gave its result already (above). " + CALCULATE_FIRST.format(
+        tool="calculator", how=" (the task asks for a product, '两倍': use *)")
+    assert [a["tool"] for s in out["scratchpad"] for a in s["actions"]] == ["get_weather", "calculator"]
+    assert {"event": "withheld", "tool": "get_weather", "offered": ["calculator"]} in memory_events(out)
+
+
+def test_a_repeated_lookup_before_any_figure_or_after_the_calculation_is_withheld_as_before(make_graph):
+    rules = AnswerRules(calculation_tool="calculator", vary_repeats=True)
+    graph, model = make_graph([WEATHER, DOUBLE, WEATHER, "36"], answers=rules)  # the calculator has answered
+    out = graph.invoke({"task": TASK})
+    assert out["answer"] == "36" and model.tools_sent[3] == ["calculator", "db_query"]
+    assert {"event": "withheld", "tool": "get_weather"} in memory_events(out)
+    graph, model = make_graph([WEATHER, WEATHER, "36"], answers=AnswerRules(vary_repeats=True))  # no calculator rule
+    graph.invoke({"task": TASK})
+    assert model.tools_sent[2] == ["calculator", "db_query"]

@@ -50,7 +50,8 @@ def event_line(event: dict[str, Any]) -> str:
                 + ("" if event.get("changed") else "; still a repeat"))
     if kind == "withheld":
         known = "a call the loop refused" if event.get("reason") == "refused" else "a call whose result is known"
-        return f"the reply repeated {known}: asked again without {event['tool']}"
+        offered = f", offering only {', '.join(event['offered'])}" if event.get("offered") else ""
+        return f"the reply repeated {known}: asked again without {event['tool']}{offered}"
     if kind == "steered":
         before = "called the calculator before any figure was known" if event["reason"] == "figures_first" else \
             "answered before the calculation"

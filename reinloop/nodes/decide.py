@@ -34,7 +34,7 @@ from ..memory.wrapup import results_prompt, wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
 from ..pricing import CallCost, add_cost
 from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
-from ..steering import steer
+from ..steering import calculation_due, steer
 from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
@@ -196,6 +196,12 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
     leaves a ``withheld`` event."""
     reply = to_reply(message, prepared, [])
     tool = known_repeat(state, protocol, reply, ctx.tools)
+    if tool is not None and tool != ctx.answers.calculation_tool and (due := calculation_due(state, ctx)):
+        # the figures are in hand and the task's calculation is next: offer the calculator alone (steering.py)
+        calculator = ctx.answers.calculation_tool
+        return narrowed(ctx, state, protocol, prepared, message, [calculator],
+                        f"{tool} gave its result already (above). {due}",
+                        {"event": "withheld", "tool": tool, "offered": [calculator]})
     if tool is not None:
         why, event = f"{tool} gave its result already (above).", {"event": "withheld", "tool": tool}
     elif (refused := refused_repeat(state, protocol, reply, ctx.tools)) is not None:
