@@ -277,3 +277,18 @@ def test_under_grounded_numbers_a_calculation_with_the_wrong_citys_figure_is_ref
                                                  [tool_call("calculator", {"expression": "1252 * 2"})], "2504"]),
                       [search_docs, builtin("calculator")]).invoke({"task": task})
     assert off["scratchpad"][1]["actions"][0]["observation"] == "2504"  # without the rule the call runs
+
+
+def test_under_both_rules_the_wrong_entity_is_named_before_the_missing_operation():
+    @tool
+    def search_docs(query: str) -> str:
+        """Search the handbook."""
+        return CITY_HITS
+
+    model = ScriptedChatModel(replies=[[tool_call("search_docs", {"query": "常住人口"})],
+                                       [tool_call("calculator", {"expression": "1252 + 2186"})]])
+    out = build_graph(model, [search_docs, builtin("calculator")], limits=Limits(max_steps=2),
+                      answers=AnswerRules(grounded_numbers=True, calculation_tool="calculator")).invoke(
+        {"task": "北京和成都的常住人口相差多少万人？"})
+    assert out["scratchpad"][1]["actions"][0]["problem"].startswith("1252 is from '杭州 Hangzhou'")
+    assert "expression has no '-'" not in out["scratchpad"][1]["actions"][0]["problem"]

@@ -130,12 +130,14 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
     if problem is None and (copied := copied_example(args, tools.examples_of(name), known)) is not None:
         problem = (f"{echo(copied)} is an example from the tool's description or the reply format, not a value "
                    f"from the task; call {name} with the task's own values")
-    if problem is None and figures is not None:
+    if figures is not None:
         task, results = figures()
         scaled = [f"{f} = {plain}" for f, plain in (action.get("scaled_figures") or {}).items()]
-        problem = next((p for v in string_values(args) if is_expression(v)
-                        and (p := figure_problem(v, task, [*results, *scaled]) or source_problem(v, task, results))),
-                       None)
+        expressions = [v for v in string_values(args) if is_expression(v)]
+        # the wrong entity's figure first: told only to subtract (1252 + 2186 for "相差"), Qwen kept 杭州's 1252
+        wrong = next((p for v in expressions if (p := source_problem(v, task, results))), None)
+        problem = wrong or problem or next((p for v in expressions if (p := figure_problem(v, task, [*results, *scaled]))),
+                                           None)
     return {**action, "args": args, "problem": problem}
 
 
