@@ -176,7 +176,31 @@ def source_problem(expression: str, task: str, results: Sequence[str]) -> str | 
                                     for m in _LABELLED.finditer(p.text) if label and words(m["label"]) == label))
         offer = f" The results give {'; '.join(offers[:4])}." if offers else ""
         asked = ", ".join(dict.fromkeys(p.title for p in named))
+        missing = [n for n in joined_names(task, [p.title for p in named]) if not any(n in p.title for p in parts)]
+        what = next((m["label"].split("(")[0].strip() for m in _LABELLED.finditer(holders[0].text)
+                     if label and words(m["label"]) == label), "")
+        lacking = (f" No result has a part about {', '.join(missing)} yet: search for it (for example "
+                   f"'{' '.join(filter(None, [missing[0], what]))}')." if missing else "")
         return (f"{figure} is from '{holders[0].title}', which the task does not ask about; the task names "
                 f"{asked}: take each figure from the part about what the task names, and look up any it still "
-                f"lacks.{offer}")
+                f"lacks.{offer}{lacking}")
     return None
+
+
+_AND = r"\s*(?:和|与|跟|及|、|以及|,|，)\s*"
+
+
+def joined_names(task: str, titles: Sequence[str]) -> list[str]:
+    """Names the task joins to a word of ``titles`` with "和", "与", "、" or "and": the other things it asks
+    about ("成都" in "北京和成都的常住人口", "Chengdu" in "Beijing and Chengdu")."""
+    found: list[str] = []
+    for word in dict.fromkeys(w for t in titles for w in _TITLE_WORDS.findall(t)):
+        here = re.escape(word)
+        if word.isascii():
+            patterns = [rf"\b{here}\s*(?:,|and|&)\s*([A-Z][\w-]+)", rf"\b([A-Z][\w-]+)\s*(?:,|and|&)\s*{here}\b"]
+        else:
+            patterns = [rf"{here}{_AND}([^\W\d_a-zA-Z]{{2,4}}?)(?=的|和|与|、|以及|[^\w]|$)",
+                        rf"([^\W\d_a-zA-Z]{{2}}){_AND}{here}"]
+        found += [m.group(1) for pattern in patterns for m in re.finditer(pattern, task)
+                  if m.group(1).lower() != word.lower()]
+    return list(dict.fromkeys(found))

@@ -248,6 +248,7 @@ def test_a_figure_from_the_part_about_an_entity_the_task_does_not_name_is_refuse
     problem = source_problem("1252 - 2186", task, [CITY_HITS])
     assert problem is not None and problem.startswith("1252 is from '杭州 Hangzhou'")
     assert "北京 Beijing: 常住人口 (resident population): 2186" in problem
+    assert problem.endswith("No result has a part about 成都 yet: search for it (for example '成都 常住人口').")
     assert source_problem("12 - 2186", task, [CITY_HITS]) is not None  # a sub-heading's figure is its page's
     assert source_problem("2186 - 2140", task, [CITY_HITS, "成都 2140"]) is None  # named, or from an untitled result
     assert source_problem("1252 - 2186", "杭州和北京的常住人口相差多少万人？", [CITY_HITS]) is None  # both named
@@ -256,6 +257,16 @@ def test_a_figure_from_the_part_about_an_entity_the_task_does_not_name_is_refuse
     assert source_problem("1252 - 1779", task, [CITY_HITS.split("- docs/city_beijing")[0]]) is None  # none named
     assert source_problem("1252 - 5", "What is Beijing's population minus 5?", [CITY_HITS]) is not None  # by English name
     assert source_problem("1252 - 5", "What is Beijingers' share?", [CITY_HITS]) is None  # a whole word, not a prefix
+
+
+def test_the_names_a_task_joins_to_a_named_one_are_the_other_things_it_asks_about():
+    from reinloop.figures import joined_names
+
+    assert joined_names("北京和成都的常住人口相差多少万人？", ["北京 Beijing"]) == ["成都"]
+    assert joined_names("杭州与北京的面积", ["北京 Beijing"]) == ["杭州"]
+    assert joined_names("Beijing and Chengdu: which is larger?", ["北京 Beijing"]) == ["Chengdu"]
+    assert joined_names("Beijing and the rest", ["北京 Beijing"]) == []  # a capitalised name, not any word
+    assert joined_names("北京的人口密度是多少？", ["北京 Beijing"]) == []
 
 
 def test_under_grounded_numbers_a_calculation_with_the_wrong_citys_figure_is_refused_and_the_run_recovers():
