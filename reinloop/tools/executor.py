@@ -133,28 +133,26 @@ def truncate(text: str, limit: int, focus: str = "") -> str:
 
 GAP = "…"
 """The line that stands for lines a focused cut left out."""
-_CJK_RUN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]{2,}")
-_LATIN_WORD = re.compile(r"[a-z][a-z0-9_]{2,}")
 _HEADING_LINE = re.compile(r"^#{1,6}[ \t]")
-
-
-def focus_terms(focus: str) -> frozenset[str]:
-    """The words a line is matched on: each pair of adjacent CJK characters, and Latin words of 3+ letters."""
-    lowered = focus.lower()
-    pairs = {run[i:i + 2] for run in _CJK_RUN.findall(focus) for i in range(len(run) - 1)}
-    return frozenset(pairs | set(_LATIN_WORD.findall(lowered)))
+FOCUS_SCAN = 200_000
+"""Characters of a long result a focused cut weighs line by line (the rest is cut): a 50 MB result costs no
+more than 200 KB."""
 
 
 def focused_lines(text: str, limit: int, focus: str) -> list[str] | None:
     """The lines a focused cut keeps, in order, with :data:`GAP` where lines were left out; None for a head cut.
+    A line shares the words, numbers and Chinese character pairs of :func:`reinloop.memory.gist.terms`.
 
     The opening takes up to 40% of ``limit``; then the headings; then the lines by how many focus words they
     and the heading above them hold (ties: the earlier), each with what it belongs to (the heading above it, and for an indented line the
     line it is indented under, such as a search hit's path above its snippet); then the lines after the
     opening, in order, while they fit."""
-    lines = text.split("\n")
-    terms = focus_terms(focus)
-    if len(lines) < 3 or not terms:
+    from ..memory.gist import terms as terms_of  # the ledger's measure of what a line shares with the task
+
+    scanned = len(text) > FOCUS_SCAN
+    lines = text[:FOCUS_SCAN].split("\n")[:-1] if scanned else text.split("\n")  # not a line cut in two
+    wanted = terms_of(focus)
+    if len(lines) < 3 or not wanted:
         return None
     keep: set[int] = set()
     used = 0
@@ -173,7 +171,7 @@ def focused_lines(text: str, limit: int, focus: str) -> list[str] | None:
         keep.add(i)
         used += len(line) + 1
     rest = range(len(keep), len(lines))
-    scores = {i: sum(t in lines[i].lower() for t in terms) for i in rest}
+    scores = {i: len(terms_of(lines[i]) & wanted) for i in rest}
     if not any(scores.values()):
         return None
     headings = [i for i in rest if _HEADING_LINE.match(lines[i])]
@@ -192,7 +190,7 @@ def focused_lines(text: str, limit: int, focus: str) -> list[str] | None:
         if shown and i - 1 not in keep:
             shown.append(GAP)
         shown.append(lines[i])
-    if max(keep) < len(lines) - 1:
+    if max(keep) < len(lines) - 1 or scanned:
         shown.append(GAP)
     return shown
 

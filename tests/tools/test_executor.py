@@ -156,6 +156,18 @@ def test_a_focused_cut_keeps_the_opening_then_the_headings_and_the_lines_with_th
     assert truncate(HITS, 10_000, "population") == HITS
 
 
+def test_a_focused_cut_of_a_huge_result_weighs_only_its_first_part():
+    from reinloop.tools.executor import FOCUS_SCAN, GAP, truncate
+
+    huge = "opening line\n" + "filler\n" * (FOCUS_SCAN // 4) + "the population: 1\n" * 10
+    # the matching lines lie past the part weighed: as if none matched, the head is kept
+    assert truncate(huge, 300, "population") == truncate(huge, 300)
+    near = "opening line\n" + "filler\n" * 100 + "the population: 1\n" + "filler\n" * (FOCUS_SCAN // 4)
+    lines = truncate(near, 300, "population").split("\n")
+    assert "the population: 1" in lines and lines[-2] == GAP and lines[-1].endswith(f"of {len(near)} characters: "
+                                                                                   "kept the opening and the lines with the task's words]")
+
+
 def test_a_focused_cut_matches_chinese_by_character_pairs():
     from reinloop.tools.executor import truncate
 
