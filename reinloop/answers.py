@@ -43,6 +43,12 @@ distrust). These rules always hold:
   ``{"quantity": 3, "unit_price": 12.5}``: grounded, and no total. A call of
   that tool must use the one operation the task names (:data:`OPERATION_WORDS`:
   相差 subtracts, 除以 divides, 两倍 multiplies): Qwen summed "相差".
+  An answer that such a rule would refuse and that states its own
+  calculation ("1252 / 16850 = 0.75", figures from the results, the task's
+  operation) is not refused: the calculator runs that expression as the
+  step's call (:func:`written_calculation`), and the model answers from its
+  result. Asked to call the calculator, Qwen wrote the division as its
+  answer three times, each refused for the 0.75 no tool had returned.
 - ``wrap_up`` (off by default, so that a limit means exactly its number of
   model calls): when a run is about to break because it is
   stuck (the same action, the same error, errors in a row, or the step
@@ -613,6 +619,23 @@ def calculation_problem(answer: str, task: str, tool: str, computed: Sequence[st
                 "figures from the task and the results, then answer with its result")
     return (f"the task asks for a calculation and your answer states no number {tool} returned; "
             f"answer with {tool}'s result (or call {tool} for what is still to compute)")
+
+
+_WRITTEN_SUM = re.compile(r"[(\d][\d\s.,+\-*/()×÷]*[+\-*/×÷][\d\s.,+\-*/()×÷]*[\d)](?=\s*=)")
+
+
+def written_calculation(answer: str, task: str, results: Sequence[str]) -> str | None:
+    """The calculation an answer states with its own result ("1252 / 16850 = 0.75"), for the calculator to run,
+    else None.
+
+    Only an expression left of an ``=`` whose figures all come from the task or the results, and that uses the
+    operation the task names; ``×`` and ``÷`` are written ``*`` and ``/``, thousands separators dropped."""
+    for match in _WRITTEN_SUM.finditer(answer):
+        expression = re.sub(r"(?<=\d),(?=\d{3}(?!\d))", "", match.group(0).strip()).replace("×", "*").replace("÷", "/")
+        if (is_expression(expression) and figure_problem(expression, task, results) is None
+                and operation_problem(expression, task) is None):
+            return expression
+    return None
 
 
 def too_few_calls_problem(made: int, needed: int) -> str:

@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from .answers import (asks_for_calculation, calculation_problem, figure_problem, is_plain_constant, operation_phrase,
-                      written_call)
+                      written_calculation, written_call)
 from .memory.ledger import results
 from .memory.window import current_steps
 from .state import AgentState, Reply
@@ -112,5 +112,7 @@ def steer(state: AgentState, ctx: Any, protocol: Any, reply: Reply) -> tuple[Rea
         return None
     computed = [r["observation"] for r in done if r["tool"] == tool]
     if computed or calculation_problem(str(answer), task, tool, computed) is None:
+        return None
+    if written_calculation(str(answer), task, observed) is not None:  # parse runs the calculation it states
         return None
     return "calculate_first", [tool], CALCULATE_FIRST.format(tool=tool, how=operation_phrase(task))

@@ -142,3 +142,33 @@ def test_a_repeated_lookup_before_any_figure_or_after_the_calculation_is_withhel
     graph, model = make_graph([WEATHER, WEATHER, "36"], answers=AnswerRules(vary_repeats=True))  # no calculator rule
     graph.invoke({"task": TASK})
     assert model.tools_sent[2] == ["calculator", "db_query"]
+
+
+def test_an_answer_that_states_its_own_calculation_runs_it_on_the_calculator_instead_of_being_refused(make_graph):
+    from reinloop.answers import written_calculation
+
+    task = "计算北京的气温的两倍。"
+    assert written_calculation("18 × 2 = 35", task, ["北京: 晴, 18℃"]) == "18 * 2"
+    assert written_calculation("18 + 2 = 20", task, ["北京: 晴, 18℃"]) is None  # not the task's operation
+    assert written_calculation("19 * 2 = 38", task, ["北京: 晴, 18℃"]) is None  # 19 is in no result
+    assert written_calculation("2026-12-01 = 36", task, ["北京: 晴, 18℃"]) is None
+    rules = AnswerRules(calculation_tool="calculator", grounded_numbers=True)
+    for protocol, wrong, right in [("tool_calling", "18 * 2 = 35", "36"),
+                                   ("json", {"final_answer": "18 * 2 = 35"}, {"final_answer": "36"})]:
+        graph, model = make_graph([WEATHER if protocol == "tool_calling" else {"tool": "get_weather", "args": {"city": "北京"}},
+                                   wrong, right], answers=rules, protocol=protocol)
+        out = graph.invoke({"task": task})
+        assert out["answer"] == "36", protocol
+        action = out["scratchpad"][1]["actions"][0]
+        assert action["tool"] == "calculator" and action["args"] == {"expression": "18 * 2"}
+        assert action["observation"] == "36" and action["from_answer"] == "18 * 2 = 35"
+        assert "36" in " ".join(str(m.content) for m in model.prompts[2])  # the model answers from the result
+
+
+def test_a_wrap_up_answer_that_states_a_calculation_is_not_run(make_graph):
+    from reinloop import Limits
+
+    rules = AnswerRules(calculation_tool="calculator", grounded_numbers=True, wrap_up=True)
+    graph, model = make_graph([WEATHER, "18 * 2 = 35"], answers=rules, limits=Limits(max_steps=1))
+    out = graph.invoke({"task": "计算北京的气温的两倍。"})
+    assert out.get("answer") is None and model.calls == 2  # the wrap-up's answer is refused, no call follows

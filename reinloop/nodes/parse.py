@@ -36,9 +36,9 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
-from ..protocols.base import OutputProtocol, answer_form, error_pending, parse_reply, read_safely
+from ..protocols.base import OutputProtocol, action_id, answer_form, error_pending, parse_reply, read_safely
 from ..answers import (asked_figure_problem, calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
-                       tool_talk_problem, written_call)
+                       tool_talk_problem, written_calculation, written_call)
 from ..memory.ledger import results
 from ..memory.wrapup import REQUEST
 from ..protocols.json_protocol import JsonProtocol, interpret
@@ -46,6 +46,7 @@ from ..repeats import action_keys
 from ..protocols.prose import call_like, prose_answer
 from ..protocols.structured import read_structured
 from ..state import AgentState, Pending, PendingView
+from ..tools.registry import single_field
 
 
 def truncation_problem(reason: str, cap: int | None) -> str:
@@ -182,6 +183,8 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
     if len(done) < rules.min_tool_calls:
         return error_pending(too_few_calls_problem(len(done), rules.min_tool_calls), thought)
     task, observed = str(state.get("task") or ""), [r["observation"] for r in done]
+    if (run := calculation_call(state, ctx, pending, task, observed)) is not None:
+        return run
     if rules.grounded_numbers:
         if problem := grounding_problem(answer, [task, *observed]) or equation_problem(answer):
             return error_pending(problem, thought)
@@ -193,6 +196,31 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
         if problem := calculation_problem(answer, task, tool, computed):
             return error_pending(problem, thought)
     return pending
+
+
+def calculation_call(state: AgentState, ctx: AgentContext, pending: Pending, task: str,
+                     observed: list[str]) -> Pending | None:
+    """Under ``calculation_tool``, an answer the rules would refuse that states its own calculation, as a call
+    of the calculator with that expression (:func:`~reinloop.answers.written_calculation`), else None.
+    Not in a wrap-up (it has no tools) nor for a structured answer."""
+    tool_name = ctx.answers.calculation_tool
+    tool = ctx.tools.get(tool_name) if tool_name is not None else None
+    answer = pending.get("answer")
+    if tool is None or state.get("wrap_up") or pending.get("output") is not None or not isinstance(answer, str):
+        return None
+    field = single_field(tool)
+    expression = written_calculation(answer, task, observed) if field is not None else None
+    if expression is None:
+        return None
+    computed = [r["observation"] for r in results(current_steps(state)) if r["tool"] == tool_name]
+    refused = (calculation_problem(answer, task, tool_name, computed)
+               or (ctx.answers.grounded_numbers and (grounding_problem(answer, [task, *observed])
+                                                     or equation_problem(answer))))
+    if not refused:
+        return None
+    call = {"id": action_id(0, tool_name, {field: expression}), "tool": tool_name, "args": {field: expression},
+            "from_answer": answer}
+    return Pending(thought=pending.get("thought") or "", actions=[call], answer=None, parse_error=None)  # type: ignore[typeddict-item]
 
 
 def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
