@@ -507,6 +507,51 @@ def factor_problem(expression: str, task: str, results: Sequence[str] = ()) -> s
             f"multiply {what} by {factor}")
 
 
+_DIVIDED = re.compile(r"除以|divided by", re.IGNORECASE)
+_LABEL_WORDS = re.compile(r"[^\W\d_a-zA-Z]{2,}|[a-zA-Z]{3,}")
+
+
+def division_order(task: str, results: Sequence[str]) -> tuple[str, str, str, str] | None:
+    """``(dividend's label, its figure, divisor's label, its figure)`` when the task says "A 除以 B" ("A divided by
+    B") and the results label exactly one figure with the nearest word of A before it and of B after it."""
+    from .figures import _LABELLED
+
+    said = _DIVIDED.search(task)
+    if said is None or len(_DIVIDED.findall(task)) != 1:
+        return None
+    lowered = task.lower()
+    labels: dict[str, set[str]] = {}
+    for r in results:
+        for m in _LABELLED.finditer(r):
+            for word in _LABEL_WORDS.findall(m["label"]):
+                labels.setdefault(word.lower(), set()).add(m["figure"].replace(",", ""))
+    before = [(lowered.rfind(w, 0, said.start()), w) for w in labels if lowered.rfind(w, 0, said.start()) >= 0]
+    after = [(lowered.find(w, said.end()), w) for w in labels if lowered.find(w, said.end()) >= 0]
+    if not before or not after:
+        return None
+    top, bottom = max(before)[1], min(after)[1]
+    if len(labels[top]) != 1 or len(labels[bottom]) != 1 or labels[top] == labels[bottom]:
+        return None
+    return top, next(iter(labels[top])), bottom, next(iter(labels[bottom]))
+
+
+def division_problem(expression: str, task: str, results: Sequence[str]) -> str | None:
+    """Why a calculator ``expression`` is refused: the task divides A by B and the expression divides B's figure
+    by A's. Qwen2.5-Coder-0.5B computed "售价除以续航小时数" (699 元, 30 小时) as ``30 / 699``."""
+    from .protocols.prose import numbers
+
+    order = division_order(task, results) if is_expression(expression) else None
+    if order is None:
+        return None
+    top, a, bottom, b = order
+    found = {n: m.start() for m in re.finditer(r"\d+(?:\.\d+)?", expression) for n in numbers(m.group(0))
+             if n in (a, b)}
+    if a in found and b in found and found[b] < found[a]:
+        return (f"the task divides {top} ({a}) by {bottom} ({b}), and the expression has them the other way round; "
+                f"write {a} / {b}")
+    return None
+
+
 def compounding_problem(expression: str, task: str, computed: Sequence[str], looked_up: Sequence[str]) -> str | None:
     """Why a calculator ``expression`` is refused: the task names one operation ("两倍", "相差") and the expression
     applies it again to a figure only the calculator returned (``computed``; ``looked_up``: the task and the

@@ -303,3 +303,28 @@ def test_under_both_rules_the_wrong_entity_is_named_before_the_missing_operation
         {"task": "北京和成都的常住人口相差多少万人？"})
     assert out["scratchpad"][1]["actions"][0]["problem"].startswith("1252 is from '杭州 Hangzhou'")
     assert "expression has no '-'" not in out["scratchpad"][1]["actions"][0]["problem"]
+
+
+def test_under_calculation_tool_a_division_the_other_way_round_from_the_task_is_refused():
+    from reinloop.answers import division_order, division_problem
+
+    sheet = "# Comet 2\n- 售价 (price): 699 元\n- 重量 (weight): 52 克\n- 续航 (battery life): 30 小时\n"
+    task = "Comet 2 无线耳机的售价除以续航小时数是多少元每小时？"
+    assert division_order(task, [sheet]) == ("售价", "699", "续航", "30")
+    assert "write 699 / 30" in division_problem("round(30 / 699, 2)", task, [sheet])
+    assert division_problem("699 / 30", task, [sheet]) is None and division_problem("30 / 699", "售价是多少？", [sheet]) is None
+    assert division_order("the price divided by the battery life", [sheet]) == ("price", "699", "battery", "30")
+    assert division_order("售价除以续航，再除以重量", [sheet]) is None  # two divisions: no one order
+    assert division_order("售价除以续航", ["- 售价: 699\n- 售价: 799\n- 续航: 30"]) is None  # two prices
+
+    @tool
+    def read_sheet() -> str:
+        """The product sheet."""
+        return sheet
+
+    model = ScriptedChatModel(replies=[[tool_call("read_sheet", {})], [tool_call("calculator", {"expression": "30 / 699"})],
+                                       [tool_call("calculator", {"expression": "699 / 30"})], "23.3"])
+    out = build_graph(model, [read_sheet, builtin("calculator")], answers=AnswerRules(calculation_tool="calculator")).invoke(
+        {"task": task})
+    swapped, right = (s["actions"][0] for s in out["scratchpad"][1:3])
+    assert "the other way round" in swapped["observation"] and right["observation"] == "23.3" and out["answer"] == "23.3"
