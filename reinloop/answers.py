@@ -421,6 +421,22 @@ def named_operation(task: str) -> tuple[str, str] | None:
 _FIGURE_ONLY = re.compile(r"[\s(]*-?\d[\d,]*(?:\.\d+)?[\s)]*")
 
 
+_SELF_OPERATION = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*([-/])\s*\1(?![\d.])")
+
+
+def self_operation_problem(expression: str) -> str | None:
+    """Why a calculator ``expression`` is refused: it subtracts a figure from itself or divides it by itself
+    (``2186 - 2186``), which gives 0 or 1 whatever the task. Qwen2.5-Coder-0.5B, asked "北京和成都的常住人口
+    相差多少万人" with only 北京's figure found, computed ``2186 - 2186`` and answered 0."""
+    found = _SELF_OPERATION.search(expression) if is_expression(expression) else None
+    if found is None:
+        return None
+    figure, op = found.groups()
+    verb = "subtracts {0} from itself" if op == "-" else "divides {0} by itself"
+    return (f"the expression {verb.format(figure)}; a calculation takes two different figures: find the other "
+            "one first if no result has it")
+
+
 def figure_only_problem(expression: str, task: str) -> str | None:
     """Why a calculator ``expression`` that is one figure and no calculation (``16850``) is refused: its result
     is that figure, which then passes for a computed one. Qwen2.5-Coder-0.5B, asked for "面积的两倍", called

@@ -328,3 +328,18 @@ def test_under_calculation_tool_a_division_the_other_way_round_from_the_task_is_
         {"task": task})
     swapped, right = (s["actions"][0] for s in out["scratchpad"][1:3])
     assert "the other way round" in swapped["observation"] and right["observation"] == "23.3" and out["answer"] == "23.3"
+
+
+def test_under_calculation_tool_a_figure_subtracted_from_or_divided_by_itself_is_refused():
+    from reinloop.answers import self_operation_problem
+
+    assert "subtracts 2186 from itself" in self_operation_problem("2186 - 2186")
+    assert "divides 2.5 by itself" in self_operation_problem("(2.5/2.5)")
+    assert self_operation_problem("2186 - 21860") is None and self_operation_problem("12186 - 2186") is None
+    assert self_operation_problem("2186 - 2140") is None and self_operation_problem("2186 + 2186") is None
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "2186 - 2186"})],
+                                       [tool_call("calculator", {"expression": "2186 - 2140"})], "46"])
+    out = build_graph(model, [builtin("calculator")], answers=AnswerRules(calculation_tool="calculator")).invoke(
+        {"task": "2186 和 2140 相差多少？"})
+    first, second = (s["actions"][0] for s in out["scratchpad"][:2])
+    assert "from itself" in first["observation"] and second["observation"] == "46" and out["answer"] == "46"

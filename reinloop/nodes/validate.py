@@ -20,7 +20,8 @@ call that does not use the one operation the task names (``1252 + 1779`` for
 no calculation (``16850``, :func:`reinloop.answers.figure_only_problem`), whose result would pass for a
 computed one, and a call that does not multiply by the multiple the task names (``1252 * 16850`` for
 "面积的两倍", :func:`reinloop.answers.factor_problem`), and one that divides the other way round from the
-task's "A 除以 B" (``30 / 699`` for "售价除以续航", :func:`reinloop.answers.division_problem`). Before these checks, a figure the results
+task's "A 除以 B" (``30 / 699`` for "售价除以续航", :func:`reinloop.answers.division_problem`), and one that
+subtracts a figure from itself or divides it by itself (``2186 - 2186``, :func:`reinloop.answers.self_operation_problem`). Before these checks, a figure the results
 state only in 万 or millions is written in plain units when the task does not ask in them, recorded as
 ``scaled_figures`` (:func:`reinloop.figures.scale_figures`).
 Under ``AnswerRules.grounded_numbers`` an arithmetic argument takes every
@@ -59,7 +60,7 @@ from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
 from ..memory.window import current_steps
 from ..answers import (compounding_problem, division_problem, factor_expression, factor_problem, figure_only_problem,
-                       figure_problem, is_expression, operation_problem)
+                       figure_problem, is_expression, operation_problem, self_operation_problem)
 from ..figures import bind_figures, scale_figures, source_problem
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field, string_values
 
@@ -119,7 +120,7 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
         computed, looked_up = calculator[2]()
 
         def why(v: str) -> str | None:
-            return (figure_only_problem(v, task) or operation_problem(v, task)
+            return (figure_only_problem(v, task) or self_operation_problem(v) or operation_problem(v, task)
                     or compounding_problem(v, task, computed, looked_up) or factor_problem(v, task, results)
                     or division_problem(v, task, results))
 
