@@ -140,14 +140,14 @@ def names_task(title: str, task: str) -> bool:
                else w in task for w in _TITLE_WORDS.findall(title))
 
 
-def _label_of(figure: str, text: str) -> frozenset[str] | None:
-    """The label words of the "label: figure" line of ``text`` that states ``figure``, else None."""
+def _labelled_line(figure: str, text: str) -> re.Match[str] | None:
+    """The "label: figure" line of ``text`` that states ``figure`` (its match: ``label``, ``figure``), else None."""
     from .protocols.prose import numbers
 
     for m in _LABELLED.finditer(text):
-        line = text[m.start():text.find("\n", m.end()) % (len(text) + 1)]
-        if figure in numbers(line):
-            return words(m["label"])
+        end = text.find("\n", m.end())
+        if figure in numbers(text[m.start():end if end >= 0 else len(text)]):
+            return m
     return None
 
 
@@ -159,11 +159,12 @@ def source_problem(expression: str, task: str, results: Sequence[str]) -> str | 
     figure those parts label the same way ("北京 Beijing: 常住人口 2186"). See the module."""
     from .protocols.prose import numbers
 
-    parts = [p for r in results for p in titled_parts(r)]
+    split = [(r, titled_parts(r)) for r in results]
+    parts = [p for _, found in split for p in found]
     named = [p for p in parts if names_task(p.title, task)]
     if not named or len(named) == len(parts):
         return None
-    untitled = set().union(*(numbers(r) for r in results if not titled_parts(r)))
+    untitled = set().union(*(numbers(r) for r, found in split if not found))
     in_task = numbers(task)
     for figure in sorted(numbers(expression), key=expression.find):
         if figure in in_task or figure in untitled or is_plain_constant(figure):
@@ -171,14 +172,14 @@ def source_problem(expression: str, task: str, results: Sequence[str]) -> str | 
         holders = [p for p in parts if figure in numbers(p.text)]
         if not holders or any(p in named for p in holders):
             continue
-        label = _label_of(figure, holders[0].text)
+        line = _labelled_line(figure, holders[0].text)
+        label = words(line["label"]) if line is not None else None
         offers = list(dict.fromkeys(f"{p.title}: {m['label'].strip()}: {m['figure']}" for p in named
                                     for m in _LABELLED.finditer(p.text) if label and words(m["label"]) == label))
         offer = f" The results give {'; '.join(offers[:4])}." if offers else ""
         asked = ", ".join(dict.fromkeys(p.title for p in named))
         missing = [n for n in joined_names(task, [p.title for p in named]) if not any(n in p.title for p in parts)]
-        what = next((m["label"].split("(")[0].strip() for m in _LABELLED.finditer(holders[0].text)
-                     if label and words(m["label"]) == label), "")
+        what = line["label"].split("(")[0].strip() if line is not None else ""
         lacking = (f" No result has a part about {', '.join(missing)} yet: search for it (for example "
                    f"'{' '.join(filter(None, [missing[0], what]))}')." if missing else "")
         return (f"{figure} is from '{holders[0].title}', which the task does not ask about; the task names "
