@@ -28,9 +28,12 @@ next), so the measure is built to cancel what it can:
   alike, so a drift during the round weighs on all three. Each round gives one
   ratio per comparison, the CPU of all its B runs over all its A runs: many
   runs per ratio, so the noise of one run is averaged out of it.
-- **Many rounds**: the figures are the median of the per-round ratios and their
-  interquartile range; ``off again / off`` shows how far two identical sides
-  stray on this machine at this moment.
+- **Many rounds**: the figures are the median of the per-round ratios, a 95%
+  confidence interval of that median (distribution-free: two order statistics
+  of the rounds, from the binomial distribution; it narrows as the rounds grow,
+  where the spread of single rounds does not) and their interquartile range;
+  ``off again / off`` shows how far two identical sides stray on this machine
+  at this moment.
 - **A deterministic measure beside it**: Python function calls per step (a
   ``sys.setprofile`` counter, tool worker threads included) for one run of each
   side; it does not depend on the load at all.
@@ -47,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import math
 import os
 import statistics
 import sys
@@ -188,6 +192,23 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return median, q1, q3
 
 
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float]:
+    """A distribution-free confidence interval of the median of ``values``: order statistics ``k`` and ``n + 1 - k``
+    (1-based), ``k`` the largest with P(Binomial(n, 1/2) < k) ≤ (1 - confidence) / 2. It assumes only that the
+    values are independent draws of one distribution (each round's ratio is). Too few values for any such ``k``
+    give (min, max)."""
+    ordered, n = sorted(values), len(values)
+    tail, k, below = (1 - confidence) / 2, 0, 0.0
+    while k < n // 2:
+        below += math.comb(n, k) / 2 ** n  # P(X = k): then ``below`` is P(X < k + 1)
+        if below > tail:
+            break
+        k += 1
+    if k == 0:
+        return ordered[0], ordered[-1]
+    return ordered[k - 1], ordered[n - k]
+
+
 def configuration(args: argparse.Namespace) -> str:
     """The run's configuration in one line: what is run, on which Python and SDK, how many cores."""
     from importlib.metadata import version
@@ -219,11 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{configuration(args)}; load average {load_before:.1f} before, {load_after:.1f} after; "
           f"spans a run with telemetry on: {spans}")
     print()
-    print("| comparison | median of per-round ratios | interquartile range | min – max |")
-    print("| --- | --- | --- | --- |")
+    print("| comparison | median of per-round ratios | 95% confidence interval of the median | interquartile range | min – max |")
+    print("| --- | --- | --- | --- | --- |")
     for (b, a), values in ratios.items():
         median, q1, q3 = spread(values)
-        print(f"| {b} / {a} | {median:.3f}× | {q1:.3f}× – {q3:.3f}× | {min(values):.3f}× – {max(values):.3f}× |")
+        low, high = median_interval(values)
+        print(f"| {b} / {a} | {median:.3f}× | {low:.3f}× – {high:.3f}× | {q1:.3f}× – {q3:.3f}× | "
+              f"{min(values):.3f}× – {max(values):.3f}× |")
     print()
     print("| side | CPU ms per step (median of runs) | runs |")
     print("| --- | --- | --- |")
