@@ -39,7 +39,7 @@ from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, action_id, answer_form, error_pending, parse_reply, read_safely
 from ..answers import (asked_figure_problem, calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
                        tool_talk_problem, written_calculation, written_call)
-from ..memory.ledger import results
+from ..memory.ledger import Result, results
 from ..memory.wrapup import REQUEST
 from ..protocols.json_protocol import JsonProtocol, interpret
 from ..repeats import action_keys
@@ -183,7 +183,7 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
     if len(done) < rules.min_tool_calls:
         return error_pending(too_few_calls_problem(len(done), rules.min_tool_calls), thought)
     task, observed = str(state.get("task") or ""), [r["observation"] for r in done]
-    if (run := calculation_call(state, ctx, pending, task, observed)) is not None:
+    if (run := calculation_call(state, ctx, pending, task, done)) is not None:
         return run
     if rules.grounded_numbers:
         if problem := grounding_problem(answer, [task, *observed]) or equation_problem(answer):
@@ -199,20 +199,22 @@ def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pendi
 
 
 def calculation_call(state: AgentState, ctx: AgentContext, pending: Pending, task: str,
-                     observed: list[str]) -> Pending | None:
+                     done: list[Result]) -> Pending | None:
     """Under ``calculation_tool``, an answer the rules would refuse that states its own calculation, as a call
     of the calculator with that expression (:func:`~reinloop.answers.written_calculation`), else None.
-    Not in a wrap-up (it has no tools) nor for a structured answer."""
+    ``done``: the run's results, as :func:`check_rules` read them. Not in a wrap-up (it has no tools) nor for a
+    structured answer."""
     tool_name = ctx.answers.calculation_tool
     tool = ctx.tools.get(tool_name) if tool_name is not None else None
     answer = pending.get("answer")
     if tool is None or state.get("wrap_up") or pending.get("output") is not None or not isinstance(answer, str):
         return None
     field = single_field(tool)
+    observed = [r["observation"] for r in done]
     expression = written_calculation(answer, task, observed) if field is not None else None
     if expression is None:
         return None
-    computed = [r["observation"] for r in results(current_steps(state)) if r["tool"] == tool_name]
+    computed = [r["observation"] for r in done if r["tool"] == tool_name]
     refused = (calculation_problem(answer, task, tool_name, computed)
                or (ctx.answers.grounded_numbers and (grounding_problem(answer, [task, *observed])
                                                      or equation_problem(answer))))
