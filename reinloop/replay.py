@@ -17,10 +17,14 @@ and the guard's decision; then how the run ended. The first difference is a
 :class:`Divergence`; none means the replay is identical. Costs and timings are
 not compared (a replayed reply costs nothing and takes no time).
 
-Not replayed: a reply put aside when ``AnswerRules.vary_repeats`` re-asked
-the model (only the kept one is stored), a real summarizer's summaries (the
-scripted model writes its own, see :func:`~reinloop.testing.facts_summary`),
-and operators' approval decisions (a replay stops where calls wait).
+A step that re-asked the model (``AnswerRules.vary_repeats``, ``calculation_tool``:
+a repeat resampled, a known or refused call withheld, a calculation steered)
+stored the replies it put aside beside the one it kept (``reply["aside"]``);
+:func:`served_replies` serves them in the order they were asked, so the same
+re-asks happen again. Runs stored before that was recorded replay the kept
+reply alone. Not replayed: a real summarizer's summaries (the scripted model
+writes its own, see :func:`~reinloop.testing.facts_summary`) and operators'
+approval decisions (a replay stops where calls wait).
 """
 
 from __future__ import annotations
@@ -162,6 +166,11 @@ def read_recording(saver: Database, thread_id: str) -> Recording:
                      steps, guard_decisions(saver, thread_id), answers, state)
 
 
+def served_replies(calls: Sequence[ModelCall]) -> list[AIMessage]:
+    """What a replay's model serves, in order: each call's replies put aside by its re-asks, then the one kept."""
+    return [as_message(reply) for call in calls for reply in (*(call.reply.get("aside") or []), call.reply)]
+
+
 def as_message(reply: Mapping[str, Any]) -> AIMessage:
     """A stored reply as the chat message that produced it: text, tool calls, usage and finish reason."""
     usage = {"input_tokens": int(reply.get("prompt_tokens") or 0), "output_tokens": int(reply.get("completion_tokens") or 0)}
@@ -245,7 +254,7 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
     from .runs import Given, _graph, tool_list, with_objects
     from .testing import ScriptedChatModel
 
-    model = ScriptedChatModel(replies=[as_message(c.reply) for c in recording.calls], usage=None)
+    model = ScriptedChatModel(replies=served_replies(recording.calls), usage=None)
     spec, given = with_objects(recording.spec, changes)
     spec = spec.replace(**{name: getattr(RunSpec(), name) for name in NOT_REPLAYED if name not in changes})
     given = Given(model, tuple(tools), given.protocol)

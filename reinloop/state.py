@@ -69,6 +69,7 @@ class Reply(TypedDict, total=False):
     model: str  # the model that answered, by its name (reinloop.models.model_label)
     protocol: str  # the protocol it answered in (auto's current one: tool_calling, json or react)
     fallbacks: list[Fallback]  # the moves to a next model this step made before one answered (reinloop.fallback)
+    aside: list[dict[str, Any]]  # replies this step asked for and put aside (re-asks), oldest first: what a replay serves
 
 
 class Pending(TypedDict, total=False):

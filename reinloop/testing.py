@@ -252,12 +252,12 @@ def replay_model(thread_id: str, db: Any = None) -> ScriptedChatModel:
     ``db`` is the run database (a path, a ``postgresql://`` URL, ``None``: ``$REINLOOP_DB``). Build a graph
     on it to test a change against a recorded run; :func:`replay_report` does the whole comparison.
     """
-    from .replay import as_message, recorded_calls
+    from .replay import recorded_calls, served_replies
     from .rundb import open_db
 
     with open_db(db) as saver:
         calls = recorded_calls(saver, thread_id)
-    return ScriptedChatModel(replies=[as_message(c.reply) for c in calls], usage=None)
+    return ScriptedChatModel(replies=served_replies(calls), usage=None)
 
 
 def replay_report(thread_id: str, db: Any = None, **options: Any) -> Any:

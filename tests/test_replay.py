@@ -11,9 +11,11 @@ import pytest
 from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
+from reinloop.answers import AnswerRules
 from reinloop.cli import main
 from reinloop.errors import NotReplayableError
 from reinloop.replay import EXIT_DIVERGED, replay
+from reinloop.repeats import VARY_TRIES
 from reinloop.runs import prune_runs, resume, run
 from reinloop.testing import replay_model, replay_report
 
@@ -158,3 +160,31 @@ def test_a_run_recorded_with_fallback_models_replays_on_its_stored_replies_alone
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # no model is called: none needs a key
     report = replay("fb", run_db)
     assert report.identical and report.model_calls == 1
+
+
+def test_a_run_whose_steps_re_asked_the_model_replays_every_call_it_made(openai_server, run_db):
+    # step 2 repeats step 1's lookup: vary_repeats asks again (the repeat is put aside), and Bergen is kept
+    openai_server.responses += [looked_up("Oslo"), looked_up("Oslo"), looked_up("Bergen"),
+                                completion("Oslo 709,000, Bergen 291,000")]
+    outcome = run("two cities", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools=["calculator", lookup],
+                  thread_id="v1", answers=AnswerRules(vary_repeats=True))
+    assert outcome.status == "done" and outcome.counters["llm_calls"] == 4
+    stored = replay_model("v1", run_db)
+    assert stored.remaining() == 4  # the reply put aside is served again, before the one kept
+    report = replay("v1", run_db, tools=[lookup])
+    assert report.identical and report.model_calls == 4
+    assert report.outcome["counters"]["llm_calls"] == 4
+
+
+def test_a_kept_reply_that_still_repeats_replays_without_shifting_the_later_replies(openai_server, run_db):
+    # every re-ask repeats too: the kept reply is itself a repeat, and a replay serving it first would re-ask
+    # again and take the next step's reply
+    repeats = [looked_up("Oslo") for _ in range(1 + VARY_TRIES + 1)]  # the repeat, its resamples, the withheld re-ask
+    openai_server.responses += [looked_up("Oslo"), *repeats, completion("Oslo has 709,000 people")]
+    outcome = run("one city", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools=["calculator", lookup],
+                  thread_id="v2", answers=AnswerRules(vary_repeats=True))
+    calls = outcome.counters["llm_calls"]
+    assert outcome.break_reason == "repeated_action" and calls == len(openai_server.requests) > 2
+    report = replay("v2", run_db, tools=[lookup])
+    assert report.identical, report.divergence
+    assert report.model_calls == calls == len(openai_server.requests)

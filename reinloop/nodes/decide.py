@@ -133,6 +133,16 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
     )
 
 
+ASIDE_FIELDS = ("text", "finish_reason", "tool_calls", "invalid_tool_calls", "prompt_tokens", "completion_tokens")
+"""What is stored of a reply put aside: enough for :mod:`reinloop.replay` to serve it again in its place."""
+
+
+def put_aside(message: BaseMessage, prepared: Prepared) -> dict[str, Any]:
+    """A reply put aside by a re-ask, as plain bounded data (:func:`to_reply`'s, without this step's prompt parts)."""
+    reply = to_reply(message, prepared, [])
+    return {key: reply[key] for key in ASIDE_FIELDS}  # type: ignore[literal-required]
+
+
 def add_usage(c: Counters, reply: Reply, prepared: Prepared) -> Counters:
     """Counters after the model call and any summarizer calls before it, their cost included."""
     calls = reply.get("cost") or []
@@ -342,6 +352,8 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     reply.update(model=model_label(on.model), protocol="tool_calling" if protocol.native_tools else protocol.name)
     if answered.fallbacks:
         reply["fallbacks"] = answered.fallbacks
+    if prepared.aside:
+        reply["aside"] = [put_aside(m, prepared) for m in prepared.aside]
     reply["cost"] = [*answered.refused, *price_step(on, message, prepared)]
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
