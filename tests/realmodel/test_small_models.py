@@ -116,3 +116,18 @@ def test_told_which_results_give_what_the_task_asks_qwen_states_both_figures(qwe
     assert "The results give: 面积: 16850; 16850 * 2 = 33700." in request
     reply = client(qwen_server, max_tokens=60).invoke([*WRAP_UP[:-1], {"role": "user", "content": request}]).content
     assert {"16850", "33700"} <= set(re.findall(r"\d+", reply)), reply
+
+
+def test_a_run_of_qwen_with_its_re_asks_replays_identically_from_the_run_database(qwen_server, run_db):
+    """A recorded real-model run as a regression test: Qwen under the small-model rules (whose re-asks put
+    replies aside), stored in the run database, then replayed from it with no model at all."""
+    from benchmarks.eval.contestants import SMALL_MODEL_RULES
+    from reinloop.replay import replay
+    from reinloop.runs import run as stored_run
+
+    outcome = stored_run(TASK, model=client(qwen_server), tools=["calculator"], protocol="json", limits=LIMITS,
+                         answers=SMALL_MODEL_RULES, thread_id="qwen-17x23")
+    report = replay("qwen-17x23", run_db)
+    assert report.identical, report.divergence
+    assert report.model_calls == outcome.counters["llm_calls"]  # every call the run made, re-asks included
+    assert report.outcome["answer"] == outcome.answer and report.outcome["status"] == outcome.status
