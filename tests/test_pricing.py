@@ -147,7 +147,7 @@ def test_the_html_report_shows_each_steps_cost_and_the_runs_cost_per_model():
     model = CachingChatModel(inner=ScriptedChatModel(replies=replies))  # replies priced as gpt-5-mini
     graph = build_graph(model, builtins("calculator"), system_prompt="Be careful. " * 400, checkpointer=InMemorySaver())
     out = graph.invoke({"task": "count"}, CONFIG)
-    page = visualize(graph, run="t1", format="html")
+    page = visualize(graph, thread_id="t1", format="html")
     total = out["counters"]["models"]["gpt-5-mini"]
     assert total["calls"] == 4 and total["cached_tokens"] > 0
     assert f"gpt-5-mini: 4 calls, ${total['usd']:.4f}" in page
