@@ -34,7 +34,11 @@ divided by the iterations (the machine is shared, so CPU, not wall time,
 makes the ratios), the wall-time ratio beside it, peak RSS
 (``ru_maxrss``), the database size (file plus WAL) with its growth exponent
 ``k`` in ``size ~ N^k`` between successive N, the time to read the latest
-state from a new process, the first ``build_graph``/``create_agent`` in a
+state from a new process, the time a stopped run takes to reach its first
+model call when resumed in a new process (imports included: reinloop's run
+paused at its step limit and continued with ``Command(resume=...)``,
+create_agent's dead at its next model call and continued with
+``invoke(None)``), the first ``build_graph``/``create_agent`` in a
 new process (after imports), and CLI start (``reinloop --help`` vs
 ``python -c "import langchain.agents"``). The load average is printed with
 the table.
@@ -49,6 +53,7 @@ import math
 import os
 import pstats
 import resource
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -98,10 +103,13 @@ def scripted_model(steps: int) -> Any:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
+    from pydantic import Field
 
     class Scripted(BaseChatModel):
         replies: list[Any]
         cursor: int = 0
+        first_call: dict[str, float] = Field(default_factory=dict)  # process CPU and wall clock at the first agent call
+        crash_after: bool = False  # a call past the script raises (a process dying before its next model call)
 
         @property
         def _llm_type(self) -> str:
@@ -119,6 +127,10 @@ def scripted_model(steps: int) -> Any:
 
                 message = AIMessage(content=facts_summary(messages))
             else:
+                if not self.first_call:
+                    self.first_call.update(cpu=time.process_time(), wall=time.time())
+                if self.crash_after and self.cursor >= len(self.replies):
+                    raise Crash("the process died before this model call")
                 item = self.replies[self.cursor]
                 self.cursor += 1
                 message = AIMessage(content="", tool_calls=item) if isinstance(item, list) else AIMessage(content=item)
@@ -127,6 +139,10 @@ def scripted_model(steps: int) -> Any:
 
     calls = [[{"name": "fetch", "args": {"page": i}, "id": f"call_{i}", "type": "tool_call"}] for i in range(steps)]
     return Scripted(replies=[*calls, "read them all"])
+
+
+class Crash(Exception):
+    """What the scripted model raises past its script when asked to (:func:`child_stop`)."""
 
 
 def open_saver(side: str, saver: str, path: Path) -> Any:
@@ -159,12 +175,12 @@ def close_saver(saver: Any) -> None:
         saver.close() if hasattr(saver, "db") else saver.conn.close()
 
 
-def build(side: str, model: Any, tools: list[Any], saver: Any) -> Any:
-    """The side's graph."""
+def build(side: str, model: Any, tools: list[Any], saver: Any, max_steps: int | None = None) -> Any:
+    """The side's graph (reinloop's with a step limit when ``max_steps`` is given)."""
     if side == "reinloop":
         from reinloop import Limits, build_graph
 
-        limits = Limits(max_steps=None, max_seconds=None, max_repeats=None, repeat_hint_after=None)
+        limits = Limits(max_steps=max_steps, max_seconds=None, max_repeats=None, repeat_hint_after=None)
         return build_graph(model, tools, limits=limits, checkpointer=saver)
     from langchain.agents import create_agent
 
@@ -252,6 +268,64 @@ def child_read(side: str, path: Path) -> dict[str, Any]:
     return {"cpu": cpu, "wall": wall}
 
 
+def child_stop(side: str, path: Path, steps: int) -> dict[str, Any]:
+    """A run of ``steps`` iterations with the side's saver, stopped before its next model call.
+
+    reinloop's stops at its step limit and pauses, as a circuit breaker leaves a run
+    (``reinloop resume`` continues it); create_agent's process dies at its next model call
+    (its model raises), the checkpoint after the tools being the latest.
+    """
+    import_side(side)
+    tools = [fetch_tool()]
+    saver = open_saver(side, "sqlite", path)
+    config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 10 * steps + 100}
+    if side == "reinloop":
+        graph = build(side, scripted_model(steps), tools, saver, max_steps=steps)
+        graph.invoke({"task": "read every page"}, config)
+        stopped = bool(graph.get_state(config).interrupts)
+    else:
+        model = scripted_model(steps)
+        model.replies, model.crash_after = model.replies[:-1], True
+        graph = build(side, model, tools, saver)
+        try:
+            graph.invoke({"messages": [("user", "read every page")]}, config, durability="sync")
+        except Crash:
+            pass
+        stopped = graph.get_state(config).next == ("model",)
+    close_saver(saver)
+    if not stopped:
+        raise SystemExit(f"{side}'s run of {steps} steps did not stop before its next model call")
+    return {"stopped": steps}
+
+
+def child_resume(side: str, path: Path, steps: int) -> dict[str, Any]:
+    """Continue the run :func:`child_stop` left, in this new process: CPU and wall clock at its first model call.
+
+    The clock starts with the process (``time.process_time`` counts from it; the
+    parent notes the wall clock before it starts this one), so imports count:
+    what a user waits for between ``reinloop resume`` and the model's first token.
+    """
+    import_side(side)
+    tools = [fetch_tool()]
+    model = scripted_model(0)  # its one reply: the answer
+    saver = open_saver(side, "sqlite", path)
+    config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 100}
+    if side == "reinloop":
+        from langgraph.types import Command
+
+        graph = build(side, model, tools, saver, max_steps=steps)
+        out = graph.invoke(Command(resume={"action": "continue", "extra_steps": 1}), config)
+        done = out["status"] == "done"
+    else:
+        graph = build(side, model, tools, saver)
+        out = graph.invoke(None, config, durability="sync")
+        done = out["messages"][-1].content == "read them all"
+    close_saver(saver)
+    if not done or not model.first_call:
+        raise SystemExit(f"{side} did not resume its run of {steps} steps to the end")
+    return {"cpu": model.first_call["cpu"], "wall_at": model.first_call["wall"]}
+
+
 def child_build(side: str) -> dict[str, Any]:
     """The first graph in a new process: imports, then build (timed apart)."""
     cpu, wall = time.process_time(), time.perf_counter()
@@ -332,6 +406,10 @@ def child_main(argv: list[str]) -> None:
         result = child_calls(side, int(rest[0]))
     elif kind == "read":
         result = child_read(side, Path(rest[0]))
+    elif kind == "stop":
+        result = child_stop(side, Path(rest[0]), int(rest[1]))
+    elif kind == "resume":
+        result = child_resume(side, Path(rest[0]), int(rest[1]))
     else:
         result = child_build(side)
     print(json.dumps(result))
@@ -396,6 +474,35 @@ def measure(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], workd
     return found
 
 
+RESUME_MAX_STEPS = 200
+"""Longest run resumed: create_agent's SqliteSaver takes minutes to write 1,000 steps (2.5 GB)."""
+
+
+def measure_resumes(steps: tuple[int, ...], repeats: int, workdir: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """For each N: a stopped run of N steps per side, then ``repeats`` resumes of a fresh copy, each in a new process.
+
+    A resume's wall time runs from just before its process starts to its first model call.
+    """
+    found: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for n in (n for n in steps if n <= RESUME_MAX_STEPS):
+        for side in SIDES:
+            stopped = workdir / f"{side}-stopped-{n}.db"
+            print(f"{side}, a run of {n} steps stopped before its next model call ...", file=sys.stderr, flush=True)
+            child("stop", side, str(stopped), str(n))
+        for r in range(repeats):
+            for side in SIDES if r % 2 == 0 else SIDES[::-1]:
+                stopped, copy = workdir / f"{side}-stopped-{n}.db", workdir / f"{side}-resumed-{n}.db"
+                for old in workdir.glob(copy.name + "*"):
+                    old.unlink()
+                for part in workdir.glob(stopped.name + "*"):
+                    shutil.copyfile(part, workdir / part.name.replace(stopped.name, copy.name))
+                print(f"{side}, resume after {n} steps, run {r + 1} ...", file=sys.stderr, flush=True)
+                started = time.time()
+                found.setdefault((side, n), []).append({**(got := child("resume", side, str(copy), str(n))),
+                                                        "wall": got["wall_at"] - started})
+    return found
+
+
 def med(runs: list[dict[str, Any]], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 
@@ -449,6 +556,17 @@ def print_reads(reads: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
     for n in sorted({n for _, n in reads}):
         a, b = med(reads[("reinloop", n)], "wall"), med(reads[("create_agent", n)], "wall")
         print(f"| open the saver + `get_tuple` (wall) | {n:,} | {a * 1e3:.1f} ms | {b * 1e3:.1f} ms | {a / b:.2f} |")
+
+
+def print_resumes(resumes: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
+    print("\n| resume a stopped run, new process: to its first model call, imports included | N | reinloop "
+          "| create_agent | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for n in sorted({n for _, n in resumes}):
+        ours, theirs = resumes[("reinloop", n)], resumes[("create_agent", n)]
+        for key, label in (("cpu", "CPU"), ("wall", "wall")):
+            a, b = med(ours, key), med(theirs, key)
+            print(f"| {label} | {n:,} | {a * 1e3:.0f} ms | {b * 1e3:.0f} ms | {a / b:.2f} |")
 
 
 def print_start(builds: dict[str, list[dict[str, Any]]], cli: dict[str, tuple[float, float]]) -> None:
@@ -557,6 +675,7 @@ def main(argv: list[str] | None = None) -> None:
                 for side in SIDES:
                     path = workdir / f"{side}-sqlite-{n}.db"
                     reads[(side, n)] = [child("read", side, str(path)) for _ in range(repeats)]
+        resumes = measure_resumes(steps, repeats, workdir) if "sqlite" in savers else {}
     builds = {side: [child("build", side) for _ in range(repeats)] for side in SIDES}
     cli = cli_start(repeats)
     load_end = os.getloadavg()
@@ -565,6 +684,8 @@ def main(argv: list[str] | None = None) -> None:
     print_runs(found, steps, savers)
     if reads:
         print_reads(reads)
+    if resumes:
+        print_resumes(resumes)
     print_start(builds, cli)
 
 

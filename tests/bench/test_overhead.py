@@ -23,6 +23,12 @@ def test_the_quick_overhead_run_compares_both_sides_with_and_without_a_saver(tmp
     assert "reinloop, sqlite (synchronous=NORMAL): size ~ N^k" in out
     assert "create_agent, sqlite (synchronous=FULL): size ~ N^k" in out
     assert re.search(r"\| open the saver \+ `get_tuple` \(wall\) \| 20 \| [\d.]+ ms \| [\d.]+ ms \|", out)
+    for n in ("5", "20"):  # a stopped run resumed in a new process, timed to its first model call on both sides
+        for clock in ("CPU", "wall"):
+            row = re.search(rf"^\| {clock} \| {n} \| (\d+) ms \| (\d+) ms \| ([\d.]+) \|$", out, re.M)
+            assert row, (clock, n, out)
+            ours, theirs, ratio = int(row[1]), int(row[2]), float(row[3])
+            assert ours > 0 and theirs > 0 and abs(ratio - ours / theirs) < 0.01 + 0.01 * ratio
     assert re.search(r"\| first `build_graph` / `create_agent`, CPU \| [\d.]+ ms \| [\d.]+ ms \|", out)
     assert re.search(r"\| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU \| \d+ ms \| \d+ ms \|", out)
     assert re.search(r"load average [\d.]+ at the start", out)
