@@ -5,6 +5,7 @@
     python benchmarks/overhead.py --profile 200      # cProfile of 200 reinloop steps: the top costs per step
     python benchmarks/overhead.py --nodes 200        # CPU per node and for LangGraph, without a profiler
     python benchmarks/overhead.py --calls 200        # function calls per iteration on both sides, by package
+    python benchmarks/overhead.py --floor            # the same calls through reinloop's six nodes, no reinloop work
 
 Both sides get the same scripted replies: one tool call per iteration to a
 trivial tool that returns 2 KB of text, then a final answer. reinloop runs
@@ -149,7 +150,7 @@ def open_saver(side: str, saver: str, path: Path) -> Any:
     """The side's SQLite saver at ``path`` (``None`` without one); FULL sync when asked."""
     if saver == "none":
         return None
-    if side == "reinloop":
+    if side in ("reinloop", "floor"):
         from reinloop.checkpoints import SqliteCheckpointer
 
         opened = SqliteCheckpointer.open(path)
@@ -175,8 +176,68 @@ def close_saver(saver: Any) -> None:
         saver.close() if hasattr(saver, "db") else saver.conn.close()
 
 
+def floor_graph(model: Any, tools: list[Any], saver: Any) -> Any:
+    """reinloop's six nodes and four untraced routers over its own state, doing only what create_agent does too.
+
+    decide sends the task to the model (tools bound) and nothing else; execute runs
+    the calls in line; parse, validate, memorize and guard write one key each. No
+    prompt, memory, checks, events or pricing: what is left of reinloop's iteration
+    is LangGraph's six supersteps over reinloop's channels and the two calls.
+    """
+    from langchain_core.messages import HumanMessage
+    from langgraph._internal._runnable import RunnableCallable
+    from langgraph.graph import END, START, StateGraph
+    from reinloop.state import AgentState, InputState, new_counters
+
+    llm, by_name = model.bind_tools(tools), {t.name: t for t in tools}
+
+    def decide(state: Any) -> dict[str, Any]:
+        reply = llm.invoke([HumanMessage(state["task"])])
+        counters = state.get("counters") or new_counters()
+        return {"pending": {"actions": [{"id": c["id"], "tool": c["name"], "args": c["args"]} for c in reply.tool_calls],
+                            "answer": None if reply.tool_calls else reply.content},
+                "counters": {**counters, "steps": counters["steps"] + 1}}
+
+    def parse(state: Any) -> dict[str, Any]:
+        return {"reply": None}
+
+    def validate(state: Any) -> dict[str, Any]:
+        return {"hints": []}
+
+    def execute(state: Any) -> dict[str, Any]:
+        actions = [{**a, "observation": by_name[a["tool"]].invoke(a["args"])} for a in state["pending"]["actions"]]
+        return {"pending": {**state["pending"], "actions": actions}}
+
+    def memorize(state: Any) -> dict[str, Any]:
+        pending = state["pending"]
+        return {"scratchpad": [{"index": state["counters"]["steps"], "actions": pending["actions"], "answer": pending["answer"]}]}
+
+    def guard(state: Any) -> dict[str, Any]:
+        done = state["pending"]["answer"] is not None
+        return {"decision": "finish" if done else "continue", "status": "done" if done else "running",
+                "answer": state["pending"]["answer"]}
+
+    builder = StateGraph(AgentState, input_schema=InputState)
+    for node in (decide, parse, validate, execute, memorize, guard):
+        builder.add_node(node.__name__, node)
+    builder.add_edge(START, "decide")
+    builder.add_edge("decide", "parse")
+    builder.add_edge("memorize", "guard")
+    routes = {
+        "parse": (lambda s: "answer" if s["pending"]["answer"] is not None else "actions", {"actions": "validate", "answer": "memorize"}),
+        "validate": (lambda s: "run", {"run": "execute"}),
+        "execute": (lambda s: "done", {"done": "memorize"}),
+        "guard": (lambda s: s["decision"], {"continue": "decide", "finish": END}),
+    }
+    for source, (router, path_map) in routes.items():
+        builder.add_conditional_edges(source, RunnableCallable(router, trace=False), path_map)
+    return builder.compile(checkpointer=saver)
+
+
 def build(side: str, model: Any, tools: list[Any], saver: Any, max_steps: int | None = None) -> Any:
-    """The side's graph (reinloop's with a step limit when ``max_steps`` is given)."""
+    """The side's graph (reinloop's with a step limit when ``max_steps`` is given; ``floor``: :func:`floor_graph`)."""
+    if side == "floor":
+        return floor_graph(model, tools, saver)
     if side == "reinloop":
         from reinloop import Limits, build_graph
 
@@ -191,15 +252,18 @@ def invoke(side: str, graph: Any, steps: int, *, durable: bool = False) -> None:
     """Run the scripted task to its end (``durability="sync"`` with a saver, reinloop's default)."""
     config = {"configurable": {"thread_id": "bench"}, "recursion_limit": 10 * steps + 100}
     kwargs = {"durability": "sync"} if durable else {}
-    task = {"task": "read every page"} if side == "reinloop" else {"messages": [("user", "read every page")]}
+    task = {"messages": [("user", "read every page")]} if side == "create_agent" else {"task": "read every page"}
     out = graph.invoke(task, config, **kwargs)
-    done = out["status"] == "done" if side == "reinloop" else out["messages"][-1].content == "read them all"
+    done = out["messages"][-1].content == "read them all" if side == "create_agent" else out["status"] == "done"
     if not done:
         raise SystemExit(f"{side} did not finish its {steps} steps")
 
 
 def import_side(side: str) -> None:
-    if side == "reinloop":
+    if side == "floor":
+        import reinloop.state  # noqa: F401
+        from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
+    elif side == "reinloop":
         from reinloop import Limits, build_graph  # noqa: F401  (the package loads these on first use)
         from reinloop.checkpoints import SqliteCheckpointer  # noqa: F401
         import reinloop.testing  # noqa: F401  (its summaries, for the scripted model)
@@ -218,11 +282,10 @@ def peak_rss() -> int:
 
 
 def warm_up(side: str, tools: list[Any]) -> None:
-    """Pay the one-time costs (they are in "start"): a one-step run, and reinloop's exact tokenizer.
+    """Pay the one-time costs (they are in "start"): a one-step run, and with it reinloop's exact tokenizer.
 
-    A small prompt is made by its bytes and the one-step run loads no
-    encoding; these prompts need it from their second step, and loading it
-    in the run would spread ~0.2 s over its iterations.
+    reinloop's first prompt loads the o200k encoding (0.3–0.5 s of CPU): in the
+    measured run it would be spread over the iterations.
     """
     invoke(side, build(side, scripted_model(1), tools, None), 1)
     if side == "reinloop":
@@ -569,6 +632,30 @@ def print_resumes(resumes: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
             print(f"| {label} | {n:,} | {a * 1e3:.0f} ms | {b * 1e3:.0f} ms | {a / b:.2f} |")
 
 
+FLOOR_SIDES = ("floor", "reinloop", "create_agent")
+
+
+def print_floor(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], workdir: Path) -> None:
+    """CPU per iteration of :func:`floor_graph` beside reinloop's and create_agent's, each run in its own process."""
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; load average {os.getloadavg()[0]:.1f}; "
+          f"{repeats} repeat(s), median CPU ms per iteration; ratios to create_agent\n")
+    print("| saver | N | floor: six nodes, no reinloop work | reinloop | create_agent | floor ratio | reinloop ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for saver in savers:
+        for n in steps:
+            runs: dict[str, list[dict[str, Any]]] = {side: [] for side in FLOOR_SIDES}
+            for r in range(repeats):
+                for side in FLOOR_SIDES if r % 2 == 0 else FLOOR_SIDES[::-1]:
+                    path = workdir / f"floor-{side}-{saver}-{n}.db"
+                    for old in workdir.glob(path.name + "*"):
+                        old.unlink()
+                    print(f"{side}, {saver}, {n} steps, run {r + 1} ...", file=sys.stderr, flush=True)
+                    runs[side].append(child("run", side, saver, str(n), str(path)))
+            floor, ours, theirs = (med(runs[side], "cpu") for side in FLOOR_SIDES)
+            print(f"| {saver} | {n:,} | {floor * 1e3:.2f} | {ours * 1e3:.2f} | {theirs * 1e3:.2f} "
+                  f"| {floor / theirs:.2f} | {ours / theirs:.2f} |")
+
+
 def print_start(builds: dict[str, list[dict[str, Any]]], cli: dict[str, tuple[float, float]]) -> None:
     print("\n| start, new process | reinloop | create_agent | ratio |")
     print("| --- | ---: | ---: | ---: |")
@@ -652,6 +739,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", type=int, metavar="N", help="profile N reinloop steps instead")
     parser.add_argument("--nodes", type=int, metavar="N", help="CPU per reinloop node over N steps instead")
     parser.add_argument("--calls", type=int, metavar="N", help="function calls per iteration on both sides over N steps instead")
+    parser.add_argument("--floor", action="store_true",
+                        help="CPU per iteration of reinloop's six nodes doing no reinloop work, beside both sides, instead")
     args = parser.parse_args(argv)
     if args.calls:
         print_calls(args.calls)
@@ -665,6 +754,10 @@ def main(argv: list[str] | None = None) -> None:
     steps = tuple(args.steps or (QUICK_STEPS if args.quick else FULL_STEPS))
     repeats = args.repeats or (1 if args.quick else 3)
     savers = tuple(args.savers or (("none", "sqlite") if args.quick else SAVERS))
+    if args.floor:
+        with tempfile.TemporaryDirectory() as tmp:
+            print_floor(tuple(args.steps or (10, 200)), repeats, tuple(args.savers or ("none", "sqlite")), Path(tmp))
+        return
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)

@@ -42,3 +42,17 @@ def test_the_call_count_compares_both_sides_by_package_with_their_traced_runs(tm
     assert set(rows) == {"all", "langgraph", "langchain_core"}
     assert float(rows["all"].replace(",", "")) > float(rows["langgraph"].replace(",", "")) > 0
     assert re.search(r"^\| traced child runs \(`on_chain_start`\) \| [\d.]+ \| [\d.]+ \| \|$", proc.stdout, re.M)
+
+
+def test_the_floor_runs_the_same_calls_through_six_nodes_beside_both_sides(tmp_path):
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead.py"), "--floor", "--steps", "5",
+                           "--repeats", "1", "--savers", "none", "sqlite"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = re.findall(r"^\| (none|sqlite) \| 5 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|$", proc.stdout, re.M)
+    assert [saver for saver, *_ in rows] == ["none", "sqlite"]
+    for _, floor, ours, theirs, floor_ratio, our_ratio in rows:
+        floor, ours, theirs = float(floor), float(ours), float(theirs)
+        assert floor > 0 and ours > 0 and theirs > 0
+        assert abs(float(floor_ratio) - floor / theirs) < 0.01 + 0.02 * floor / theirs
+        assert abs(float(our_ratio) - ours / theirs) < 0.01 + 0.02 * ours / theirs
