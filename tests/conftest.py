@@ -238,6 +238,7 @@ SLOW_PLACES = (
     "tests/test_endpoints.py::test_429_is_retried_after_the_servers_retry_after",
     "tests/test_fallback.py::test_a_chain_of_three_moves_on_twice_in_one_step",
     "tests/test_fallback.py::test_the_console_and_the_html_report_show_both_moves_of_one_step_in_order",
+    "tests/test_fallback.py::test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_model",
     "tests/test_fallback.py::test_a_fallbacks_credentials_are_never_stored_and_a_resume_asks_for_them",
     "tests/test_fallback.py::test_when_the_last_model_fails_too_the_run_stops_resumable",
     "tests/test_pricing.py::test_the_cli_breaks_at_max_cost_shows_the_cost_and_resumes_with_extra_cost",

@@ -110,6 +110,28 @@ def test_auto_tries_json_on_the_same_model_before_a_fallback(openai_server, fall
     assert step["model"] == "primary-model" and step["protocol"] == "json" and "fallbacks" not in step
 
 
+
+def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_model(openai_server, tmp_path):
+    from reinloop import visualize
+    from reinloop.console import PlainConsole
+
+    openai_server.responses += [error(400, param="tools"), completion('{"final_answer": "42"}')]
+    db = str(tmp_path / "runs.db")
+    printed = io.StringIO()
+    spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), protocol="auto")
+    outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
+    assert outcome.answer == "42"
+    lines = printed.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines[1:]] == ["  protocol", "  answer", "  guard"]
+    assert lines[1] == ("  protocol:    tool_calling -> json (tools_unsupported): model endpoint "
+                        f"{openai_server.base_url} answered HTTP 400: the request was rejected: check the model name, "
+                        "the protocol (try --protocol json) and the paramete…")
+    page = visualize(thread_id="t", db=db, format="html")
+    row = re.search(r'<tr class="[^"]*" data-step="1">.*?</tr>', page, re.S).group()
+    assert re.findall(r'<div class="hint">(protocol switch: .*?): model endpoint ([^ ]+) answered HTTP 400', row) == [
+        ("protocol switch: tool_calling &rarr; json (tools_unsupported)", openai_server.base_url)]
+    assert "model fallback" not in row
+
 def test_a_fallback_starts_with_the_runs_protocol_afresh(openai_server, fallback_server):
     openai_server.responses += [error(400, param="tools"), error(500), error(500)]  # JSON on the primary fails too
     fallback_server.responses += [completion(tool_calls=[CALC]), completion("42")]
