@@ -242,6 +242,8 @@ SLOW_PLACES = (
     "tests/test_fallback.py::test_a_fallbacks_credentials_are_never_stored_and_a_resume_asks_for_them",
     "tests/test_fallback.py::test_when_the_last_model_fails_too_the_run_stops_resumable",
     "tests/test_pricing.py::test_the_cli_breaks_at_max_cost_shows_the_cost_and_resumes_with_extra_cost",
+    "tests/test_pricing.py::test_runs_list_and_runs_show_json_give_a_priced_runs_cost",
+    "tests/test_pricing.py::test_python_resume_with_extra_cost_continues_a_run_paused_at_its_cost_budget_to_done",
     "tests/test_replay.py::test_a_replay_of_a_paused_run_stops_at_the_same_break",
     "tests/test_replay.py::test_a_resumed_run_replays_with_the_operators_answer_to_its_break",
     "tests/test_report.py::test_runs_show_html_explains_a_demo_run",
