@@ -225,9 +225,13 @@ class RunConsole:
         by_node = {e["node"]: e for e in events}
         guard, step = by_node["guard"], by_node.get("memorize", {})
         self.print(f"[{progress(self.limits, guard.get('counters') or {})}]", "bold")
-        for moved in (by_node.get("decide", {}).get("data") or {}).get("fallbacks") or []:  # reinloop.fallback
+        decided = by_node.get("decide", {}).get("data") or {}
+        for moved in decided.get("fallbacks") or []:  # reinloop.fallback
             self._line("fallback", f"{moved['from_model']} -> {moved['to_model']} ({moved['reason']}): "
                                    f"{short(moved['problem'])}", "yellow")
+        if switch := decided.get("protocol_switch"):  # on the model that answered, after any fallback
+            self._line("protocol", f"{switch['from_protocol']} -> {switch['to_protocol']} ({switch['reason']}): "
+                                   f"{short(switch['problem'])}", "yellow")
         if step.get("thought"):
             self._line("thought", short(step["thought"]), "italic")
         for action in step.get("actions") or []:  # a refused call's observation is its problem

@@ -8,6 +8,7 @@ reached, or ``None``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,13 @@ from .terminal import counted
 
 COST_WARNING = 0.8
 """Share of ``max_cost`` at which the model is told to finish soon."""
+
+
+def reached(spent: float, amount: float) -> bool:
+    """``spent >= amount`` in dollars, up to float rounding: 0.8 * 0.05 is a hair over 0.04, which is still 80%."""
+    return spent >= amount or math.isclose(spent, amount, rel_tol=1e-9)
+
+
 ZERO_IS_A_VALUE = frozenset({"tool_retries"})
 """Limits where 0 means something (no retries) rather than nothing to count to; the others must be positive."""
 
@@ -142,8 +150,8 @@ class Limits:
         limit = self.effective_cost(ext)
         if limit is None:
             return False
-        spent = float(c.get("cost_usd", 0.0))
-        return spent - step_cost < COST_WARNING * limit <= spent < limit
+        spent, warn_at = float(c.get("cost_usd", 0.0)), COST_WARNING * limit
+        return not reached(spent - step_cost, warn_at) and reached(spent, warn_at) and spent < limit
 
     def check_errors(self, c: Counters) -> str | None:
         """Reason to stop after too many failed steps in a row."""

@@ -183,6 +183,76 @@ def test_cli_batch_json_prints_one_object_per_task_then_the_summary(tmp_path, op
                                         "cost_usd": 0.0, "unpriced_calls": 0}  # a model on 127.0.0.1 is free
 
 
+CENT_A_CALL = {"scripted": {"input": 250.0, "output": 1000.0}}
+"""The local server's model priced at $0.01 a call: 12 prompt tokens at $250 / M, 7 completion tokens at $1,000 / M."""
+
+
+def test_cli_batch_prints_each_tasks_cost_and_a_cost_column_summed_over_the_batch(tmp_path, openai_server, db_url, capsys):
+    openai_server.reply = reply_from_task
+    path = write_tasks(tmp_path / "tasks.jsonl", [*arithmetic(3), {"task": "What is 5*3?", "limits": {"max_steps": 1}}])
+    code = main(["batch", path, "--base-url", openai_server.base_url, "--tools", "calculator", "-n", "2", "--no-color",
+                 "--prices", json.dumps(CENT_A_CALL)])
+    out = capsys.readouterr().out
+    assert code == 3
+    lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
+    assert any(line.startswith("✓ line 2 ") and "done  2 steps  38 tokens  $0.0200  " in line and line.endswith("answer: 6")
+               for line in lines)
+    assert any(line.startswith("✗ line 4 ") and "broken  1 step  19 tokens  $0.0100  " in line for line in lines)
+    assert sum("  $0.0200  " in line for line in lines) == 3
+    table = out[out.index("batch tasks-", 10):].splitlines()
+    assert "┃ status ┃ tasks ┃ tokens ┃ task time ┃    cost ┃" in table
+    rows = {line.split("│")[1].strip(): line for line in table if line.startswith("│ ")}
+    assert rows["done"].startswith("│ done   │     3 │    114 │") and rows["done"].endswith("│ $0.0600 │")
+    assert rows["broken"].endswith("│ $0.0100 │") and rows["total"].endswith("│ $0.0700 │")
+
+
+def test_cli_batch_json_gives_each_tasks_cost_and_the_batchs_cost_per_status(tmp_path, openai_server, capsys):
+    openai_server.reply = reply_from_task
+    path = write_tasks(tmp_path / "tasks.jsonl", [*arithmetic(2), {"task": "What is 5*3?", "limits": {"max_steps": 1}}])
+    code = main(["batch", path, "--base-url", openai_server.base_url, "--tools", "calculator", "--json",
+                 "--prices", json.dumps(CENT_A_CALL)])
+    objects = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert code == 3 and [o["type"] for o in objects] == ["task", "task", "task", "summary"]
+    assert sorted((o["line"], o["cost_usd"]) for o in objects[:3]) == [
+        (1, pytest.approx(0.02)), (2, pytest.approx(0.02)), (3, pytest.approx(0.01))]
+    assert {o["unpriced_calls"] for o in objects[:3]} == {0}
+    summary = {row["status"]: row for row in objects[3]["summary"]}
+    assert summary["done"]["cost_usd"] == pytest.approx(0.04) and summary["broken"]["cost_usd"] == pytest.approx(0.01)
+    assert summary["error"]["cost_usd"] == 0.0 and summary["done"]["unpriced_calls"] == 0
+    assert sorted(o["cost_usd"] for o in objects[3]["outcomes"]) == [
+        pytest.approx(0.01), pytest.approx(0.02), pytest.approx(0.02)]
+
+
+def test_every_workers_report_sums_the_cost_of_the_tasks_all_workers_ran(tmp_path, db_url):
+    path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(6))
+    prices = {"ScriptedChatModel": {"input": 500.0, "output": 1000.0}}  # 10 + 5 tokens a call: $0.01
+    other_reported = threading.Event()
+
+    def first(outcome, counts):  # hold the first worker after its first task until the second has finished one
+        assert other_reported.wait(60), "the second worker finished no task"
+
+    reports: dict[str, object] = {}
+    workers = [
+        threading.Thread(target=lambda: reports.__setitem__("first", batch(
+            path, db=db_url, model=planner(), tools="calculator", prices=prices, concurrency=1, poll=0.05,
+            on_outcome=first))),
+        threading.Thread(target=lambda: reports.__setitem__("second", batch(
+            path, db=db_url, model=planner(), tools="calculator", prices=prices, concurrency=1, poll=0.05,
+            on_outcome=lambda outcome, counts: other_reported.set()))),
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    ran = {name: [o.cost_usd for o in r.outcomes] for name, r in reports.items()}
+    assert ran["first"] and ran["second"] and len(ran["first"]) + len(ran["second"]) == 6
+    assert all(cost == pytest.approx(0.02) for costs in ran.values() for cost in costs)  # 2 calls a task
+    for report in reports.values():  # each worker's summary counts every task, whichever worker ran it
+        assert report.summary()[0] == {"status": "done", "tasks": 6, "tokens": 180, "seconds": report.summary()[0]["seconds"],
+                                       "cost_usd": pytest.approx(0.12), "unpriced_calls": 0}
+        assert sorted(r["cost_usd"] for r in report.tasks) == [pytest.approx(0.02)] * 6
+
+
 def test_cli_batch_tool_detail_reaches_every_request_and_every_stored_run(tmp_path, openai_server, capsys):
     openai_server.reply = reply_from_task
     path = write_tasks(tmp_path / "tasks.jsonl", arithmetic(2))

@@ -5,7 +5,9 @@ Every test counts the requests each server received: the primary, then its fallb
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import subprocess
 import sys
 
@@ -107,6 +109,28 @@ def test_auto_tries_json_on_the_same_model_before_a_fallback(openai_server, fall
     step = out["scratchpad"][0]
     assert step["model"] == "primary-model" and step["protocol"] == "json" and "fallbacks" not in step
 
+
+
+def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_model(openai_server, tmp_path):
+    from reinloop import visualize
+    from reinloop.console import PlainConsole
+
+    openai_server.responses += [error(400, param="tools"), completion('{"final_answer": "42"}')]
+    db = str(tmp_path / "runs.db")
+    printed = io.StringIO()
+    spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), protocol="auto")
+    outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
+    assert outcome.answer == "42"
+    lines = printed.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines[1:]] == ["  protocol", "  answer", "  guard"]
+    assert lines[1] == ("  protocol:    tool_calling -> json (tools_unsupported): model endpoint "
+                        f"{openai_server.base_url} answered HTTP 400: the request was rejected: check the model name, "
+                        "the protocol (try --protocol json) and the paramete…")
+    page = visualize(thread_id="t", db=db, format="html")
+    row = re.search(r'<tr class="[^"]*" data-step="1">.*?</tr>', page, re.S).group()
+    assert re.findall(r'<div class="hint">(protocol switch: .*?): model endpoint ([^ ]+) answered HTTP 400', row) == [
+        ("protocol switch: tool_calling &rarr; json (tools_unsupported)", openai_server.base_url)]
+    assert "model fallback" not in row
 
 def test_a_fallback_starts_with_the_runs_protocol_afresh(openai_server, fallback_server):
     openai_server.responses += [error(400, param="tools"), error(500), error(500)]  # JSON on the primary fails too
@@ -242,3 +266,31 @@ def test_a_fallback_model_is_offered_the_structured_answers_tool_and_its_answer_
     offered = {t["function"]["name"] for t in fallback_server.requests[0]["tools"]}
     assert {"calculator", ANSWER_TOOL} <= offered
     assert out["output"] == Total(value=42) and out["model_index"] == 1
+
+
+
+def test_the_console_and_the_html_report_show_both_moves_of_one_step_in_order(openai_server, fallback_server, tmp_path):
+    from reinloop import visualize
+    from reinloop.console import PlainConsole
+
+    db = str(tmp_path / "runs.db")
+    printed = io.StringIO()
+    with OpenAIServer() as third:
+        openai_server.responses += [error(500), error(500)]
+        fallback_server.responses.append(error(400, code="context_length_exceeded"))
+        third.responses.append(completion("42", model="fallback-2"))
+        spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), retry=FAST,
+                       fallback_models=(f"openai:fallback-1@{fallback_server.base_url}", f"openai:fallback-2@{third.base_url}"))
+        outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
+    assert outcome.answer == "42" and outcome.counters["steps"] == 1
+    lines = printed.getvalue().splitlines()
+    assert [line.split(":")[0] for line in lines[1:]] == ["  fallback", "  fallback", "  answer", "  guard"]
+    assert lines[1].startswith("  fallback:    primary-model -> fallback-1 (retries_exhausted): model endpoint "
+                               f"{openai_server.base_url} answered HTTP 500")
+    assert lines[2].startswith("  fallback:    fallback-1 -> fallback-2 (context_length): model endpoint "
+                               f"{fallback_server.base_url} answered HTTP 400")
+    page = visualize(thread_id="t", db=db, format="html")
+    row = re.search(r'<tr class="[^"]*" data-step="1">.*?</tr>', page, re.S).group()
+    assert re.findall(r"model fallback: (\S+) &rarr; (\S+) \((\w+)\): model endpoint ([^ ]+) answered", row) == [
+        ("primary-model", "fallback-1", "retries_exhausted", openai_server.base_url),
+        ("fallback-1", "fallback-2", "context_length", fallback_server.base_url)]

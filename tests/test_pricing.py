@@ -179,6 +179,57 @@ def test_the_cli_breaks_at_max_cost_shows_the_cost_and_resumes_with_extra_cost(o
     assert "cost: $0.4000; my-model: 4 calls, $0.4000, 0 of 4,000,000 input tokens cached" in capsys.readouterr().out
 
 
+
+TEN_CENTS_A_CALL = {"my-model": {"input": 0.10, "output": 0.40}}
+"""``my-model`` at $0.10 a call of 1,000,000 fresh input tokens and no output."""
+
+
+def run_priced(server, db: str, thread_id: str, calls: int, **changes):
+    """A stored run on ``my-model``: ``calls - 1`` calculator calls, then the answer ``done``, $0.10 a call."""
+    from reinloop.runs import run
+
+    server.responses += [priced(calls=add(i), model="my-model", prompt=1_000_000, out=0) for i in range(calls - 1)]
+    server.responses += [priced("done", model="my-model", prompt=1_000_000, out=0)]
+    return run("count", db=db, thread_id=thread_id, base_url=server.base_url, tools=["calculator"],
+               prices=TEN_CENTS_A_CALL, **changes)
+
+
+def test_runs_list_and_runs_show_json_give_a_priced_runs_cost(openai_server, tmp_path, capsys):
+    import json
+
+    from reinloop.cli import main
+
+    db = str(tmp_path / "runs.db")
+    assert run_priced(openai_server, db, "p1", calls=2).cost_usd == pytest.approx(0.20)
+    assert main(["runs", "list", "--db", db, "--json"]) == 0
+    (listed,) = json.loads(capsys.readouterr().out)
+    assert listed["thread_id"] == "p1" and listed["counters"]["cost_usd"] == pytest.approx(0.20)
+    assert listed["counters"]["models"]["my-model"]["usd"] == pytest.approx(0.20)
+    assert listed["counters"]["unpriced_calls"] == 0
+    assert main(["runs", "show", "p1", "--db", db, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["run"]["counters"]["cost_usd"] == pytest.approx(0.20)
+    assert shown["state"]["counters"]["cost_usd"] == pytest.approx(0.20)
+    assert shown["state"]["counters"]["models"]["my-model"] == {
+        "calls": 2, "input_tokens": 2_000_000, "cached_tokens": 0, "output_tokens": 0, "usd": pytest.approx(0.20),
+        "unpriced_calls": 0}
+    assert [s["cost_usd"] for s in shown["state"]["scratchpad"]] == [pytest.approx(0.10)] * 2
+    assert [[(c["model"], c["source"], c["usd"]) for c in s["cost"]] for s in shown["report"]["steps"]] == [
+        [("my-model", "prices", pytest.approx(0.10))]] * 2
+
+
+def test_python_resume_with_extra_cost_continues_a_run_paused_at_its_cost_budget_to_done(openai_server, tmp_path):
+    from reinloop.runs import resume
+
+    db = str(tmp_path / "runs.db")
+    paused = run_priced(openai_server, db, "p2", calls=4, limits={"max_cost": 0.25})
+    assert (paused.status, paused.paused, paused.break_reason) == ("broken", True, "cost_budget")
+    assert paused.break_message == "spent the cost budget: $0.3000 of $0.25" and paused.cost_usd == pytest.approx(0.30)
+    assert len(openai_server.requests) == 3
+    done = resume("p2", db=db, extra_cost=0.5)
+    assert (done.status, done.answer, done.paused) == ("done", "done", False)
+    assert done.cost_usd == pytest.approx(0.40) and done.counters["steps"] == 4 and len(openai_server.requests) == 4
+
 def test_the_cli_refuses_prices_that_are_not_json(capsys):
     from reinloop.cli import main
 

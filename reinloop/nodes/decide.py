@@ -33,6 +33,7 @@ from ..memory.tokens import estimate_tokens, message_text
 from ..memory.wrapup import results_prompt, wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
 from ..pricing import CallCost, add_cost
+from ..protocols.auto import ProtocolSwitch
 from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
 from ..steering import calculation_due, steer
 from ..tools.registry import ToolRegistry
@@ -271,11 +272,13 @@ def count_aside(prepared: Prepared, aside: list[BaseMessage]) -> None:
     prepared.aside.extend(aside)
 
 
-def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str]]:
-    """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch, the hints shown."""
+def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, dict[str, Any], list[str],
+                                                      ProtocolSwitch | None]:
+    """Prepare the prompt and call the model; returns the reply, the prompt, a protocol switch (as a state update),
+    the hints shown, and the switch as recorded."""
     if state.get("wrap_up"):
         message, prepared = wrap_up_call(ctx, state)
-        return message, prepared, {}, []
+        return message, prepared, {}, [], None
     protocol, llm = ctx.active(state)
     prepared, hints = prepare_step(state, replace(ctx, protocol=protocol, llm=llm), locate().thread_id)
     try:
@@ -286,14 +289,16 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
             message = withheld(ctx, state, protocol, prepared, message)
         if ctx.answers.calculation_tool is not None:
             message = steered(ctx, state, protocol, prepared, message)
-        return message, prepared, {}, hints
+        return message, prepared, {}, hints, None
     except ModelCallError as exc:
         moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools
         if moved_to is None:
             raise
+        record = ProtocolSwitch(from_protocol="tool_calling", to_protocol=moved_to, reason="tools_unsupported",
+                                problem=exc.problem)
     switched = {"protocol": moved_to}
-    message, prepared, _, hints = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
-    return message, prepared, switched, hints
+    message, prepared, _, hints, _ = ask(ctx, {**state, **switched})  # type: ignore[typeddict-item]
+    return message, prepared, switched, hints, record
 
 
 @dataclass
@@ -307,6 +312,7 @@ class Answered:
     ctx: AgentContext  # the context on the model that answered
     fallbacks: list[Fallback] = field(default_factory=list)
     refused: list[CallCost] = field(default_factory=list)  # replies of models that refused, priced
+    protocol_switch: ProtocolSwitch | None = None  # auto moved the answering model to another protocol
 
 
 def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
@@ -315,7 +321,7 @@ def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
     on = ctx.on_model(index)
     last = index >= len(ctx.fallbacks)
     try:
-        message, prepared, switched, hints = ask(on, state)
+        message, prepared, switched, hints, record = ask(on, state)
     except ModelCallError as exc:
         protocol, _ = on.active(state)  # auto's own retry without tools failed: then the failed request had none
         tools_sent = protocol.native_tools and on.protocol.after_rejection(protocol, exc) is None
@@ -326,7 +332,7 @@ def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
     else:
         reason = None if last else refusal_reason(message)
         if reason is None:
-            return Answered(message, prepared, switched, hints, on)
+            return Answered(message, prepared, switched, hints, on, protocol_switch=record)
         problem, refused = refusal_problem(message), [on.pricing.price(message, on.model)]
     moved = {"model_index": index + 1, "protocol": None}  # the next model starts with the run's protocol afresh
     fallback = Fallback(from_model=model_label(on.model), to_model=model_label(ctx.on_model(index + 1).model),
@@ -366,7 +372,9 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
          if wrapping else f"step {c['steps'] + 1}: ") + f"model replied ({reply['prompt_tokens']} prompt tokens, "
         f"{len(reply['tool_calls'])} tool calls)" + "".join(f"; cost unknown: {call['problem']}"
                                                          for call in reply["cost"] if call.get("problem"))
-        + "".join(f"; {f['from_model']} failed ({f['reason']}): moved on to {f['to_model']}" for f in answered.fallbacks),
+        + "".join(f"; {f['from_model']} failed ({f['reason']}): moved on to {f['to_model']}" for f in answered.fallbacks)
+        + (f"; {moved['from_protocol']} refused ({moved['reason']}): moved on to {moved['to_protocol']}"
+           if (moved := answered.protocol_switch) else ""),
         step=c["steps"] + 1,
         tokens_in=reply["prompt_tokens"],
         tokens_out=reply["completion_tokens"],
@@ -377,6 +385,7 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         model=reply["model"],
         protocol=reply["protocol"],
         fallbacks=answered.fallbacks or None,
+        protocol_switch=answered.protocol_switch,
         endpoint=endpoint_host(on.model),  # the host only: reports show it, credentials never reach an event
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,

@@ -12,7 +12,8 @@ has (which do nothing for the other protocols):
   a request with tools answered HTTP 400/422, naming no request field or a
   tool field (``tools``, ``tool_choice`` ...), moves the thread to JSON and the
   call is made again without tools. The decision reads the error's fields
-  (:class:`~reinloop.errors.ModelCallError`), never its text.
+  (:class:`~reinloop.errors.ModelCallError`), never its text; the step's
+  decide event records the move (:class:`ProtocolSwitch`).
 - **The model writes its calls as text** (:meth:`AutoProtocol.parse`): a
   reply with no native call whose text is a JSON tool call moves the thread
   to JSON for good (the parse node stores ``pending["fallback"]``).
@@ -23,6 +24,8 @@ has (which do nothing for the other protocols):
 """
 
 from __future__ import annotations
+
+from typing import TypedDict
 
 from ..errors import ModelCallError
 from ..state import Pending, Reply, Step
@@ -36,6 +39,15 @@ CHAIN: tuple[str, ...] = ("tool_calling", "json", "react")
 
 TOOL_PARAMS = frozenset({"tools", "tool_choice", "parallel_tool_calls", "functions", "function_call"})
 """Request fields that carry tools: an endpoint that names one of them as the cause of a 400 refuses tools."""
+
+
+class ProtocolSwitch(TypedDict):
+    """``auto`` moving a step to another protocol on the same model, as recorded on its decide event."""
+
+    from_protocol: str  # the protocol the refused request used
+    to_protocol: str  # the protocol the call was made again in
+    reason: str  # tools_unsupported: the endpoint refused the tools
+    problem: str  # what the endpoint said
 
 
 class AutoProtocol(ToolCallingProtocol):

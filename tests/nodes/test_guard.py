@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from langchain_core.tools import tool
 
 from reinloop import Limits
@@ -73,6 +74,23 @@ def test_guard_warns_once_at_80_percent_of_the_cost_budget_then_breaks_at_it(mak
     warned = ["of this task's cost budget is spent" in prompt_text(p) for p in model.prompts]
     assert warned == [False, False, False, True]  # $0.045 after call 3 crossed $0.04; call 4 reached $0.06
     assert "90% of this task's cost budget is spent ($0.0450 of $0.05)" in prompt_text(model.prompts[3])
+
+
+@pytest.mark.parametrize("max_cost, warned", [(0.0500001, None), (0.05, "80%"), (0.0499999, "80%")],
+                         ids=["just_under_80", "at_80", "just_over_80"])
+def test_the_cost_warning_starts_at_exactly_80_percent_of_the_budget(make_graph, max_cost, warned):
+    # $0.01 a call (10 prompt tokens at $1,000 / M): the fifth prompt follows $0.04 spent
+    price = {"ScriptedChatModel": {"input": 1000.0, "output": 0.0}}
+    graph, model = make_graph([*(calc(f"2*{i}") for i in range(4)), "done"], limits=Limits(max_cost=max_cost),
+                              prices=price)
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "done" and out["counters"]["cost_usd"] == pytest.approx(0.05)
+    shown = [prompt_text(p) for p in model.prompts]
+    assert not any("cost budget" in p for p in shown[:4])
+    if warned is None:
+        assert "cost budget" not in shown[4]
+    else:
+        assert f"{warned} of this task's cost budget is spent ($0.0400 of ${max_cost:g})" in shown[4]
 
 
 def test_guard_breaks_after_three_consecutive_errors_on_unparseable_replies(make_graph):
