@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from .events import NodeEvent
+from .events import NodeEvent, protocol_switches
 from .limits import Limits
 from .terminal import safe_json, safe_text
 
@@ -229,7 +229,7 @@ class RunConsole:
         for moved in decided.get("fallbacks") or []:  # reinloop.fallback
             self._line("fallback", f"{moved['from_model']} -> {moved['to_model']} ({moved['reason']}): "
                                    f"{short(moved['problem'])}", "yellow")
-        if switch := decided.get("protocol_switch"):  # on the model that answered, after any fallback
+        for switch in protocol_switches(by_node):  # on the model that answered, after any fallback
             self._line("protocol", f"{switch['from_protocol']} -> {switch['to_protocol']} ({switch['reason']}): "
                                    f"{short(switch['problem'])}", "yellow")
         if step.get("thought"):

@@ -217,3 +217,10 @@ def observed(node: Callable[..., Any]) -> Callable[..., Any]:
     run.__doc__ = node.__doc__
     run.__module__ = node.__module__
     return run
+
+
+def protocol_switches(by_node: dict[str, Any]) -> list[dict[str, Any]]:
+    """A step's moves to another protocol under ``auto``: tools refused (decide), calls written as text or unreadable
+    replies (memorize), in that order."""
+    found = (((by_node.get(node) or {}).get("data") or {}).get("protocol_switch") for node in ("decide", "memorize"))
+    return [switch for switch in found if switch]

@@ -141,7 +141,7 @@ class Limits:
             models = ", ".join(m for m, t in (c.get("models") or {}).items() if t["unpriced_calls"]) or "?"
             return (f"{unpriced} model call(s) could not be priced (model {models}), so max_cost=${limit:g} cannot "
                     f"be kept (${spent:.4f} priced so far); give the model's price with prices={{...}}")
-        if spent >= limit:
+        if reached(spent, limit):  # call costs summed in floats can fall a hair short of the budget they spend
             return f"spent the cost budget: ${spent:.4f} of ${limit:g}"
         return None
 
@@ -151,7 +151,7 @@ class Limits:
         if limit is None:
             return False
         spent, warn_at = float(c.get("cost_usd", 0.0)), COST_WARNING * limit
-        return not reached(spent - step_cost, warn_at) and reached(spent, warn_at) and spent < limit
+        return not reached(spent - step_cost, warn_at) and reached(spent, warn_at) and not reached(spent, limit)
 
     def check_errors(self, c: Counters) -> str | None:
         """Reason to stop after too many failed steps in a row."""

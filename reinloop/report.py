@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .checkpoints import Database
 from .drawing import Overlay, default_graph, draw_graph, html_page, node_label, path_svg
 from .errors import ConfigurationError, ThreadNotFoundError
-from .events import NodeEvent
+from .events import NodeEvent, protocol_switches
 from .graph import ROUTES
 from .models import endpoint_host, model_label
 from .runlog import read_events
@@ -201,7 +201,7 @@ def timeline(events: list[NodeEvent]) -> list[dict[str, Any]]:
             "cost": (by_node.get("decide", {}).get("data") or {}).get("cost") or [],
             "model": (by_node.get("decide", {}).get("data") or {}).get("model"),
             "fallbacks": (by_node.get("decide", {}).get("data") or {}).get("fallbacks") or [],
-            "protocol_switch": (by_node.get("decide", {}).get("data") or {}).get("protocol_switch"),
+            "protocol_switches": protocol_switches(by_node),
             "latency_ms": round(sum(e.get("latency_ms") or 0 for e in evs), 3),
             "nodes": [{k: e.get(k) for k in ("node", "latency_ms", "summary", "error")} for e in evs],
             "memory": [m for e in evs for m in e.get("memory") or []],
@@ -380,9 +380,8 @@ def _step_row(s: dict[str, Any]) -> str:
     guard += "".join(f'<div class="hint">hint: {_e(h)}</div>' for h in s["hints"])
     did = "".join(f'<div class="hint">model fallback: {_e(f["from_model"])} &rarr; {_e(f["to_model"])} '
                   f'({_e(f["reason"])}): {_e(f["problem"])}</div>' for f in s.get("fallbacks") or [])
-    if p := s.get("protocol_switch"):
-        did += (f'<div class="hint">protocol switch: {_e(p["from_protocol"])} &rarr; {_e(p["to_protocol"])} '
-                f'({_e(p["reason"])}): {_e(p["problem"])}</div>')
+    did += "".join(f'<div class="hint">protocol switch: {_e(p["from_protocol"])} &rarr; {_e(p["to_protocol"])} '
+                   f'({_e(p["reason"])}): {_e(p["problem"])}</div>' for p in s.get("protocol_switches") or [])
     did += (f"<div><i>{_e(s['thought'])}</i></div>" if s["thought"] else "") + _actions_html(s["actions"])
     if s["answer"] is not None:
         did += f"<div><b>answer:</b> {_e(s['answer'])}</div>"

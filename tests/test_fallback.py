@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
@@ -18,6 +19,7 @@ from reinloop import ConfigurationError, Limits, ModelCallError, RunSpec, build_
 from reinloop.errors import RunStoppedError
 from reinloop.fallback import split_endpoint
 from reinloop.retry import RetryPolicy
+from reinloop.outcome import Outcome
 from reinloop.runs import resume, run
 from reinloop.tools import builtins
 
@@ -131,6 +133,40 @@ def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_mo
     assert re.findall(r'<div class="hint">(protocol switch: .*?): model endpoint ([^ ]+) answered HTTP 400', row) == [
         ("protocol switch: tool_calling &rarr; json (tools_unsupported)", openai_server.base_url)]
     assert "model fallback" not in row
+
+
+def shown_switches(openai_server: Any, tmp_path: Any, replies: list[Any]) -> tuple[Outcome, list[str], list[str]]:
+    """A run under ``auto`` on ``replies``: its outcome, the console's ``protocol:`` lines, the report's switch lines."""
+    from reinloop import visualize
+    from reinloop.console import PlainConsole
+
+    openai_server.responses += replies
+    db, printed = str(tmp_path / "runs.db"), io.StringIO()
+    spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), protocol="auto")
+    outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
+    lines = [line for line in printed.getvalue().splitlines() if line.startswith("  protocol:")]
+    page = visualize(thread_id="t", db=db, format="html")
+    return outcome, lines, re.findall(r'<div class="hint">(protocol switch: [^<]*)</div>', page)
+
+
+def test_the_console_and_the_html_report_show_auto_moving_to_json_when_the_calls_come_as_text(openai_server, tmp_path):
+    outcome, lines, shown = shown_switches(openai_server, tmp_path, [
+        completion('{"tool": "calculator", "args": {"expression": "6*7"}}'), completion('{"final_answer": "42"}')])
+    assert outcome.answer == "42"
+    assert lines == ["  protocol:    tool_calling -> json (calls_as_text): the reply wrote its tool calls as JSON text, "
+                     "not as native calls"]
+    assert shown == ["protocol switch: tool_calling &rarr; json (calls_as_text): the reply wrote its tool calls as "
+                     "JSON text, not as native calls"]
+
+
+def test_the_console_and_the_html_report_show_auto_moving_on_after_unreadable_replies(openai_server, tmp_path):
+    empty = completion("")  # under tool calling the one reply that cannot be read: neither a call nor an answer
+    outcome, lines, shown = shown_switches(openai_server, tmp_path, [empty, empty, completion('{"final_answer": "42"}')])
+    assert outcome.answer == "42"
+    assert [line.split(": ", 1)[1].split(":")[0] for line in lines] == ["   tool_calling -> json (unreadable_replies)"]
+    assert [line.split(":")[1] for line in shown] == [" tool_calling &rarr; json (unreadable_replies)"]
+    assert len(lines) == len(shown) == 1  # the step after which it moved, and no other
+
 
 def test_a_fallback_starts_with_the_runs_protocol_afresh(openai_server, fallback_server):
     openai_server.responses += [error(400, param="tools"), error(500), error(500)]  # JSON on the primary fails too

@@ -25,6 +25,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..output import AnswerSchema
+from ..protocols.auto import ProtocolSwitch
 from ..protocols.base import OutputProtocol, answer_form
 from ..protocols.tool_calling import INTERRUPTED
 from ..tools.registry import ToolRegistry
@@ -122,6 +123,21 @@ def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters)
     return step, {**counters, "same_errors": 0}, switch  # a new format is a fresh start for the same-error count
 
 
+def switch_record(step: Step, switch: str | None, moved_from: str | None) -> ProtocolSwitch | None:
+    """The protocol ``auto`` moved the run to after ``step``, as the console and the report show it.
+
+    Two moves happen here: the reply wrote its calls as JSON text (parse moved the run at once), or
+    ``switch``, after unreadable replies in a row (from ``moved_from``, the protocol in force).
+    """
+    if switch is not None:
+        return ProtocolSwitch(from_protocol=moved_from or "tool_calling", to_protocol=switch,
+                              reason="unreadable_replies", problem=step.get("parse_error") or "")
+    if step.get("switched_to"):  # only native tool calling reads calls written as text (AutoProtocol.parse)
+        return ProtocolSwitch(from_protocol="tool_calling", to_protocol=step["switched_to"], reason="calls_as_text",
+                              problem="the reply wrote its tool calls as JSON text, not as native calls")
+    return None
+
+
 def build_step(state: AgentState) -> Step:
     """The step made of the current reply and its parsed, executed actions."""
     pending = state.get("pending") or {}
@@ -174,6 +190,7 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
         feedback=step.get("feedback"),  # the correction the model reads next, for reports
         counters=new_counters,
         switched_to=switch,
+        protocol_switch=switch_record(step, switch, state.get("protocol")),
     )
     update: dict[str, Any] = {
         "scratchpad": [step],

@@ -93,6 +93,17 @@ def test_the_cost_warning_starts_at_exactly_80_percent_of_the_budget(make_graph,
         assert f"{warned} of this task's cost budget is spent ($0.0400 of ${max_cost:g})" in shown[4]
 
 
+def test_the_cost_budget_breaks_when_the_calls_add_up_to_it_though_their_float_sum_falls_a_hair_short(make_graph):
+    # $0.10 a call (10 prompt tokens at $10,000 / M): eight calls sum to 0.7999999999999999 in floating point
+    price = {"ScriptedChatModel": {"input": 10000.0, "output": 0.0}}
+    graph, model = make_graph([*(calc(f"2*{i}") for i in range(9)), "done"], limits=Limits(max_cost=0.8),
+                              prices=price)
+    out = graph.invoke({"task": "t"})
+    assert out["status"] == "broken" and out["break_reason"] == "cost_budget"
+    assert model.calls == 8 and out["counters"]["cost_usd"] == pytest.approx(0.8)
+    assert "spent the cost budget: $0.8000 of $0.8" in out["break_message"]
+
+
 def test_guard_breaks_after_three_consecutive_errors_on_unparseable_replies(make_graph):
     graph, model = make_graph(["no json here", "still none", "nope", "{}"], protocol="json")
     out = graph.invoke({"task": "t"})
