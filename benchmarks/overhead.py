@@ -40,7 +40,7 @@ model call when resumed in a new process (imports included: reinloop's run
 paused at its step limit and continued with ``Command(resume=...)``,
 create_agent's dead at its next model call and continued with
 ``invoke(None)``), the first ``build_graph``/``create_agent`` in a
-new process (after imports), and CLI start (``reinloop --help`` vs
+new process (after imports), and CLI start (``reinloop --help`` and ``reinloop runs list`` vs
 ``python -c "import langchain.agents"``). The load average is printed with
 the table.
 """
@@ -499,9 +499,15 @@ def command_cpu(command: list[str]) -> tuple[float, float]:
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, wall
 
 
-def cli_start(repeats: int) -> dict[str, tuple[float, float]]:
-    """Median CPU and wall of ``reinloop --help`` and of importing ``langchain.agents``."""
+def cli_start(repeats: int, workdir: Path) -> dict[str, tuple[float, float]]:
+    """Median CPU and wall of ``reinloop --help``, of ``reinloop runs list`` on a database holding a finished run,
+    and of importing ``langchain.agents``."""
+    db = workdir / "cli-runs.db"
+    for old in workdir.glob(db.name + "*"):
+        old.unlink()
+    child("run", "reinloop", "sqlite", "5", str(db))
     commands = {"reinloop --help": [sys.executable, "-m", "reinloop", "--help"],
+                "reinloop runs list": [sys.executable, "-m", "reinloop", "runs", "list", "--db", str(db)],
                 "import langchain.agents": [sys.executable, "-c", "import langchain.agents"]}
     found: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(repeats):
@@ -665,9 +671,12 @@ def print_start(builds: dict[str, list[dict[str, Any]]], cli: dict[str, tuple[fl
     for key, label in (("cpu", "first `build_graph` / `create_agent`, CPU"), ("wall", "first `build_graph` / `create_agent`, wall"),
                        ("first_cpu", "the same and a first one-step run, CPU"), ("first_wall", "the same and a first one-step run, wall")):
         print(f"| {label} | {med(ours, key) * 1e3:.1f} ms | {med(theirs, key) * 1e3:.1f} ms | {med(ours, key) / med(theirs, key):.2f} |")
-    (a, aw), (b, bw) = cli["reinloop --help"], cli["import langchain.agents"]
-    print(f"| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU | {a * 1e3:.0f} ms | {b * 1e3:.0f} ms | {a / b:.2f} |")
-    print(f"| the same, wall | {aw * 1e3:.0f} ms | {bw * 1e3:.0f} ms | {aw / bw:.2f} |")
+    b, bw = cli["import langchain.agents"]
+    for command in ("reinloop --help", "reinloop runs list"):
+        a, aw = cli[command]
+        print(f"| `{command}` vs `python -c \"import langchain.agents\"`, CPU | {a * 1e3:.0f} ms | {b * 1e3:.0f} ms "
+              f"| {a / b:.2f} |")
+        print(f"| the same, wall | {aw * 1e3:.0f} ms | {bw * 1e3:.0f} ms | {aw / bw:.2f} |")
 
 
 def profile(steps: int, top: int = 5) -> None:
@@ -769,8 +778,8 @@ def main(argv: list[str] | None = None) -> None:
                     path = workdir / f"{side}-sqlite-{n}.db"
                     reads[(side, n)] = [child("read", side, str(path)) for _ in range(repeats)]
         resumes = measure_resumes(steps, repeats, workdir) if "sqlite" in savers else {}
-    builds = {side: [child("build", side) for _ in range(repeats)] for side in SIDES}
-    cli = cli_start(repeats)
+        builds = {side: [child("build", side) for _ in range(repeats)] for side in SIDES}
+        cli = cli_start(repeats, workdir)
     load_end = os.getloadavg()
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, load average "
           f"{load[0]:.1f} at the start, {load_end[0]:.1f} at the end; {repeats} repeat(s), median (min–max)\n")

@@ -66,21 +66,51 @@ lists the paused runs (each was broken by a guard), ``--status paused`` only tho
 
 
 def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
-    """The stored runs, most recently updated first, each with its :data:`STATUSES` name; ``status`` keeps those."""
+    """The stored runs, most recently updated first, each with its :data:`STATUSES` name; ``status`` keeps those.
+
+    A SQLite database that is up to date is read with ``sqlite3`` alone, so ``reinloop runs list`` starts without
+    LangGraph, LangChain or sqlite-utils; the saver is opened only to tell a run that waits for approval from one
+    that runs (its calls are in its latest state), or to migrate an older database.
+    """
+    import dataclasses
+
+    from .checkpoints.postgresdb import is_postgres_url
+    from .checkpoints.records import RunStore
+    from .checkpoints.sqlitedb import plain_reader
+
+    if status is not None and status not in STATUSES:
+        raise ConfigurationError(f"unknown run status {status!r}; choose one of: {', '.join(STATUSES)}")
+    stored = None
+    location = db_location(db)
+    if not is_postgres_url(location) and location != ":memory:":
+        with plain_reader(location, timeout=db_timeout()) as reader:
+            stored = None if reader is None else RunStore(reader).list()  # type: ignore[arg-type]
+    if stored is None or any(not r.paused and (r.status or "running") == "running" for r in stored):
+        return filtered(running_or_waiting(db, stored), status)
+    records = [dataclasses.replace(r, status="paused" if r.paused else r.status) for r in stored]
+    return filtered(records, status)
+
+
+def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) -> list[RunRecord]:
+    """The runs with their :data:`STATUSES` names, read through the saver: a run waiting for approval is stored as
+    running, and only its latest state tells."""
     import dataclasses
 
     from .approval import waiting_calls
 
-    if status is not None and status not in STATUSES:
-        raise ConfigurationError(f"unknown run status {status!r}; choose one of: {', '.join(STATUSES)}")
     with open_db(db) as saver:
         records = []
-        for record in saver.runs.list():
+        for record in saver.runs.list() if stored is None else stored:
             shown = "paused" if record.paused else record.status or "running"
-            if shown == "running":  # a run waiting for approval is stored as running: its calls are in its state
+            if shown == "running":
                 latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
                 shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
             records.append(dataclasses.replace(record, status=shown))
+    return records
+
+
+def filtered(records: list[RunRecord], status: str | None) -> list[RunRecord]:
+    """``records`` with the :data:`STATUSES` name ``status`` (``broken`` includes the paused ones)."""
     if status is None:
         return records
     return [r for r in records if r.status == status or (status == "broken" and r.status == "paused")]

@@ -36,7 +36,7 @@ from langgraph.types import Command
 from .approval import waiting_calls
 from .breaks import BreakAnswer
 from .checkpoints import BreakRecord, Database, RunRecord
-from .checkpoints.base import break_interrupts
+from .checkpoints.rows import break_interrupts
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
 from .graph import ReinloopGraph, graph_for
 from .limits import Limits

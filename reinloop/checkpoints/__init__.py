@@ -5,7 +5,8 @@
   (``db.checkpointer``, ``db.runs``, ``db.events``, ``db.journal``,
   ``db.memories``, ``db.queue``);
 - :mod:`.base`: the storage logic every backend shares (change-only values,
-  append chains);
+  append chains); :mod:`.rows`: what a ``runs`` or ``breaks`` row holds
+  (no LangGraph, so ``runs list`` reads without it);
 - :mod:`.sql`, :mod:`.records`, :mod:`.queue`: the checkpointer, the runs and
   breaks, and the batch queue in SQL, written once for both databases;
 - :mod:`.sqlite` / :mod:`.sqlitedb` and :mod:`.postgres` / :mod:`.postgresdb`:
@@ -22,20 +23,37 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any
-
-from langgraph.checkpoint.serde.base import SerializerProtocol
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from .base import BreakRecord, RunRecord
-from .database import Database
-from .postgres import PostgresCheckpointer, is_postgres_url, open_postgres
-from .queue import TaskQueue
-from .records import RunStore
-from .schema import MIGRATIONS, Migration
-from .sql import SqlCheckpointer
-from .sqlite import SqliteCheckpointer, open_sqlite, sqlite_database
+from ..lazy import exports
+from .postgresdb import is_postgres_url
 from .sqlitedb import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+
+    from .database import Database
+    from .sql import SqlCheckpointer
+
+EXPORTS = {
+    "BreakRecord": ".rows",
+    "Database": ".database",
+    "MIGRATIONS": ".schema",
+    "Migration": ".schema",
+    "PostgresCheckpointer": ".postgres",
+    "RunRecord": ".rows",
+    "RunStore": ".records",
+    "SqlCheckpointer": ".sql",
+    "SqliteCheckpointer": ".sqlite",
+    "TaskQueue": ".queue",
+    "open_postgres": ".postgres",
+    "open_sqlite": ".sqlite",
+    "sqlite_database": ".sqlite",
+}
+"""Names loaded on first use (:mod:`reinloop.lazy`): the savers load LangGraph, the SQLite tables sqlite-utils."""
+
+__getattr__, __dir__, _exported = exports(__name__, EXPORTS)
 
 
 def open_database(
@@ -48,7 +66,11 @@ def open_database(
 ) -> Database:
     """Open the run database ``db``: a ``postgresql://`` URL, else a SQLite file path (``None``: in memory)."""
     if is_postgres_url(db):
+        from .postgres import open_postgres
+
         return open_postgres(str(db), read_only=read_only, create=create, timeout=timeout, serde=serde)
+    from .sqlite import open_sqlite
+
     return open_sqlite(":memory:" if db is None else db, read_only=read_only, create=create, timeout=timeout, serde=serde)
 
 
@@ -68,6 +90,10 @@ def database_for(target: Any) -> tuple[Database, bool]:
     ``sqlite_utils.Database`` / ``sqlite3.Connection`` (its tables are
     migrated; it stays open when the store closes).
     """
+    from .database import Database
+    from .sql import SqlCheckpointer
+    from .sqlite import sqlite_database
+
     if isinstance(target, Database):
         return target, False
     if isinstance(target, SqlCheckpointer):

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, StorageError
 from ..redact import redact_url, scrub
-from .base import now_iso
+from .rows import now_iso
 from .schema import (
     MIGRATIONS,
     MIGRATIONS_SPEC,

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from .base import dumps_json, now_iso
+from .rows import dumps_json, now_iso
 from .records import json_value
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
 from ..redact import redact_urls
-from .base import (
+from .rows import (
     RUN_SETTINGS,
     BreakRecord,
     RunRecord,

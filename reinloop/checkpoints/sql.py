@@ -39,6 +39,7 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from ..errors import ConfigurationError, StorageError
 from .base import JSON, PROJECTED, BlobKey, ListHead, ThreadedSaver, decode, dumps_json, encode, list_row, now_iso, reachable
 from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
+from .rows import dict_rows
 from .schema import Table, table, thread_tables
 from .sqlitedb import DEFAULT_TIMEOUT
 
@@ -123,13 +124,6 @@ def insert_sql(name: str, columns: Sequence[str]) -> str:
 def match(columns: Sequence[str]) -> str:
     """``a = ? AND b = ?``: a row picked by these columns."""
     return " AND ".join(f"{c} = ?" for c in columns)
-
-
-def dict_rows(cursor: Any) -> list[dict[str, Any]]:
-    """A cursor's rows as dicts (rows first: in PostgreSQL's pipeline mode the description comes with them)."""
-    rows = cursor.fetchall()
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row)) for row in rows]
 
 
 VALUE_COLUMNS = ("thread_id", "checkpoint_ns", "channel", "version", "kind", "base_version", "length", "type", "value")

@@ -116,11 +116,9 @@ def sqlite_database(
 ) -> Database:
     """A run database on an open ``sqlite3`` connection, migrated (made with ``check_same_thread=False``
     if LangGraph will use it from its worker threads)."""
-    import sqlite_utils  # here, not at import: a run without a database never loads it, nor numpy through it
-
     connection = SqliteConnection(conn, location=location, timeout=timeout, owned=owned)
     with connection.lock, storage_errors(location, timeout):
-        migrate(sqlite_utils.Database(conn, execute_plugins=False), location, read_only=read_only, create=create)
+        migrate(conn, location, read_only=read_only, create=create)
     return Database(connection, SQLITE, read_only=read_only, serde=serde, saver=SqliteCheckpointer)
 
 

@@ -21,14 +21,14 @@ import os
 import sqlite3
 import stat
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from ..errors import StorageError
-from .base import now_iso
+from .rows import dict_rows, now_iso
 from .schema import (
     MIGRATIONS_SPEC,
     MIGRATIONS_TABLE,
@@ -40,7 +40,7 @@ from .schema import (
     table,
 )
 
-if TYPE_CHECKING:  # sqlite-utils (and the numpy it imports) is loaded when a database is opened
+if TYPE_CHECKING:  # sqlite-utils (and the numpy it imports) is loaded only to create or change tables (migrate)
     import sqlite_utils
 
 HEADER = b"SQLite format 3\x00"
@@ -232,11 +232,16 @@ def rename_table(db: sqlite_utils.Database, old: str, new: str) -> None:
     create_table(db, table(new))
 
 
-def applied_versions(db: sqlite_utils.Database) -> set[int]:
+def table_names(conn: sqlite3.Connection) -> set[str]:
+    """The tables of a database (what ``sqlite_utils.Database.table_names`` lists), read without sqlite-utils."""
+    return {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def applied_versions(conn: sqlite3.Connection) -> set[int]:
     """The migrations this database has applied."""
-    if MIGRATIONS_TABLE not in db.table_names():
+    if MIGRATIONS_TABLE not in table_names(conn):
         return set()
-    return {row[0] for row in db.conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
+    return {row[0] for row in conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}")}
 
 
 STANDALONE_TABLES = frozenset({"steps", "tool_journal", "memories"})
@@ -244,12 +249,12 @@ STANDALONE_TABLES = frozenset({"steps", "tool_journal", "memories"})
 ``migrations``): such a file is migrated into a run database, its rows kept."""
 
 
-def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> set[int]:
+def check_schema(conn: sqlite3.Connection, location: str, *, create: bool) -> set[int]:
     """The applied migrations; refuses another program's database, an empty one to read, a newer schema."""
-    applied = applied_versions(db)
+    applied = applied_versions(conn)
     refuse_newer_schema(applied, location)
     if not applied:
-        names = set(db.table_names())
+        names = table_names(conn)
         if foreign := sorted(names - STANDALONE_TABLES):
             raise StorageError(
                 f"{location} is not a reinloop run database (it has other tables: {', '.join(foreign)}); "
@@ -261,6 +266,39 @@ def check_schema(db: sqlite_utils.Database, location: str, *, create: bool) -> s
                 "or point --db (or REINLOOP_DB) at an existing database"
             )
     return applied
+
+
+class PlainReader:
+    """Read-only statements on a plain connection, rows as dicts: what :class:`~.records.RunStore` reads through
+    when no saver is needed (``runs list``)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def query(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+        return dict_rows(self.conn.execute(sql, params))
+
+
+@contextmanager
+def plain_reader(path: str | Path, *, timeout: float) -> Iterator[PlainReader | None]:
+    """A reader of the run database at ``path`` on a read-only ``sqlite3`` connection, in one snapshot, checked
+    like any open (another program's file, a newer schema are refused); ``None`` when the database still needs
+    migrations (open it with :func:`~reinloop.checkpoints.open_database`, which applies them).
+
+    It loads neither LangGraph nor sqlite-utils, and runs no ``quick_check`` (a read never writes damage on).
+    """
+    location = str(path)
+    conn = connect(path, timeout=timeout, read_only=True, create=False)
+    try:
+        with storage_errors(location, timeout):
+            conn.execute("BEGIN")
+            try:
+                applied = check_schema(conn, location, create=False)
+                yield None if missing_migrations(applied, location, read_only=False) else PlainReader(conn)
+            finally:
+                conn.execute("COMMIT")
+    finally:
+        conn.close()
 
 
 def use_wal(conn: sqlite3.Connection, attempts: int = 200) -> None:
@@ -283,24 +321,31 @@ def use_wal(conn: sqlite3.Connection, attempts: int = 200) -> None:
     conn.execute("PRAGMA journal_mode=WAL")  # still locked: let the caller report it
 
 
-def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False, create: bool = True) -> int:
+def migrate(conn: sqlite3.Connection, location: str, *, read_only: bool = False, create: bool = True) -> int:
     """Check the schema, then (writable) switch to WAL and apply the missing migrations; returns the version.
 
-    Nothing is written before the checks pass, not even the journal mode.
+    Nothing is written before the checks pass, not even the journal mode. The checks read ``sqlite_master``
+    directly; sqlite-utils (and the numpy it imports when installed, 0.15 s) is loaded only to create or
+    change tables, so opening a database that is up to date (``runs list``, ``resume``) does without it.
     """
-    db.conn.execute("BEGIN")  # one snapshot: another process may be creating the tables right now
+    conn.execute("BEGIN")  # one snapshot: another process may be creating the tables right now
     try:
-        applied = check_schema(db, location, create=create and not read_only)
+        applied = check_schema(conn, location, create=create and not read_only)
     finally:
-        db.conn.execute("COMMIT")
+        conn.execute("COMMIT")
     if not read_only:
-        use_wal(db.conn)
-        db.conn.execute("PRAGMA synchronous=NORMAL")
+        use_wal(conn)
+        conn.execute("PRAGMA synchronous=NORMAL")
     missing = missing_migrations(applied, location, read_only=read_only)
+    if not missing:
+        return latest_version()
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn, execute_plugins=False)
     for migration in missing:
-        db.conn.execute("BEGIN IMMEDIATE")
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            if migration.version not in applied_versions(db):  # another process may have been first
+            if migration.version not in applied_versions(conn):  # another process may have been first
                 create_table(db, MIGRATIONS_SPEC)
                 for spec in migration.tables:
                     create_table(db, spec)
@@ -308,12 +353,12 @@ def migrate(db: sqlite_utils.Database, location: str, *, read_only: bool = False
                     add_column(db, name, column)
                 for old, new in migration.renames:
                     rename_table(db, old, new)
-                db.conn.execute(
+                conn.execute(
                     f"INSERT INTO {MIGRATIONS_TABLE} (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, now_iso()),
                 )
-            db.conn.execute("COMMIT")
+            conn.execute("COMMIT")
         except BaseException:
-            db.conn.execute("ROLLBACK")
+            conn.execute("ROLLBACK")
             raise
     return latest_version()

@@ -30,7 +30,8 @@ def test_the_quick_overhead_run_compares_both_sides_with_and_without_a_saver(tmp
             ours, theirs, ratio = int(row[1]), int(row[2]), float(row[3])
             assert ours > 0 and theirs > 0 and abs(ratio - ours / theirs) < 0.01 + 0.01 * ratio
     assert re.search(r"\| first `build_graph` / `create_agent`, CPU \| [\d.]+ ms \| [\d.]+ ms \|", out)
-    assert re.search(r"\| `reinloop --help` vs `python -c \"import langchain.agents\"`, CPU \| \d+ ms \| \d+ ms \|", out)
+    for command in ("reinloop --help", "reinloop runs list"):
+        assert re.search(rf"\| `{command}` vs `python -c \"import langchain.agents\"`, CPU \| \d+ ms \| \d+ ms \|", out)
     assert re.search(r"load average [\d.]+ at the start", out)
 
 
