@@ -210,12 +210,18 @@ def telemetry_for(spec: RunSpec, provider: Any, agent: str) -> Any:
 
 
 def open_journal(journal: ToolJournal | Database | str | os.PathLike[str] | None, checkpointer: Checkpointer) -> ToolJournal | None:
-    """The side-effects journal: the one given, a database's, one at a path, or in memory when runs can resume."""
+    """The side-effects journal: the one given, a database's, one at a path; else, when runs can resume, the
+    checkpointer's own run database (reinloop's savers, writable), or one in memory (another saver)."""
     if isinstance(journal, ToolJournal):
         return journal
     if journal is not None:  # a run database (or a path to one): its tool_journal table
         return ToolJournal(journal)
-    return ToolJournal(":memory:") if checkpointer not in (None, False) else None
+    if checkpointer in (None, False):
+        return None
+    db = getattr(checkpointer, "db", None)
+    if isinstance(db, Database) and not db.read_only:
+        return db.journal  # at most once across processes too, as the checkpoints themselves
+    return ToolJournal(":memory:")
 
 
 def build_graph(
@@ -249,8 +255,9 @@ def build_graph(
 
     ``journal`` (a :class:`~reinloop.tools.ToolJournal` such as ``db.journal``, a run
     database or a SQLite path) records side-effecting tool calls so a resumed
-    run never repeats one; by default, with a checkpointer, they are journaled
-    in memory, which guards resumes within this process only.
+    run never repeats one; by default, with reinloop's checkpointer, they are
+    journaled in its run database (so across processes), and with another
+    checkpointer in memory, which guards resumes within this process only.
 
     With ``telemetry=True`` the runs are OpenTelemetry spans (:mod:`reinloop.telemetry`), sent to
     ``tracer_provider``, else to the global provider, else over OTLP/HTTP.

@@ -134,3 +134,28 @@ def test_a_timed_out_side_effect_call_is_unknown_and_its_late_result_is_journale
     while not journal.entries()[0].finished and time.monotonic() < deadline:
         time.sleep(0.01)
     assert journal.entries()[0].observation == "sent to ann"
+
+
+def test_build_graph_with_reinloop_s_checkpointer_journals_side_effects_in_its_run_database(tmp_path):
+    from reinloop import build_graph
+    from reinloop.checkpoints import SqliteCheckpointer, open_database
+    from reinloop.testing import ScriptedChatModel, tool_call
+
+    log: list[str] = []
+    saver = SqliteCheckpointer.open(tmp_path / "runs.db")
+    model = ScriptedChatModel(replies=[[tool_call("send", {"to": "ann"})], "sent"])
+    graph = build_graph(model, [effect_tool(log)], checkpointer=saver)
+    out = graph.invoke({"task": "mail ann"}, {"configurable": {"thread_id": "t1"}})
+    saver.close()
+    assert out["status"] == "done" and log == ["ann"]
+    with open_database(tmp_path / "runs.db", read_only=True) as db:  # another process sees it: not in memory
+        assert [(r["tool"], r["observation"]) for r in db.journal.rows("t1")] == [("send", "sent to ann")]
+
+
+def test_build_graph_with_another_checkpointer_journals_in_memory():
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from reinloop.graph import open_journal
+
+    assert open_journal(None, InMemorySaver()).path == ":memory:"
+    assert open_journal(None, None) is None
