@@ -85,10 +85,14 @@ def list_runs(db: str | Path | None = None, *, status: str | None = None) -> lis
     if not is_postgres_url(location) and location != ":memory:":
         with plain_reader(location, timeout=db_timeout()) as reader:
             stored = None if reader is None else RunStore(reader).list()  # type: ignore[arg-type]
-    if stored is None or any(not r.paused and (r.status or "running") == "running" for r in stored):
+    if stored is None or any(stored_status(r) == "running" for r in stored):
         return filtered(running_or_waiting(db, stored), status)
-    records = [dataclasses.replace(r, status="paused" if r.paused else r.status) for r in stored]
-    return filtered(records, status)
+    return filtered([dataclasses.replace(r, status=stored_status(r)) for r in stored], status)
+
+
+def stored_status(record: RunRecord) -> str:
+    """A run's :data:`STATUSES` name as its row says it (a run waiting for approval is stored as running)."""
+    return "paused" if record.paused else record.status or "running"
 
 
 def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) -> list[RunRecord]:
@@ -101,7 +105,7 @@ def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) ->
     with open_db(db) as saver:
         records = []
         for record in saver.runs.list() if stored is None else stored:
-            shown = "paused" if record.paused else record.status or "running"
+            shown = stored_status(record)
             if shown == "running":
                 latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
                 shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
