@@ -112,18 +112,17 @@ HELP: dict[tuple[str, ...], str] = {
     ("memory", "user"): "share memories across threads with this key",
     ("memory", "encoding"): "how tokens are counted: o200k_base, cl100k_base or estimate",
     ("answers", "min_tool_calls"): "successful tool calls before an answer is accepted (0: none needed)",
-    ("answers", "grounded_numbers"): "refuse an answer with a number that is in neither the task nor a tool result",
-    ("answers", "calculation_tool"): "when the task asks for a calculation, an answer must state a number this tool returned",
     ("answers", "wrap_up"): "at a stuck break with results in hand, ask once more, without tools, for the answer",
     ("answers", "ask_next_step"): "end every prompt asking which tool gives what the task still needs (small models)",
     ("answers", "vary_repeats"): "ask again, sampling with a fixed seed, when a reply repeats one that failed",
+    ("answers", "text_calls"): "under native tool calling, run an answer that is only a whole JSON call of a tool without side effects",
 }
 """Help of the flags of the settings groups (``RunSpec``'s own fields carry theirs in their metadata)."""
 
 METAVARS: dict[tuple[str, ...], str] = {
     ("base_url",): "URL", ("tools",): "T1,T2", ("tool_settings", "sandbox"): "DIR", ("tool_settings", "db"): "PATH",
     ("tool_settings", "docs"): "DIR", ("approve",): "T1,T2", ("tool_settings", "db_tables"): "T1,T2", ("memory", "store"): "PATH",
-    ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("answers", "calculation_tool"): "TOOL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
+    ("memory", "user"): "KEY", ("memory", "summarizer"): "MODEL", ("system_prompt",): "TEXT", ("mcp",): "FILE",
     ("prices",): "JSON", ("limits", "max_cost"): "USD", ("output",): "FILE.json", ("fallback_models",): "MODEL[@URL]",
 }
 """How a flag's value is shown in ``--help`` when it is not a number (``N``) or a size (``BYTES``)."""

@@ -17,8 +17,8 @@ and the guard's decision; then how the run ended. The first difference is a
 :class:`Divergence`; none means the replay is identical. Costs and timings are
 not compared (a replayed reply costs nothing and takes no time).
 
-A step that re-asked the model (``AnswerRules.vary_repeats``, ``calculation_tool``:
-a repeat resampled, a known or refused call withheld, a calculation steered)
+A step that re-asked the model (``AnswerRules.vary_repeats``:
+a repeat resampled, a known or refused call withheld)
 stored the replies it put aside beside the one it kept (``reply["aside"]``);
 :func:`served_replies` serves them in the order they were asked, so the same
 re-asks happen again. Runs stored before that was recorded replay the kept

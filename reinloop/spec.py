@@ -193,10 +193,6 @@ class RunSpec:
         cap = self.max_output_tokens
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap <= 0):
             raise SettingError("RunSpec", "max_output_tokens", "must be a positive integer", value=cap, none="or")
-        calculator = self.answers.calculation_tool
-        if calculator is not None and self.tools and calculator not in self.tools:
-            raise SettingError("AnswerRules", "calculation_tool", f"must name one of the run's tools "
-                               f"({', '.join(self.tools)})", value=calculator, none="off")
         embeddings = self.memory.embeddings
         if isinstance(embeddings, str) and embeddings not in EMBEDDINGS and not is_object_label(embeddings):
             raise SettingError("Memory", "embeddings", f"{embeddings!r} is not an embedder reinloop knows by name; "

@@ -40,14 +40,12 @@ class Action(TypedDict, total=False):
     asked_tool: str  # the name as the model wrote it, when it named the tool loosely ("Calculator")
     args: dict[str, Any]
     raw_args: str  # arguments that were not a JSON object, verbatim
-    ignored_args: list[str]  # argument names the tool does not take: left out of the call and its replay
-    bound_figures: dict[str, str]  # names in the arguments replaced by the results' figures (reinloop.figures)
-    scaled_figures: dict[str, str]  # figures the results state in 万 or millions, written in plain units
+    repairs: list[str]  # format slips the loop mended (a loose tool name, arguments not an object ...), told to the model
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool
     reused: int  # answered from this earlier step's identical read-only call, not run again
-    from_answer: str  # the answer whose own calculation this call runs (AnswerRules.calculation_tool)
+    from_text: bool  # written as the answer's text and run as this call (AnswerRules.text_calls)
     awaiting: str  # why the call waits for an operator's approval (reinloop.approval); absent once decided
     approval: dict[str, Any]  # the operator's decision on it: action (approve, edit, reject, respond), by, at ...
 

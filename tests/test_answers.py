@@ -1,4 +1,5 @@
-"""What a final answer must be: no call written as text, no echo of our messages, and the caller's rules."""
+"""What a final answer must be: the model's own words (never refused for their wording), no echo of our marker text,
+and the caller's opt-in rules."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reinloop import Limits, SqliteCheckpointer
-from reinloop.answers import AnswerRules, echo_problem, ungrounded, written_call
+from reinloop.answers import AnswerRules, echo_problem, written_call
+from reinloop.profiles import small_model
+from reinloop.tools import configure
 from reinloop.errors import ConfigurationError
 from reinloop.testing import tool_call
 
@@ -14,30 +17,25 @@ TOOLS = ["calculator", "db_query", "get_weather"]
 CALC = '{"name": "calculator", "arguments": {"expression": "3*12.5"}}'
 
 
-def test_a_whole_json_call_of_a_known_tool_is_read_as_that_call():
-    assert written_call(CALC + "\n" + CALC, TOOLS) == ({"tool": "calculator", "args": {"expression": "3*12.5"}}, True)
-    assert written_call('```json\n{"tool": "Calculator", "args": {"expression": "1"}}\n```', TOOLS)[0] == {
+def test_a_text_that_is_only_a_whole_json_call_of_a_known_tool_is_read_as_that_call():
+    assert written_call(CALC, TOOLS) == {"tool": "calculator", "args": {"expression": "3*12.5"}}
+    assert written_call('```json\n{"tool": "Calculator", "args": {"expression": "1"}}\n```', TOOLS) == {
         "tool": "calculator", "args": {"expression": "1"}}
 
 
-def test_a_cut_json_call_is_call_shaped_but_no_call_and_prose_is_neither():
-    assert written_call('{"name": "calculator", "arguments": {"expression": "(3*12.5)"}', TOOLS) == (None, True)
-    assert written_call('The calculator says {"name": "calculator"}', TOOLS) == (None, False)
-    assert written_call('{"name": "Alice", "age": 3}', TOOLS) == (None, False)  # an answer that is JSON data
+def test_a_cut_call_a_call_among_prose_or_json_data_is_no_written_call():
+    assert written_call('{"name": "calculator", "arguments": {"expression": "(3*12.5)"}', TOOLS) is None
+    assert written_call('The calculator says {"name": "calculator"}', TOOLS) is None
+    assert written_call(CALC + "\nThat is the call you asked for.", TOOLS) is None
+    assert written_call('{"name": "Alice", "age": 3}', TOOLS) is None  # an answer that is JSON data
 
 
-def test_an_answer_that_repeats_our_hint_or_correction_is_an_echo():
+def test_only_reinloops_own_marker_text_makes_an_answer_an_echo():
     assert echo_problem("[reinloop] You already did this: read_file with the same arguments") is not None
     assert echo_problem("Your last reply could not be used: no JSON object found") is not None
-    assert echo_problem("The total is 37.5") is None
-
-
-def test_numbers_are_grounded_in_the_task_or_a_result_or_one_rounded():
-    sources = ["计算 17*23", "391", "727.137"]
-    assert ungrounded("17*23 = 421", sources) == ["421"]
-    assert ungrounded("The answer is 391.", sources) == []
-    assert ungrounded("about 727.14, or 727", sources) == []
-    assert ungrounded("1,252 万人", ["1252"]) == []
+    for answer in ("The total is 37.5", "The task still needs sign-off from QA.", "You already did this: twice.",
+                   "任务还需要 QA 签字。", "call a tool through the tool-calling API (e.g. calculator with"):
+        assert echo_problem(answer) is None, answer
 
 
 def test_answer_rules_refuse_bad_values_with_the_field_named():
@@ -49,20 +47,45 @@ def test_answer_rules_refuse_bad_values_with_the_field_named():
         AnswerRules().replace(wrapup=True)
 
 
-def test_under_tool_calling_a_call_written_as_text_runs_as_that_call(make_graph):
-    graph, model = make_graph([CALC + "\n" + CALC, "The total is 37.5"])
+def test_under_tool_calling_an_answer_that_looks_like_a_call_is_the_answer(make_graph):
+    graph, model = make_graph([CALC])
+    out = graph.invoke({"task": "don't run anything, only show me the calculator call as JSON"})
+    assert out["status"] == "done" and out["answer"] == CALC
+    assert out["scratchpad"][0]["actions"] == [] and model.calls == 1
+
+
+def test_under_tool_calling_a_cut_looking_call_in_an_uncut_reply_is_the_answer(make_graph):
+    half = '{"name": "calculator", "arguments": {"expression": "(3*12.5)"}'
+    graph, _ = make_graph([half])
+    assert graph.invoke({"task": "show me a half-written call"})["answer"] == half
+
+
+def test_text_calls_runs_an_answer_that_is_only_a_call_and_tells_the_model(make_graph):
+    graph, model = make_graph([CALC, "The total is 37.5"], answers=AnswerRules(text_calls=True))
     out = graph.invoke({"task": "3 items at 12.5"})
     assert out["status"] == "done" and out["answer"] == "The total is 37.5"
-    assert out["scratchpad"][0]["actions"][0]["tool"] == "calculator"
-    assert out["scratchpad"][0]["actions"][0]["observation"] == "37.5"
+    action = out["scratchpad"][0]["actions"][0]
+    assert action["tool"] == "calculator" and action["from_text"] is True
+    assert action["observation"].startswith("37.5") and "[reinloop] note: your reply wrote this call as text" in action["observation"]
+    assert "wrote this call as text" in str(model.prompts[1])
 
 
-def test_under_tool_calling_a_cut_call_written_as_text_is_corrected_not_taken_for_the_answer(make_graph):
-    cut = '{"name": "calculator", "arguments": {"expression": "(3*12.5)"}'
-    graph, model = make_graph([cut, [tool_call("calculator", {"expression": "3*12.5"})], "37.5"])
-    out = graph.invoke({"task": "3 items at 12.5"})
-    assert out["answer"] == "37.5"
-    assert "tool call written out as text" in out["scratchpad"][0]["parse_error"]
+def test_text_calls_never_runs_a_side_effecting_tool_written_as_text(make_graph):
+    from langchain_core.tools import tool
+
+    ran = []
+
+    @configure(side_effects=True)
+    @tool
+    def delete_user(user_id: str) -> str:
+        """Delete a user."""
+        ran.append(user_id)
+        return "deleted"
+
+    text = '{"name": "delete_user", "arguments": {"user_id": "u1"}}'
+    graph, _ = make_graph([text], tools=[delete_user], answers=AnswerRules(text_calls=True))
+    out = graph.invoke({"task": "show me the delete_user call as JSON, run nothing"})
+    assert out["answer"] == text and ran == []
 
 
 @pytest.mark.parametrize("protocol", ["json", "tool_calling"])
@@ -83,25 +106,7 @@ def test_min_tool_calls_refuses_an_answer_from_memory_until_a_tool_has_answered(
     assert "needs at least 1 successful tool call" in out["scratchpad"][0]["parse_error"]
 
 
-def test_grounded_numbers_refuses_a_number_no_tool_gave(make_graph):
-    graph, model = make_graph([[tool_call("calculator", {"expression": "17*23"})], "17*23 = 421", "17*23 = 391"],
-                              answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": "compute 17*23"})
-    assert out["answer"] == "17*23 = 391"
-    assert "421" in out["scratchpad"][1]["parse_error"] and "calculator" in out["scratchpad"][1]["parse_error"]
-
-
-def test_grounded_answers_refuse_talk_about_a_tool_that_repeats_no_result(make_graph):
-    # Qwen2.5-Coder-0.5B under tool calling, after db_insert had answered: its "answer" was this sentence
-    graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})],
-                           "Next comes the function `calculator`.", "The calculator returned 391."],
-                          answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": "compute 17*23"})
-    assert out["answer"] == "The calculator returned 391."
-    assert "talks about the tool 'calculator'" in out["scratchpad"][1]["parse_error"]
-
-
-def test_without_the_rules_a_number_from_memory_is_accepted(make_graph):
+def test_a_number_from_memory_is_accepted_as_the_models_answer(make_graph):
     graph, _ = make_graph([[tool_call("calculator", {"expression": "17*23"})], "17*23 = 421"])
     assert graph.invoke({"task": "compute 17*23"})["answer"] == "17*23 = 421"
 
@@ -181,16 +186,6 @@ def test_the_outcome_says_an_answer_came_from_a_wrap_up(make_graph):
     assert outcome.status == "done" and outcome.wrapped_up == "repeated_action"
 
 
-def test_an_answer_copying_the_format_example_of_a_correction_is_refused(make_graph):
-    # Qwen2.5-0.5B answered a correction with its example line: the example is ours, not an answer
-    cut = '{"name": "calculator", "arguments": {"expression": "(1+1)"}'
-    echo = "call a tool through the tool-calling API (e.g. calculator with"
-    graph, model = make_graph([cut, cut, echo, "4"], limits=Limits(max_same_errors=5))
-    out = graph.invoke({"task": "2+2"})
-    assert echo in str(model.prompts[2][-1].content)  # the second correction shows the example
-    assert out["answer"] == "4" and "repeats reinloop's message" in out["scratchpad"][2]["parse_error"]
-
-
 def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
     import subprocess
     import sys
@@ -204,115 +199,18 @@ def test_the_answer_rules_are_run_spec_fields_with_flags(tmp_path):
     assert proc.returncode == 2 and "--min-tool-calls: must be a whole number >= 0" in proc.stderr
 
 
-def test_grounded_numbers_refuse_an_answer_stating_false_arithmetic_with_grounded_figures(make_graph):
-    # Qwen's wrap-up for "how far apart are 1779 and 17790000": every figure is in a result, the sum is false
-    graph, _ = make_graph([[tool_call("calculator", {"expression": "1779*10000"})],
-                           "17790000 - 1779 = 17790000", "17790000 is 1779 万"],
-                          answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": "1779 万 in people"})
-    assert "'17790000 - 1779 = 17790000', which is false" in out["scratchpad"][1]["parse_error"]
-    assert out["answer"] == "17790000 is 1779 万"
+def test_a_stored_spec_naming_a_retired_rule_is_read_with_the_rule_off_and_a_warning():
+    from reinloop import RunSpec
+
+    stored = RunSpec().to_dict()
+    stored["answers"] = {**stored["answers"], "grounded_numbers": True, "calculation_tool": "calculator"}
+    with pytest.warns(DeprecationWarning, match="calculation_tool, grounded_numbers were removed"):
+        spec = RunSpec.from_dict(stored)
+    assert spec.answers == AnswerRules()
 
 
-def test_a_true_equation_rounded_as_written_passes_the_arithmetic_check():
-    from reinloop.answers import false_equation
-
-    assert false_equation("1252*10000/16850 ≈ 743; 1252 / 16850 = 0.07 and 17*23 = 391") is None
-    assert false_equation("2 + 2 = 5") == "2 + 2 = 5"
-    assert false_equation("12,520,000 / 16850 = 743.03") is None
-
-
-def test_an_answer_parroting_the_next_step_question_is_an_echo():
-    # Qwen's JSON "answer" after the next-step question: "The task still needs to be completed."
-    assert "the task still needs" in (echo_problem("The task still needs to be completed.") or "")
-    assert echo_problem("The capital of France is Paris.") is None
-
-
-def test_an_answer_that_only_repeats_words_of_the_task_is_refused_unless_it_repeats_a_result():
-    from reinloop.answers import task_echo_problem
-
-    task = "先查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
-    assert "only repeats words of the task" in task_echo_problem("面积,以及两倍的结果", task, ["16850 km²"])
-    assert task_echo_problem("16850 and 33700", task, ["16850 km²", "33700"]) is None
-    # a value the task names and a result returned (recorded, then read back) is an answer
-    assert task_echo_problem("status-open-0", "记录 value=status-open-0，然后查询。", ["status-open-0"]) is None
-    assert task_echo_problem("杭州", task, ["16850"]) is not None  # a CJK word of the task
-    assert task_echo_problem("深圳", "杭州和深圳哪个人口多？", ["深圳 Shenzhen: 1779 万人"]) is None
-    assert task_echo_problem("州", task, ["16850"]) is None and task_echo_problem("5", "3 or 5?", ["x"]) is None
-
-
-def test_under_grounded_numbers_a_run_answering_with_the_tasks_words_is_asked_again(make_graph):
-    task = "Compute 2+2, then answer: the sum of both."
-    graph, _ = make_graph([[tool_call("calculator", {"expression": "2+2"})], "the sum of both", "It is 4."],
-                          answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": task})
-    assert out["answer"] == "It is 4."
-    assert "only repeats words of the task" in out["scratchpad"][1]["parse_error"]
-
-
-def test_a_task_asking_for_a_calculation_is_told_by_its_words():
-    from reinloop.answers import asks_for_calculation
-
-    assert asks_for_calculation("读取 inbox/order_0.txt，计算这个订单的总价（数量乘以单价）。")
-    assert asks_for_calculation("杭州和深圳的常住人口相差多少万人？")
-    assert asks_for_calculation("What is the difference between the two prices?")
-    assert asks_for_calculation("杭州的人口密度是多少？（人/平方公里，四舍五入取整）")
-    assert asks_for_calculation("What is the density, rounded to the nearest whole number?")
-    assert not asks_for_calculation("把“你好”翻译成英文，写入文件 out/word_0.txt。")
-    assert not asks_for_calculation("Which totalitarian regimes are named in the text?")  # a word, not a stem
-
-
-def test_under_calculation_tool_an_answer_must_state_a_number_the_calculator_returned(make_graph):
-    from reinloop.answers import calculation_problem
-
-    task = "计算这个订单的总价：quantity: 3, unit price: 12.5"
-    assert "has not computed anything yet; call calculator" in calculation_problem('{"quantity": 3}', task, "calculator", [])
-    assert "states no number calculator returned" in calculation_problem("3 and 12.5", task, "calculator", ["37.5"])
-    assert calculation_problem("The total is 37.5.", task, "calculator", ["37.5"]) is None
-    assert calculation_problem("about 743", "计算密度", "calculator", ["743.0267"]) is None  # rounded from it
-    assert calculation_problem("hello", "翻译 你好", "calculator", []) is None  # no calculation asked
-    # a difference stated without its sign: Qwen's wrap-up "The answer is 527." after 1252 - 1779 = -527
-    assert calculation_problem("The answer is 527.", "相差多少万人？", "calculator", ["-527"]) is None
-    assert ungrounded("相差 527 万人", ["-527"]) == []
-
-    graph, _ = make_graph([[tool_call("calculator", {"expression": "3*12.5"})], "quantity 3, unit price 12.5",
-                           "The total is 37.5."], answers=AnswerRules(calculation_tool="calculator"))
-    out = graph.invoke({"task": task})
-    assert out["answer"] == "The total is 37.5."
-    assert "states no number calculator returned" in out["scratchpad"][1]["parse_error"]
-
-
-def test_calculation_tool_must_name_one_of_the_runs_tools(make_graph):
-    with pytest.raises(ConfigurationError, match=r"AnswerRules.calculation_tool must name one of the run's tools "
-                                                 r"\(calculator, db_query, get_weather\), got 'calc'"):
-        make_graph(["x"], answers=AnswerRules(calculation_tool="calc"))
-    with pytest.raises(ConfigurationError, match="must be the name of one of the run's tools"):
-        AnswerRules(calculation_tool="  ")
-
-
-def test_under_grounded_numbers_an_answer_without_a_figure_the_tasks_answer_clause_asks_for_is_refused(make_graph):
-    from langchain_core.tools import tool
-
-    from reinloop.answers import asked_figures
-    from reinloop.tools import builtins
-
-    sheet = "- 常住人口 (resident population): 1252 万人\n- 面积 (area): 16850 平方公里 (km²)"
-    task = "先在手册里查杭州的面积，最后计算面积的两倍。回答：面积，以及两倍的结果。"
-    assert asked_figures(task, [sheet]) == [("面积", "16850")]
-    assert asked_figures("回答：面积的两倍。", [sheet]) == []  # a multiple of it is asked, not the area
-    assert asked_figures("最后计算面积的两倍。", [sheet]) == []  # no answer clause
-    assert asked_figures("Answer with the area.", [sheet, "- area: 9"]) == []  # two figures for one name
-
-    @tool
-    def city_sheet() -> str:
-        """The city's figures."""
-        return sheet
-
-    # Qwen2.5-Coder-0.5B's answer: the doubled area called the area, and the area nowhere
-    graph, _ = make_graph([[tool_call("city_sheet", {})], [tool_call("calculator", {"expression": "16850 * 2"})],
-                           "The area of 杭州 is 33700 square kilometers (km²).", "面积 16850 平方公里，两倍是 33700。"],
-                          tools=[city_sheet, *builtins("calculator")], answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": task})
-    refused = out["scratchpad"][2]["parse_error"]
-    assert refused.startswith("the task asks the answer to state 面积 (16850 in the results), and your answer does not")
-    assert out["answer"] == "面积 16850 平方公里，两倍是 33700。"
+def test_the_small_model_profile_turns_on_its_four_switches_each_of_which_can_be_turned_off():
+    assert small_model() == AnswerRules(wrap_up=True, ask_next_step=True, vary_repeats=True, text_calls=True)
+    assert small_model(text_calls=False).text_calls is False and small_model(min_tool_calls=1).min_tool_calls == 1
+    with pytest.raises(ConfigurationError, match="unknown answer rule"):
+        small_model(grounded=True)

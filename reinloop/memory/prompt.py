@@ -51,9 +51,9 @@ __all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant that completes the user's task step by step with the "
-    "tools provided. Do not guess facts a tool can give you, and use the calculator for "
-    "every calculation."
+    "tools provided. Do not guess facts a tool can give you."
 )
+"""The system prompt when the run gives none: it names no tool (the listing or the bound tools do that)."""
 
 HINT_PREFIX = "[reinloop] "
 SUMMARY_HEADER = "Summary of the earlier steps of this task:"

@@ -17,7 +17,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .config import Memory
-from .ledger import newest_lines_within, results
+from .ledger import newest_lines_within
 from .prompt import DEFAULT_SYSTEM_PROMPT, fit_listing
 from .tokens import active_counter, count_message_tokens
 from .window import current_steps
@@ -44,25 +44,7 @@ def wrap_up_prompt(state: Mapping[str, Any], ctx: Any, protocol_name: str) -> tu
     """The wrap-up call's messages and their token count (the ledger's newest lines that fit the budget)."""
     system = SystemMessage(content=f"{(ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()}\n\n"
                                    f"{answer_format(protocol_name)}")
-    return results_prompt(state, ctx, system, wrap_up_request(state, ctx))
-
-
-def wrap_up_request(state: Mapping[str, Any], ctx: Any) -> str:
-    """:data:`REQUEST`, and under the answer rules that check figures (``grounded_numbers``,
-    ``calculation_tool``) the results' facts that answer what the task asks (:func:`reinloop.answers.answer_facts`)."""
-    from ..answers import answer_facts, asked_items
-
-    rules = getattr(ctx, "answers", None)
-    if rules is None or not (rules.grounded_numbers or rules.calculation_tool):
-        return REQUEST
-    task = str(state.get("task") or "")
-    calls = [(r["tool"], r["args"], r["observation"]) for r in results(current_steps(state))]
-    facts = answer_facts(task, calls, asked=rules.grounded_numbers, calculation_tool=rules.calculation_tool)
-    if not facts:
-        return REQUEST
-    asked = asked_items(task)
-    return (f"{REQUEST}{f' The task asks for: {asked}.' if asked else ''} The results give: {'; '.join(facts)}. "
-            "Answer with each figure.")
+    return results_prompt(state, ctx, system, REQUEST)
 
 
 def results_prompt(state: Mapping[str, Any], ctx: Any, system: BaseMessage, request: str) -> tuple[list[BaseMessage], int]:

@@ -35,7 +35,6 @@ from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, m
 from ..pricing import CallCost, add_cost
 from ..protocols.auto import ProtocolSwitch
 from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
-from ..steering import calculation_due, steer
 from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
 from .memorize import build_step
@@ -207,12 +206,6 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
     leaves a ``withheld`` event."""
     reply = to_reply(message, prepared, [])
     tool = known_repeat(state, protocol, reply, ctx.tools)
-    if tool is not None and tool != ctx.answers.calculation_tool and (due := calculation_due(state, ctx)):
-        # the figures are in hand and the task's calculation is next: offer the calculator alone (steering.py)
-        calculator = ctx.answers.calculation_tool
-        return narrowed(ctx, state, protocol, prepared, message, [calculator],
-                        f"{tool} gave its result already (above). {due}",
-                        {"event": "withheld", "tool": tool, "offered": [calculator]})
     if tool is not None:
         why, event = f"{tool} gave its result already (above).", {"event": "withheld", "tool": tool}
     elif (refused := refused_repeat(state, protocol, reply, ctx.tools)) is not None:
@@ -224,17 +217,6 @@ def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prep
         return message
     return narrowed(ctx, state, protocol, prepared, message, [t for t in ctx.tools.names() if t != tool],
                     f"{why} {NEXT_STEP_CUE}", event)
-
-
-def steered(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
-    """``message``, or when it calls the calculator before any figure is known or answers before the
-    calculation, a greedy re-ask with the tools narrowed (:mod:`reinloop.steering`)."""
-    found = steer(state, ctx, protocol, to_reply(message, prepared, []))
-    if found is None:
-        return message
-    reason, offered, question = found
-    return narrowed(ctx, state, protocol, prepared, message, offered, question,
-                    {"event": "steered", "reason": reason, "tools": offered})
 
 
 def narrowed(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage,
@@ -287,8 +269,6 @@ def ask(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Prepared, di
         if ctx.answers.vary_repeats:
             message = varied(ctx, state, llm, protocol, prepared, message)
             message = withheld(ctx, state, protocol, prepared, message)
-        if ctx.answers.calculation_tool is not None:
-            message = steered(ctx, state, protocol, prepared, message)
         return message, prepared, {}, hints, None
     except ModelCallError as exc:
         moved_to = ctx.protocol.after_rejection(protocol, exc)  # auto: an endpoint that refuses tools

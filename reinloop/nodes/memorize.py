@@ -43,6 +43,10 @@ def finalize(action: Action) -> Action:
         return {**action, "observation": f"ERROR: {action['problem']}", "error": True}
     if action.get("observation") is None:
         return {**action, "observation": INTERRUPTED, "error": True}
+    if action.get("repairs"):  # a mend of the model's format is told to it, beside the result
+        note = "; ".join(action["repairs"])
+        return {**action, "observation": f"{action['observation']}\n[reinloop] note: {note}.",
+                "error": bool(action.get("error"))}
     return {**action, "error": bool(action.get("error"))}
 
 
@@ -126,15 +130,12 @@ def judged(state: AgentState, ctx: AgentContext, step: Step, counters: Counters)
 def switch_record(step: Step, switch: str | None, moved_from: str | None) -> ProtocolSwitch | None:
     """The protocol ``auto`` moved the run to after ``step``, as the console and the report show it.
 
-    Two moves happen here: the reply wrote its calls as JSON text (parse moved the run at once), or
-    ``switch``, after unreadable replies in a row (from ``moved_from``, the protocol in force).
+    One move happens here: ``switch``, after unreadable replies in a row (from ``moved_from``, the protocol in
+    force).
     """
     if switch is not None:
         return ProtocolSwitch(from_protocol=moved_from or "tool_calling", to_protocol=switch,
                               reason="unreadable_replies", problem=step.get("parse_error") or "")
-    if step.get("switched_to"):  # only native tool calling reads calls written as text (AutoProtocol.parse)
-        return ProtocolSwitch(from_protocol="tool_calling", to_protocol=step["switched_to"], reason="calls_as_text",
-                              problem="the reply wrote its tool calls as JSON text, not as native calls")
     return None
 
 
@@ -161,7 +162,6 @@ def build_step(state: AgentState) -> Step:
         hints=reply.get("hints") or [],
         prompt_parts=reply.get("prompt_parts") or {},
         memory=reply.get("memory") or [],
-        **({"switched_to": pending["fallback"]} if pending.get("fallback") else {}),
         **({"finish_reason": reply["finish_reason"]} if reply.get("finish_reason") else {}),
         **{k: pending[k] for k in ("output", "invalid_output") if k in pending},  # type: ignore[literal-required]
         **{k: reply[k] for k in ("model", "protocol", "fallbacks") if reply.get(k)},  # type: ignore[typeddict-item]

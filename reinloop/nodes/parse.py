@@ -1,7 +1,9 @@
 """parse: turn the model's raw reply into actions, a final answer, or a parse error.
 
 The protocol does the reading and never raises; this node only routes, and
-applies the rules that need more than the reply:
+applies the rules that need more than the reply. It reads the model's intent
+and never overrules it: every call of a reply is kept (the validate node caps
+their number), and text is a call only where text is the call format.
 
 - :func:`~reinloop.protocols.base.read_safely` is the last line, around the
   protocol and the rules below alike: whatever the reply, the result is
@@ -10,20 +12,17 @@ applies the rules that need more than the reply:
 - a reply the token cap cut off (its finish reason says so) is never the
   answer, and what the cut damaged is never used (a cut JSON call "repaired"
   would run with cut arguments): it is a parse error that asks for a shorter
-  reply, unless, in a text protocol that reads JSON, the reply *begins* with a whole JSON call
-  (small models write the same call again and again until the cap stops
-  them): that first call is whole, so it runs;
+  reply, unless, in a text protocol, the reply *begins* with whole JSON calls:
+  those run, and the model is told that the rest was cut and not used;
+- in a text protocol, a reply that lists several JSON objects one after
+  another is read as all of its calls (a thought object before them gives
+  the thought), as native tool calling reads parallel calls;
 - in a text protocol, plain prose right after a tool result can be the final
   answer (:mod:`reinloop.protocols.prose` says when);
-- a reply that lists calls one after another, as JSON objects in its text, is
-  read for its first call that is not one the run already made successfully
-  (:func:`first_new_call`), cut off or not and in every protocol: Qwen2.5-Coder-0.5B
-  writes the calls it has made again, then the next one
-  (``read_file {...}`` then ``calculator {"expression": "3*12.5"}``), and
-  reading only its first object ran the old call again and lost the new one.
-  Native tool calls are read the same way (:func:`past_made_calls`): a reply whose
-  calls start with one already made keeps only its first new call (the rest of
-  such a list was every other tool, with example arguments).
+- under native tool calling, text is the answer, whatever it looks like ("show
+  me the delete_user call as JSON" is answered with JSON); only
+  ``AnswerRules.text_calls`` runs an answer that is nothing but a whole call
+  of a tool without side effects, and then says so.
 """
 
 from __future__ import annotations
@@ -36,17 +35,14 @@ from langgraph.runtime import Runtime
 from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
-from ..protocols.base import OutputProtocol, action_id, answer_form, error_pending, parse_reply, read_safely
-from ..answers import (asked_figure_problem, calculation_problem, echo_problem, equation_problem, grounding_problem, task_echo_problem, too_few_calls_problem,
-                       tool_talk_problem, written_calculation, written_call)
-from ..memory.ledger import Result, results
-from ..memory.wrapup import REQUEST
-from ..protocols.json_protocol import JsonProtocol, interpret
-from ..repeats import action_keys
+from ..protocols.base import OutputProtocol, action_id, error_pending, parse_reply, read_safely
+from ..answers import echo_problem, too_few_calls_problem, written_call
+from ..memory.ledger import results
+from ..protocols.json_protocol import interpret
 from ..protocols.prose import call_like, prose_answer
 from ..protocols.structured import read_structured
+from ..tools.options import options_of
 from ..state import AgentState, Pending, PendingView
-from ..tools.registry import single_field
 
 
 def truncation_problem(reason: str, cap: int | None) -> str:
@@ -71,7 +67,7 @@ def whole_first_object(text: str) -> str | None:
 
 
 LISTED_CALLS = 20
-"""At most this many JSON objects of one reply are read for a new call."""
+"""At most this many JSON objects of one reply are read as its calls."""
 
 
 def listed_objects(text: str) -> list[dict[str, Any]]:
@@ -90,50 +86,67 @@ def listed_objects(text: str) -> list[dict[str, Any]]:
     return found
 
 
-def made_calls(state: AgentState) -> set[str]:
-    """The keys (:func:`~reinloop.repeats.action_keys`) of the calls this run made successfully."""
-    return action_keys(a for step in current_steps(state) for a in step.get("actions") or []
-                       if not a.get("error") and not a.get("problem") and a.get("observation") is not None)
-
-
-def past_made_calls(state: AgentState, pending: Pending) -> Pending:
-    """``pending`` with only its first new call when its calls start with one the run already made; a reply
-    of fresh parallel calls, or of repeats only, is kept whole."""
-    actions = pending.get("actions") or []
-    made = made_calls(state) if len(actions) > 1 else set()
-    if not made or not action_keys(actions[:1]) <= made:
-        return pending
-    new = next((a for a in actions if not action_keys([a]) <= made), None)
-    return pending if new is None else {**pending, "actions": [new]}
-
-
-def first_new_call(state: AgentState, text: str) -> Pending | None:
-    """The first call listed in ``text`` that the run has not made successfully, when the list starts with
-    such repeats or has more than one call; else None (a lone call is read as the protocol reads it)."""
-    made = made_calls(state)
-    calls = [p for p in map(interpret, listed_objects(text)) if p.get("actions") and not p.get("parse_error")]
-    if len(calls) < 2 and not (calls and action_keys(calls[0]["actions"]) <= made):
+def listed_calls(text: str) -> Pending | None:
+    """Every call of a reply that lists JSON objects one after another, when there are several objects and each
+    is a call or a bare thought (the thought joins the pending's thought); else None."""
+    objects = listed_objects(text)
+    if len(objects) < 2:
         return None
-    return next((p for p in calls if not action_keys(p["actions"]) <= made), None)
+    thoughts, actions = [], []
+    for obj in objects:
+        read = interpret(obj, len(actions) + 1)
+        if read.get("actions") and not read.get("parse_error"):
+            actions += read["actions"]
+            thoughts.append(read.get("thought") or "")
+        elif set(obj) <= {"thought", "reasoning"}:
+            thoughts.append(str(obj.get("thought") or obj.get("reasoning") or ""))
+        else:
+            return None  # an answer beside calls, or an unreadable object: the protocol's own reading stands
+    if not actions:
+        return None
+    return Pending(thought=" ".join(dict.fromkeys(t for t in thoughts if t)).strip(), actions=actions, answer=None,
+                   parse_error=None)
 
 
-def whole_call_of_cut_reply(reply: Any, protocol: OutputProtocol, state: AgentState) -> Pending | None:
-    """The call a cut-off reply gives: its first new listed call (any protocol), else, in a text protocol,
-    its first call when the cut came after it; else None."""
-    text = reply.get("text") or ""
-    if (new := first_new_call(state, text)) is not None:
-        return new
+def told(pending: Pending, repair: str) -> Pending:
+    """``pending`` with ``repair`` recorded on each of its calls (told to the model beside each result)."""
+    return {**pending, "actions": [{**a, "repairs": [*(a.get("repairs") or []), repair]}
+                                   for a in pending.get("actions") or []]}
+
+
+def whole_calls_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | None:
+    """In a text protocol, the whole calls a cut-off reply begins with (the part the cut did not reach), told as
+    such; else None."""
     if protocol.native_tools:
         return None
-    head = whole_first_object(text)
-    if head is None:
+    text = reply.get("text") or ""
+    pending = listed_calls(text)
+    if pending is None:
+        head = whole_first_object(text)
+        if head is None:
+            return None
+        pending = parse_reply(protocol, {**reply, "text": head, "truncated": False})
+    if not pending.get("actions") or pending.get("parse_error"):
         return None
-    pending = parse_reply(protocol, {**reply, "text": head, "truncated": False})
-    return pending if pending.get("actions") and not pending.get("parse_error") else None
+    calls = len(pending["actions"])
+    return told(pending, f"your reply was cut off at the output token limit after {calls} whole "
+                         f"call{'s' if calls > 1 else ''}; {'they' if calls > 1 else 'it'} ran, the rest was not used")
 
 
-WRITTEN_CALLS = JsonProtocol()
-"""Reads a call a model wrote as text under native tool calling (:func:`check_answer`)."""
+def distinct_calls(pending: Pending) -> Pending:
+    """``pending`` with a call that its reply repeats word for word (same tool, same arguments) kept once, and
+    the model told on the call that stays; a reply without such repeats is returned as it is."""
+    actions = pending.get("actions") or []
+    keys = [json.dumps([a.get("tool"), a.get("args"), a.get("raw_args")], sort_keys=True, default=str) for a in actions]
+    if len(set(keys)) == len(keys):
+        return pending
+    kept: dict[str, Any] = {}
+    for key, action in zip(keys, actions):
+        if key not in kept:
+            times = keys.count(key)
+            note = [f"your reply made this same call {times} times; it ran once"] if times > 1 else []
+            kept[key] = {**action, "repairs": [*(action.get("repairs") or []), *note]} if note else action
+    return {**pending, "actions": list(kept.values())}
 
 
 def wrap_up_reading(pending: Pending, text: str, tools: list[str]) -> Pending:
@@ -146,83 +159,41 @@ def wrap_up_reading(pending: Pending, text: str, tools: list[str]) -> Pending:
     return pending
 
 
-def our_messages(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> list[str]:
-    """What reinloop itself told the model (format, example, corrections, hints): an answer quoting it is an echo."""
-    steps = current_steps(state)
-    last = steps[-1] if steps else {}
-    form = answer_form(ctx.output)
-    return [protocol.instructions(ctx.tools, **form), protocol.example(ctx.tools, **form),
-            protocol.repair_message(""), protocol.correction("", 2, ctx.tools, **form), *((state.get("reply") or {}).get("hints") or []),
-            str(last.get("feedback") or ""), REQUEST]
+def text_call(state: AgentState, ctx: AgentContext, answer: str) -> Pending | None:
+    """Under ``AnswerRules.text_calls`` and native tool calling, an answer that is nothing but a whole call of a
+    tool without side effects, as that call (recorded ``from_text`` and told); else None."""
+    if not ctx.answers.text_calls or state.get("wrap_up"):
+        return None
+    call = written_call(answer, ctx.tools.names())
+    tool = ctx.tools.get(call["tool"]) if call is not None else None
+    if call is None or tool is None or options_of(tool).side_effects:
+        return None
+    action = {"id": action_id(1, call["tool"], call["args"]), "tool": call["tool"], "args": call["args"],
+              "from_text": True}
+    pending = Pending(thought="", actions=[action], answer=None, parse_error=None)  # type: ignore[list-item]
+    return told(pending, "your reply wrote this call as text instead of through the tool-calling API; it ran "
+                         "as a call (AnswerRules.text_calls)")
 
 
 def check_answer(state: AgentState, ctx: AgentContext, protocol: OutputProtocol, pending: Pending) -> Pending:
-    """``pending`` with its answer checked by the rules of :mod:`reinloop.answers` (a call or an echo is no
-    answer; ``min_tool_calls`` and ``grounded_numbers`` when the run asks for them)."""
+    """``pending`` with its answer checked: an echo of reinloop's own marker text is no answer, and the run's
+    ``min_tool_calls`` holds; under ``text_calls`` a whole call written as the answer runs instead."""
     answer = pending.get("answer")
     if answer is None or pending.get("parse_error"):
         return pending
-    thought = pending.get("thought") or ""
-    call, call_shaped = written_call(answer, ctx.tools.names())
-    if call is not None and protocol.native_tools and not state.get("wrap_up"):
-        return first_new_call(state, answer) or parse_reply(WRITTEN_CALLS, {"text": json.dumps(call, ensure_ascii=False)})
-    if call_shaped:
-        return error_pending("the answer is a tool call written out as text, not an answer"
-                             + ("; call tools through the tool-calling API" if protocol.native_tools else ""), thought)
-    if problem := echo_problem(answer, our_messages(state, ctx, protocol)):
-        return error_pending(problem, thought)
+    if protocol.native_tools and (call := text_call(state, ctx, answer)) is not None:
+        return call
+    if problem := echo_problem(answer):
+        return error_pending(problem, pending.get("thought") or "")
     return check_rules(state, ctx, pending)
 
 
 def check_rules(state: AgentState, ctx: AgentContext, pending: Pending) -> Pending:
-    """``pending`` with its answer checked by the run's own rules: ``min_tool_calls``, ``grounded_numbers``,
-    ``calculation_tool``."""
-    answer, thought = pending.get("answer") or "", pending.get("thought") or ""
-    rules = ctx.answers
+    """``pending`` with its answer checked by the run's own rules (``min_tool_calls``)."""
     done = results(current_steps(state))
-    if len(done) < rules.min_tool_calls:
-        return error_pending(too_few_calls_problem(len(done), rules.min_tool_calls), thought)
-    task, observed = str(state.get("task") or ""), [r["observation"] for r in done]
-    if (run := calculation_call(state, ctx, pending, task, done)) is not None:
-        return run
-    if rules.grounded_numbers:
-        if problem := grounding_problem(answer, [task, *observed]) or equation_problem(answer):
-            return error_pending(problem, thought)
-        if problem := (tool_talk_problem(answer, ctx.tools.names(), observed)
-                       or task_echo_problem(answer, task, observed) or asked_figure_problem(answer, task, observed)):
-            return error_pending(problem, thought)
-    if (tool := rules.calculation_tool) is not None:
-        computed = [r["observation"] for r in done if r["tool"] == tool]
-        if problem := calculation_problem(answer, task, tool, computed):
-            return error_pending(problem, thought)
+    if len(done) < ctx.answers.min_tool_calls:
+        return error_pending(too_few_calls_problem(len(done), ctx.answers.min_tool_calls), pending.get("thought") or "")
     return pending
-
-
-def calculation_call(state: AgentState, ctx: AgentContext, pending: Pending, task: str,
-                     done: list[Result]) -> Pending | None:
-    """Under ``calculation_tool``, an answer the rules would refuse that states its own calculation, as a call
-    of the calculator with that expression (:func:`~reinloop.answers.written_calculation`), else None.
-    ``done``: the run's results, as :func:`check_rules` read them. Not in a wrap-up (it has no tools) nor for a
-    structured answer."""
-    tool_name = ctx.answers.calculation_tool
-    tool = ctx.tools.get(tool_name) if tool_name is not None else None
-    answer = pending.get("answer")
-    if tool is None or state.get("wrap_up") or pending.get("output") is not None or not isinstance(answer, str):
-        return None
-    field = single_field(tool)
-    observed = [r["observation"] for r in done]
-    expression = written_calculation(answer, task, observed) if field is not None else None
-    if expression is None:
-        return None
-    computed = [r["observation"] for r in done if r["tool"] == tool_name]
-    refused = (calculation_problem(answer, task, tool_name, computed)
-               or (ctx.answers.grounded_numbers and (grounding_problem(answer, [task, *observed])
-                                                     or equation_problem(answer))))
-    if not refused:
-        return None
-    call = {"id": action_id(0, tool_name, {field: expression}), "tool": tool_name, "args": {field: expression},
-            "from_answer": answer}
-    return Pending(thought=pending.get("thought") or "", actions=[call], answer=None, parse_error=None)  # type: ignore[typeddict-item]
 
 
 def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
@@ -239,20 +210,26 @@ def read_reply(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -
     return check_rules(state, ctx, pending) if pending.get("output") is not None else pending
 
 
-def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
-    """The reply parsed by ``protocol``, with the cut-off and plain-prose rules applied."""
+def read_calls(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
+    """The reply as ``protocol`` reads it, or, in a text protocol, every call it lists (:func:`listed_calls`)."""
     reply = state.get("reply") or {}
-    pending = past_made_calls(state, parse_reply(protocol, reply))
+    if not protocol.native_tools and not reply.get("truncated") and (listed := listed_calls(reply.get("text") or "")):
+        return listed
+    return parse_reply(protocol, reply)
+
+
+def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) -> Pending:
+    """The reply parsed by ``protocol``, with the cut-off, listed-calls and plain-prose rules applied."""
+    reply = state.get("reply") or {}
+    pending = distinct_calls(read_calls(state, ctx, protocol))
     if state.get("wrap_up") and not reply.get("truncated"):
         return wrap_up_reading(pending, reply.get("text") or "", ctx.tools.names())
     if reply.get("truncated"):
-        whole = whole_call_of_cut_reply(reply, protocol, state)
+        whole = whole_calls_of_cut_reply(reply, protocol)
         if whole is not None:
-            return whole
+            return distinct_calls(whole)
         return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),
                              pending.get("thought") or "")
-    if pending.get("actions") and not protocol.native_tools and (new := first_new_call(state, reply.get("text") or "")):
-        return new
     if pending.get("parse_error") and not protocol.native_tools:
         steps = current_steps(state)
         last = (steps[-1].get("actions") or []) if steps else []
@@ -276,9 +253,6 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         if (state.get("reply") or {}).get("truncated"):
             summary += " (the reply was cut off after this whole call; the rest was not used)"
     update: dict[str, Any] = {"pending": pending}
-    if pending.get("fallback"):
-        summary += f"; the model answers in {pending['fallback']}: switching protocols"
-        update["protocol"] = pending["fallback"]
     emit(
         runtime,
         "parse",
@@ -287,7 +261,6 @@ def parse(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         actions=[{"tool": a.get("tool"), "args": a.get("args") or {}} for a in pending.get("actions") or []],
         answer=pending.get("answer"),
         error=pending.get("parse_error"),
-        fallback=pending.get("fallback"),
     )
     return update
 

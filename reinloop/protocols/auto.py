@@ -14,9 +14,9 @@ has (which do nothing for the other protocols):
   call is made again without tools. The decision reads the error's fields
   (:class:`~reinloop.errors.ModelCallError`), never its text; the step's
   decide event records the move (:class:`ProtocolSwitch`).
-- **The model writes its calls as text** (:meth:`AutoProtocol.parse`): a
-  reply with no native call whose text is a JSON tool call moves the thread
-  to JSON for good (the parse node stores ``pending["fallback"]``).
+- **A reply that is text** is an answer, as under native tool calling: text
+  that looks like a call is never run as one (``AnswerRules.text_calls`` is
+  the opt-in for models that write their calls as text).
 - **The model cannot follow a format** (:meth:`AutoProtocol.after_unreadable`):
   after :attr:`AutoProtocol.switch_after` unreadable replies in a row, the
   run goes to the next protocol of :data:`CHAIN`; the step records it
@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from ..errors import ModelCallError
-from ..state import Pending, Reply, Step
+from ..state import Step
 from .base import OutputProtocol
 from .json_protocol import JsonProtocol
 from .react import ReactProtocol
@@ -85,13 +85,3 @@ class AutoProtocol(ToolCallingProtocol):
     def announce(self, moved_to: str, feedback: str) -> str:
         """What the model is told with the correction of the step after which the format changes."""
         return f"The reply format changes now, to the {moved_to} format in the system prompt. {feedback}"
-
-    def parse(self, reply: Reply) -> Pending:
-        pending = super().parse(reply)
-        if pending.get("actions") or "{" not in (reply.get("text") or ""):
-            return pending
-        json_protocol = self.text_protocols["json"]
-        as_json = json_protocol.parse(reply)
-        if as_json.get("actions"):
-            return {**as_json, "fallback": json_protocol.name}
-        return pending

@@ -54,6 +54,10 @@ class ToolOptions:
     approval: bool | ApprovalRule = False
     """An operator approves each call before it runs (``True``), or the calls this rule picks from their
     arguments; see :mod:`reinloop.approval`. A run's ``RunSpec.approve`` overrides it per tool."""
+    refuse_examples: bool = False
+    """Refuse an argument that copies a format placeholder (``"<expression>"``) or one of this tool's own
+    examples (quoted after "e.g." or "for example" in its description) when neither the task nor a result of
+    the run has it; the model is told and calls again. For tools whose examples a weak model copies."""
 
     def __post_init__(self) -> None:
         for name in ("timeout", "backoff"):

@@ -8,6 +8,7 @@ session (seed 003).
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -146,42 +147,44 @@ class ToolRegistry:
             return [compact_tool(tool, self.schema(tool.name)) for tool in self]
         return list(self)
 
-    def known_args(self, name: str, args: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        """``(kept, ignored)``: ``args`` without the names the tool would ignore, and those names.
-
-        A pydantic schema that does not allow extra fields ignores them, and a JSON schema with
-        ``additionalProperties: false`` refuses them; either way they are not part of the call, and a
-        transcript that replayed them would feed the model its own invented values (Qwen 0.5B added
-        ``"content": "The order has 10 items"`` to ``read_file`` and then computed with the 10).
-        """
+    def declared_args(self, name: str) -> list[str] | None:
+        """The argument names tool ``name`` declares, or ``None`` when it takes undeclared ones too (a JSON
+        schema with ``additionalProperties`` true or a schema, a pydantic model with ``extra="allow"``)."""
         tool = self._tools[name]
         if isinstance(tool.args_schema, dict):
-            if tool.args_schema.get("additionalProperties", True) is not False:
-                return args, []
-            names = set((tool.args_schema.get("properties") or {}).keys())
-        else:
-            schema = tool.get_input_schema()
-            if schema.model_config.get("extra") == "allow":
-                return args, []
-            names = {n for n, f in schema.model_fields.items()} | {
-                f.alias for f in schema.model_fields.values() if f.alias}
-        ignored = [k for k in args if k not in names]
-        return ({k: v for k, v in args.items() if k in names}, ignored) if ignored else (args, [])
+            extra = tool.args_schema.get("additionalProperties")
+            if extra is True or isinstance(extra, dict) or "properties" not in tool.args_schema:
+                return None
+            return [str(n) for n in tool.args_schema.get("properties") or {}]
+        schema = tool.get_input_schema()
+        if schema.model_config.get("extra") == "allow":
+            return None
+        return [*schema.model_fields, *(f.alias for f in schema.model_fields.values() if f.alias)]
 
-    def invalid_optional_args(self, name: str, args: dict[str, Any]) -> list[str]:
-        """The optional arguments whose values alone make ``args`` invalid, when leaving them out makes the call
-        valid (``search_docs(query=..., limit=1000000)``: ``limit``); else ``[]``.
+    def undeclared_args_problem(self, name: str, args: dict[str, Any]) -> str | None:
+        """Why a call of ``name`` with ``args`` is refused for arguments the tool does not declare (each with a
+        declared name it may have meant), else ``None``.
 
-        An optional argument has a default: the call can run without it. Qwen 0.5B wrote ``"limit": 1000000``
-        on every try, and a refusal of the whole call made the run break on the same error three times.
-        """
-        required = set(self.schema(name).get("required") or [])
-        base = {k: v for k, v in args.items() if k in required}
-        if len(base) == len(args) or self.validate_args(name, base) is not None:
-            return []
-        bad = [k for k in args if k not in required and self.validate_args(name, {**base, k: args[k]}) is not None]
-        rest = {k: v for k, v in args.items() if k not in bad}
-        return bad if bad and self.validate_args(name, rest) is None else []
+        Such an argument is never dropped in silence: the call would run without a value the model meant
+        to pass, and a transcript that showed it would feed the model its own invented value (Qwen 0.5B added
+        ``"content": "The order has 10 items"`` to ``read_file`` and then computed with the 10)."""
+        declared = self.declared_args(name)
+        if declared is None:
+            return None
+        extra = [k for k in args if k not in declared]
+        if not extra:
+            return None
+        guesses = [f"{echo(k)} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, declared, n=1, cutoff=0.75))
+                   else echo(k) for k in extra]
+        noun = "argument" if len(extra) == 1 else "arguments"
+        return (f"{name} takes no {noun} {', '.join(guesses)}; its arguments are: {', '.join(declared) or '(none)'}. "
+                f"Call it again with only those. Expected: {self.sketch(name)}")
+
+    def near_name(self, name: str) -> str | None:
+        """The one tool name ``name`` is a near miss of ("lawsuit_check_cas"), to suggest, never to run."""
+        bare = loose(name.split("(", 1)[0])
+        found = difflib.get_close_matches(bare, {loose(n): n for n in self._tools}, n=2, cutoff=0.8)
+        return {loose(n): n for n in self._tools}[found[0]] if len(found) == 1 else None
 
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid; invalid arguments
@@ -342,7 +345,8 @@ def string_values(value: Any) -> list[str]:
 def copied_example(args: dict[str, Any], examples: str, known: str | Callable[[], str]) -> str | None:
     """An argument the model copied from our prompt instead of the task, else None.
 
-    Either a placeholder of a format example (``"<expression>"``), or a value
+    Only for a tool that opts in (``refuse_examples``). Either a placeholder of a format example
+    (``"<expression>"``) that the task and results do not contain, or a value
     of more than :data:`COPIED_CHARS` characters that is one of the tool's
     examples (``examples``: :meth:`ToolRegistry.examples_of`, e.g. the
     calculator's ``'(22*1.8)+32'``) and shares no number or word with the
@@ -351,9 +355,12 @@ def copied_example(args: dict[str, Any], examples: str, known: str | Callable[[]
     names, enums) are not examples and pass. ``known`` may be a function giving that text: it is called only
     for a value that is an example.
     """
+    def unknown(value: str) -> bool:
+        return squeezed(value) not in squeezed(known() if callable(known) else known)
+
     for text in string_values(args):
         value = text.strip()
-        if _PLACEHOLDER.match(value):
+        if _PLACEHOLDER.match(value) and unknown(value):
             return value
         if (len(value) > COPIED_CHARS and squeezed(value) in {squeezed(e) for e in examples.splitlines()}
                 and not (tokens(value) & tokens(known() if callable(known) else known))):

@@ -28,7 +28,7 @@ HOSTILE = {  # then a final answer; with tool_calling and auto, a text without a
               "Thought: ok\nFinal Answer: done"],
     "tool_calling": [[tool_call("calculator", deep_dict(3000))], [tool_call("calculator", {"n": 10**40})],
                      [tool_call("calculator", {"expression": "\udfff"})], "done \ud800"],
-    "auto": [[tool_call("calculator", deep_dict(300))], DEEP_TEXT, "done"],  # a call written as text is no answer
+    "auto": [[tool_call("calculator", deep_dict(300))], [tool_call("calculator", {"n": 10**40})], DEEP_TEXT],  # text: the answer
 }
 
 

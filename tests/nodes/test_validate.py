@@ -16,8 +16,11 @@ def example_calculator():
     class Expression(BaseModel):
         expression: str = Field(description="Arithmetic expression, e.g. '(22*1.8)+32'.")
 
-    return StructuredTool.from_function(lambda expression: str(evaluate(expression)), name="calculator",
-                                        description="Evaluate an arithmetic expression.", args_schema=Expression)
+    from reinloop.tools import configure
+
+    return configure(StructuredTool.from_function(lambda expression: str(evaluate(expression)), name="calculator",
+                                                  description="Evaluate an arithmetic expression.", args_schema=Expression),
+                     refuse_examples=True)
 
 
 
@@ -105,14 +108,16 @@ def test_a_tool_named_in_another_case_runs_and_the_step_records_the_name_as_writ
     out = graph.invoke({"task": "17*23?"})
     action = out["scratchpad"][0]["actions"][0]
     assert action["tool"] == "calculator" and action["asked_tool"] == "Calculator"
-    assert action["observation"] == "391" and not action["error"] and out["counters"]["errors"] == 0
+    assert action["repairs"] == ["you wrote the tool name 'Calculator'; the tool calculator was called"]
+    assert action["observation"] == "391\n[reinloop] note: you wrote the tool name 'Calculator'; the tool calculator was called."
+    assert not action["error"] and out["counters"]["errors"] == 0
 
 
 def test_a_signature_copied_from_the_compact_listing_names_its_tool(make_graph):
     reply = {"tool": "calculator(expression: string)", "args": {"expression": "2*3"}}
     graph, _ = make_graph([reply, {"final_answer": "6"}], protocol="json", tool_detail="compact")
     action = graph.invoke({"task": "2*3?"})["scratchpad"][0]["actions"][0]
-    assert action["tool"] == "calculator" and action["observation"] == "6"
+    assert action["tool"] == "calculator" and action["observation"].startswith("6\n[reinloop] note: you wrote")
     assert action["asked_tool"] == "calculator(expression: string)"
 
 
@@ -128,8 +133,9 @@ def test_a_value_written_into_the_tool_name_is_its_one_argument(make_graph):
                            {"final_answer": "ok"}], protocol="json")
     out = graph.invoke({"task": "t"})
     first, second = (s["actions"][0] for s in out["scratchpad"][:2])
-    assert (first["tool"], first["args"], first["observation"]) == ("calculator", {"expression": "17*23"}, "391")
-    assert first["asked_tool"] == "calculator(17*23)" and second["observation"] == "4"
+    assert (first["tool"], first["args"]) == ("calculator", {"expression": "17*23"})
+    assert first["observation"] == "391\n[reinloop] note: you wrote the tool name 'calculator(17*23)'; the tool calculator was called."
+    assert first["asked_tool"] == "calculator(17*23)" and second["observation"].startswith("4\n[reinloop] note:")
 
 
 def test_a_copied_signature_in_the_name_is_no_argument(make_graph):
@@ -173,16 +179,43 @@ def test_a_copied_example_stays_refused_after_the_refusal_quoted_it(make_graph):
     assert "is an example from the tool's description" in steps[1]["actions"][0]["observation"]
 
 
-def test_arguments_the_tool_does_not_take_are_left_out_of_the_call_and_its_replay(make_graph):
-    invented = {"tool": "calculator", "args": {"expression": "2+2", "content": "The order has 10 items"}}
-    graph, model = make_graph([invented, {"final_answer": "4"}], protocol="json")
-    action = graph.invoke({"task": "2+2"})["scratchpad"][0]["actions"][0]
-    assert action["args"] == {"expression": "2+2"} and action["ignored_args"] == ["content"]
-    assert action["observation"] == "4"
-    assert "10 items" not in "\n".join(str(m.content) for m in model.prompts[1])
+def test_an_argument_the_tool_does_not_declare_is_refused_with_the_declared_ones_and_never_dropped(make_graph):
+    ran: list[dict] = []
+    from langchain_core.tools import tool
+
+    @tool
+    def search(query: str, limit: int = 5) -> str:
+        """Search the notes."""
+        ran.append({"query": query, "limit": limit})
+        return f"{limit} hits for {query}"
+
+    invented = {"tool": "search", "args": {"query": "tea", "limt": 3}}
+    graph, _ = make_graph([invented, {"tool": "search", "args": {"query": "tea", "limit": 3}}, {"final_answer": "3"}],
+                          protocol="json", tools=[search])
+    first, second = (s["actions"][0] for s in graph.invoke({"task": "search tea"})["scratchpad"][:2])
+    assert first["error"] and first["args"] == {"query": "tea", "limt": 3}
+    assert "search takes no argument 'limt' (did you mean limit?); its arguments are: query, limit" in first["observation"]
+    assert ran == [{"query": "tea", "limit": 3}] and second["observation"] == "3 hits for tea"
 
 
-def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stands_in(make_graph):
+def test_a_tool_that_allows_extra_arguments_gets_them(make_graph):
+    from langchain_core.tools import StructuredTool
+    from pydantic import BaseModel, ConfigDict
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        query: str
+
+    got: list[dict] = []
+    search = StructuredTool.from_function(lambda **kw: got.append(kw) or "ok", name="search", description="Search.",
+                                          args_schema=Loose)
+    graph, _ = make_graph([{"tool": "search", "args": {"query": "tea", "colour": "green"}}, {"final_answer": "ok"}],
+                          protocol="json", tools=[search])
+    action = graph.invoke({"task": "t"})["scratchpad"][0]["actions"][0]
+    assert not action["error"] and action["args"] == {"query": "tea", "colour": "green"}
+
+
+def test_an_optional_argument_with_a_bad_value_is_refused_and_never_defaulted(make_graph):
     from langchain_core.tools import StructuredTool
     from pydantic import BaseModel, Field
 
@@ -190,17 +223,16 @@ def test_an_optional_argument_with_a_bad_value_is_left_out_and_the_default_stand
         query: str
         limit: int = Field(default=5, ge=1, le=20)
 
-    search = StructuredTool.from_function(lambda query, limit=5: f"{limit} hits for {query}", name="search",
-                                          description="Search the notes.", args_schema=Search)
-    # Qwen 0.5B wrote "limit": 1000000 on every try; the query alone is a valid call
+    ran: list[tuple] = []
+    search = StructuredTool.from_function(lambda query, limit=5: ran.append((query, limit)) or f"{limit} hits for {query}",
+                                          name="search", description="Search the notes.", args_schema=Search)
     graph, model = make_graph([{"tool": "search", "args": {"query": "tea", "limit": 1000000}},
-                               {"tool": "search", "args": {"query": 7, "limit": 3}}, {"final_answer": "5 hits"}],
+                               {"tool": "search", "args": {"query": "tea", "limit": 20}}, {"final_answer": "20 hits"}],
                               protocol="json", tools=[search])
     first, second = (s["actions"][0] for s in graph.invoke({"task": "search tea"})["scratchpad"][:2])
-    assert first["args"] == {"query": "tea"} and first["ignored_args"] == ["limit"]
-    assert first["observation"] == "5 hits for tea"
-    assert "1000000" not in "\n".join(str(m.content) for m in model.prompts[1])
-    assert second["problem"] and "query" in second["problem"]  # a bad required argument is still refused
+    assert first["problem"] and "limit: Input should be less than or equal to 20 (got 1000000)" in first["problem"]
+    assert first["args"] == {"query": "tea", "limit": 1000000}
+    assert ran == [("tea", 20)] and second["observation"] == "20 hits for tea"
 
 
 def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(make_graph):
@@ -220,50 +252,33 @@ def test_the_runs_results_are_read_only_for_an_argument_that_is_a_tools_example(
     assert copied["problem"] is None and asked == ["known"]  # the results hold 22: the example is the run's own
 
 
+def test_a_tool_that_does_not_opt_in_takes_its_own_example_and_any_placeholder_looking_value(make_graph):
+    from langchain_core.tools import tool
+
+    got: list[str] = []
+
+    @tool
+    def export(fmt: str, html: str = "") -> str:
+        """Export the table. fmt: the file format, for example 'csv' or 'parquet'."""
+        got.append(fmt + html)
+        return "exported"
+
+    graph, _ = make_graph([{"tool": "export", "args": {"fmt": "parquet", "html": "<br>"}}, {"final_answer": "done"}],
+                          protocol="json", tools=[export])
+    action = graph.invoke({"task": "export it"})["scratchpad"][0]["actions"][0]
+    assert not action["error"] and got == ["parquet<br>"]
+
+
+def test_a_placeholder_the_task_itself_contains_is_a_real_value(make_graph):
+    graph, _ = make_graph([{"tool": "calculator", "args": {"expression": "<expression>"}}, {"final_answer": "x"}],
+                          protocol="json", tools=[example_calculator()])
+    action = graph.invoke({"task": "evaluate the literal text <expression>"})["scratchpad"][0]["actions"][0]
+    assert "is an example" not in action["observation"]
+
+
 def test_an_example_copied_without_its_brackets_is_still_the_example(make_graph):
     # Qwen2.5-Coder-0.5B wrote the calculator's example '(22*1.8)+32' as "22 * 1.8 + 32" for a density task
     graph, _ = make_graph([{"tool": "calculator", "args": {"expression": "22 * 1.8 + 32"}}, {"final_answer": "x"}],
                           protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "杭州的人口密度是多少？"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'22 * 1.8 + 32' is an example from the tool's description" in action["observation"]
-
-
-def test_grounded_numbers_refuse_an_expression_mixing_the_tasks_figures_with_an_examples(make_graph):
-    from reinloop.answers import AnswerRules
-
-    # Qwen read quantity 3 and unit price 12.5, then added the +32 of the calculator's example
-    order = {"tool": "read_file", "args": {"path": "order.txt"}}
-    mixed = {"tool": "calculator", "args": {"expression": "(3*12.5)+32"}}
-    right = {"tool": "calculator", "args": {"expression": "3*12.5"}}
-    from langchain_core.tools import tool
-
-    @tool
-    def read_file(path: str) -> str:
-        """Read a text file."""
-        return "order 0\nquantity: 3\nunit price: 12.5\n"
-
-    tools = [read_file, *builtins("calculator")]
-    graph, model = make_graph([order, mixed, right, {"final_answer": "37.5"}], protocol="json", tools=tools,
-                              answers=AnswerRules(grounded_numbers=True))
-    out = graph.invoke({"task": "读取 order.txt，计算这个订单的总价（数量乘以单价）"})
-    refused = out["scratchpad"][1]["actions"][0]
-    assert refused["error"] and "the expression uses 32, which neither the task nor any tool result contains" in \
-        refused["observation"]
-    assert "The figures the tool results give: 0, 3, 12.5." in refused["observation"]
-    assert out["scratchpad"][2]["actions"][0]["observation"] == "37.5" and out["answer"] == "37.5"
-    # without the rule the same call runs: a user's own constant (a unit conversion's 1.8 and 32) is no mistake
-    graph, _ = make_graph([order, mixed, {"final_answer": "69.5"}], protocol="json", tools=tools)
-    out = graph.invoke({"task": "读取 order.txt，计算这个订单的总价（数量乘以单价）"})
-    assert out["scratchpad"][1]["actions"][0]["observation"] == "69.5"
-
-
-def test_grounded_figures_allow_plain_constants_and_figures_from_the_results():
-    from reinloop.answers import figure_problem, is_expression
-
-    doc = "- 常住人口 (resident population): 1252 万人 (12,520,000 people)\n- 面积 (area): 16850 平方公里"
-    assert figure_problem("round(1252*10000/16850)", "杭州的人口密度是多少？", [doc]) is None  # 万 = 10000
-    assert figure_problem("12520000/16850", "杭州的人口密度是多少？", [doc]) is None  # the thousands separators go
-    assert figure_problem("16850*2", "面积的两倍", [doc]) is None
-    assert "1.8" in (figure_problem("1252*1.8", "杭州", [doc]) or "")
-    assert [is_expression(v) for v in ("abs(1252-1779)", "3*12.5", "杭州", "SELECT 1", "17")] == \
-        [True, True, False, False, False]

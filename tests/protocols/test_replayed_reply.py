@@ -22,7 +22,7 @@ def test_a_json_call_wrapped_in_chatter_is_replayed_as_the_call_alone(make_graph
                                                       "args": {"expression": "17*23"}})]
 
 
-def test_a_cut_reply_of_repeated_calls_is_replayed_as_its_one_call_that_ran(make_graph):
+def test_a_cut_reply_of_one_call_repeated_is_replayed_as_its_one_call_that_ran(make_graph):
     line = '{"thought": "x", "tool": "calculator", "args": {"expression": "1+1"}}\n'
     from reinloop.testing import cut_off
     graph, model = make_graph([cut_off(line * 20), {"final_answer": "2"}], protocol="json")
