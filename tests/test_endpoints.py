@@ -131,13 +131,12 @@ def test_retry_waits_never_run_past_max_seconds(openai_server):
     assert time.monotonic() - start < 5 and len(openai_server.requests) == 1
 
 
-def test_auto_protocol_falls_back_to_json_when_the_model_writes_json_calls(openai_server):
-    openai_server.responses += [completion('{"tool": "calculator", "args": {"expression": "6*7"}}'),
-                                completion('{"final_answer": "42"}')]
-    out = graph_for(openai_server, protocol="auto").invoke({"task": "6*7"})
-    assert out["answer"] == "42" and out["protocol"] == "json"
-    assert "tools" in openai_server.requests[0] and "tools" not in openai_server.requests[1]
-    assert "Reply with exactly one JSON object" in openai_server.requests[1]["messages"][0]["content"]
+def test_auto_protocol_takes_text_that_looks_like_a_call_for_the_answer_and_never_runs_it(openai_server):
+    text = '{"tool": "calculator", "args": {"expression": "6*7"}}'
+    openai_server.responses += [completion(text)]
+    out = graph_for(openai_server, protocol="auto").invoke({"task": "show me the calculator call for 6*7 as JSON"})
+    assert out["answer"] == text and out.get("protocol") is None and out["scratchpad"][0]["actions"] == []
+    assert len(openai_server.requests) == 1 and "tools" in openai_server.requests[0]
 
 
 def test_auto_protocol_falls_back_when_the_endpoint_rejects_tools(openai_server):

@@ -57,8 +57,6 @@ def sample(path: tuple[str, ...]) -> tuple[str, object]:
         return str(answer), schema
     if path == ("fallback_models",):  # a repeatable flag: each one a model, its endpoint after an @
         return "openai:m@http://127.0.0.1:9/v1", ["openai:m@http://127.0.0.1:9/v1"]
-    if path == ("answers", "calculation_tool"):  # one of the run's tools
-        return "calculator", "calculator"
     if path == ("approve",):
         return "write_file,db_insert=always", {"write_file": "ask", "db_insert": "always"}
     field_type = str(next(f for f in dataclasses.fields(GROUPS[path[0]] if len(path) == 2 else RunSpec)

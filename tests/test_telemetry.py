@@ -145,7 +145,9 @@ def test_streamed_tokens_still_reach_the_messages_stream_with_telemetry_on(opena
 
 
 def test_a_parse_error_marks_its_step_without_the_reply_in_it(make_graph, spans):
-    cut = '{"name": "calculator", "arguments": {"expression": "(3*12.5)"}'
+    from reinloop.testing import cut_off
+
+    cut = cut_off('{"name": "calculator", "arguments": {"expression": "(3*12.5)"}')
     graph = traced(make_graph, spans, [cut, [tool_call("calculator", {"expression": "3*12.5"})], "37.5"])
     graph.invoke({"task": "3 items at 12.5"})
     steps = named(spans[1], "reinloop.step")

@@ -39,7 +39,8 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from reinloop import build_graph
-from reinloop.answers import AnswerRules
+
+from reinloop.profiles import small_model
 from reinloop.memory.summary import SUMMARIZER_TAG
 from reinloop.pricing import Pricing, model_url
 
@@ -203,14 +204,10 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
     return None
 
 
-SMALL_MODEL_RULES = AnswerRules(min_tool_calls=1, grounded_numbers=True, wrap_up=True, ask_next_step=True,
-                                calculation_tool="calculator",
-                                vary_repeats=True)
-
-"""The answer rules README's "Small local models" recommends: a tool before any answer, numbers only
-from the task or a tool, a calculation's answer from the calculator (its names bound to the results'
-figures), one tool-free call for the answer when a run is stuck, the next-step question, and a repeated
-failure asked for again with sampling (BENCHMARKS.md)."""
+SMALL_MODEL_RULES = small_model()
+"""The rules of the small-model profile (:mod:`reinloop.profiles.small_model`): one tool-free call for the
+answer when a run is stuck, the next-step question, a repeated failure asked for again with sampling, and a
+call written as text run as that call (BENCHMARKS.md)."""
 
 
 def _with_rules(protocol: str, **more: Any) -> Callable[..., RunResult]:

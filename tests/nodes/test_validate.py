@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reinloop.testing import tool_call
-from reinloop.tools import builtins
+
 
 
 def example_calculator():
