@@ -68,6 +68,14 @@ NEXT_STEP_CUE = ("Which tool gives what the task still needs? Call that one now.
                  "already hold the whole answer, give the final answer instead.")
 """The question ``AnswerRules.ask_next_step`` ends each prompt with."""
 
+def wrap_up_note(reason: str | None) -> str:
+    """The mark every view of a run puts beside a wrap-up answer (``reason``: the break it replaced), else ``""``."""
+    if not reason:
+        return ""
+    return (f" [wrap-up answer: given without tools after the run got stuck ({reason}); it may be wrong, "
+            "check it]")
+
+
 RETIRED_RULES = ("grounded_numbers", "calculation_tool")
 """Rules tuned on the development tasks' words that did not help out of sample and were removed: a stored
 run or a batch line that names one is read with a warning, and the rule is off."""

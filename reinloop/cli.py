@@ -137,6 +137,7 @@ def short(text: Any, width: int) -> str:
 
 def print_outcome(outcome: Any, as_json: bool) -> None:
     """The outcome as one JSON object, or as a short human summary."""
+    from .answers import wrap_up_note
     from .nodes.guard import HOW_TO_RESUME
     from .pricing import spent
 
@@ -145,7 +146,7 @@ def print_outcome(outcome: Any, as_json: bool) -> None:
         return
     c = outcome.counters
     if outcome.status == "done":
-        say(f"answer: {outcome.answer}")
+        say(f"answer: {outcome.answer}{wrap_up_note(outcome.wrapped_up)}")
     elif outcome.status != "waiting":
         say(f"run {outcome.status}: {outcome.break_reason}: {outcome.break_message}")
         if outcome.invalid_output is not None:  # kept, and never shown as the answer

@@ -12,6 +12,7 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
+from .answers import wrap_up_note
 from .cli import EXIT_DONE, add_db_flag, command, say, short, write_output
 from .cli_options import seconds, whole
 from .spec import RunSpec
@@ -107,7 +108,8 @@ def print_detail(detail: Any) -> None:
         say(f"model: {spec.model}  protocol: {spec.protocol}  tools: {','.join(spec.tools)} ({spec.tool_detail})")
         say(f"spec: {safe_json(detail.spec)}")
     if state.get("answer") is not None:
-        say(f"answer: {state['answer']}" + (" (structured, valid)" if state.get("output") is not None else ""))
+        say(f"answer: {state['answer']}" + (" (structured, valid)" if state.get("output") is not None else "")
+            + wrap_up_note(state.get("wrapped_up")))
     elif state.get("invalid_output") is not None:
         say(f"last answer, INVALID (it does not match the output schema): {safe_json(state['invalid_output'])}")
     if state.get("break_reason"):

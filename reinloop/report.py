@@ -30,6 +30,7 @@ from itertools import groupby, pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .answers import wrap_up_note
 from .checkpoints import Database
 from .drawing import Overlay, default_graph, draw_graph, html_page, node_label, path_svg
 from .errors import ConfigurationError, ThreadNotFoundError
@@ -254,6 +255,7 @@ def runs_of(events: list[NodeEvent]) -> list[dict[str, Any]]:
         runs.append({"run": run, "task": task, "status": status, "paused": last.get("decision") == "pause",
                      **_costs(evs, last.get("counters") or {}),
                      "answer": answer if status == "done" else None,
+                     "wrapped_up": (last.get("data") or {}).get("wrapped_up") if status == "done" else None,
                      "break_reason": last.get("reason") if status == "broken" else None,
                      "break_message": last.get("message") if status == "broken" else None,
                      "broke_at_step": last.get("step") if status == "broken" else None,
@@ -452,7 +454,8 @@ def _outcome_html(latest: dict[str, Any]) -> str:
     elif status == "failed":
         out += f'<div class="why"><b>Stopped by an error:</b> {_e(latest["error"])}</div>'
     elif status == "done":
-        out += f'<div class="answer"><b>answer:</b> {_e(latest["answer"])}</div>'
+        out += (f'<div class="answer"><b>answer:</b> {_e(latest["answer"])}'
+                f'{_e(wrap_up_note(latest.get("wrapped_up")))}</div>')
     return out
 
 

@@ -214,3 +214,26 @@ def test_the_small_model_profile_turns_on_its_four_switches_each_of_which_can_be
     assert small_model(text_calls=False).text_calls is False and small_model(min_tool_calls=1).min_tool_calls == 1
     with pytest.raises(ConfigurationError, match="unknown answer rule"):
         small_model(grounded=True)
+
+
+def test_a_wrap_up_answer_is_marked_as_one_by_the_cli_runs_show_and_the_report(tmp_path, capsys):
+    import subprocess
+    import sys
+
+    from reinloop.cli import print_outcome
+    from reinloop.runs import run
+    from reinloop.testing import ScriptedChatModel
+
+    db = tmp_path / "runs.db"
+    model = ScriptedChatModel(replies=[REPEAT, REPEAT, REPEAT, "17*23 is 391."])
+    outcome = run("compute 17*23", model=model, tools=["calculator"], db=db, answers=AnswerRules(wrap_up=True),
+                  thread_id="w")
+    assert outcome.wrapped_up == "repeated_action"
+    mark = "17*23 is 391. [wrap-up answer: given without tools after the run got stuck (repeated_action)"
+    print_outcome(outcome, False)
+    assert mark in capsys.readouterr().out
+    for fmt in ("text", "html"):
+        shown = subprocess.run([sys.executable, "-m", "reinloop", "runs", "show", "w", "--db", str(db), "--format", fmt],
+                               capture_output=True, text=True)
+        assert shown.returncode == 0, shown.stderr
+        assert "[wrap-up answer: given without tools after the run got stuck (repeated_action)" in shown.stdout, fmt

@@ -191,6 +191,7 @@ def report(runtime: Runtime[AgentContext], update: dict[str, Any], counters: Cou
         decision=decision,
         reason=update.get("break_reason"),
         message=update.get("break_message"),
+        wrapped_up=update.get("wrapped_up"),  # the answer came from a wrap-up call: every view marks it
         hints=update.get("hints", []),
         counters=counters,
     )
