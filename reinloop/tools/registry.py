@@ -174,17 +174,16 @@ class ToolRegistry:
         extra = [k for k in args if k not in declared]
         if not extra:
             return None
-        guesses = [f"{echo(k)} (did you mean {m[0]}?)" if (m := difflib.get_close_matches(k, declared, n=1, cutoff=0.75))
-                   else echo(k) for k in extra]
+        guesses = [f"{echo(k)} (did you mean {m}?)" if (m := near_miss(k, declared)) else echo(k) for k in extra]
         noun = "argument" if len(extra) == 1 else "arguments"
         return (f"{name} takes no {noun} {', '.join(guesses)}; its arguments are: {', '.join(declared) or '(none)'}. "
                 f"Call it again with only those. Expected: {self.sketch(name)}")
 
     def near_name(self, name: str) -> str | None:
         """The one tool name ``name`` is a near miss of ("lawsuit_check_cas"), to suggest, never to run."""
-        bare = loose(name.split("(", 1)[0])
-        found = difflib.get_close_matches(bare, {loose(n): n for n in self._tools}, n=2, cutoff=0.8)
-        return {loose(n): n for n in self._tools}[found[0]] if len(found) == 1 else None
+        looseness = {loose(n): n for n in self._tools}
+        found = near_miss(loose(name.split("(", 1)[0]), list(looseness))
+        return looseness[found] if found is not None else None
 
     def validate_args(self, name: str, args: dict[str, Any]) -> str | None:
         """Field-level problems with ``args`` for tool ``name``, or ``None`` when valid; invalid arguments
@@ -204,6 +203,19 @@ class ToolRegistry:
         except BaseException as exc:  # noqa: BLE001 - a user's validator is tool code: its failure is the call's
             return f"the arguments of {name} could not be checked: its schema raised {describe_exception(exc)}"
         return None
+
+
+def near_miss(word: str, names: list[str]) -> str | None:
+    """The one name of ``names`` that ``word`` is a slip of: a close spelling (``limt``), or a name it shortens or
+    lengthens (``expr`` for ``expression``); ``None`` when none or several are. A suggestion, never a substitution."""
+    close = difflib.get_close_matches(word, names, n=2, cutoff=0.75)
+    if len(close) == 1:
+        return close[0]
+    if len(word) >= 3:
+        cut = [n for n in names if len(n) >= 3 and (n.startswith(word) or word.startswith(n))]
+        if len(cut) == 1:
+            return cut[0]
+    return None
 
 
 def source_of(tool: BaseTool) -> str:

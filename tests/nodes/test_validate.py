@@ -282,3 +282,19 @@ def test_an_example_copied_without_its_brackets_is_still_the_example(make_graph)
                           protocol="json", tools=[example_calculator()])
     action = graph.invoke({"task": "杭州的人口密度是多少？"})["scratchpad"][0]["actions"][0]
     assert action["error"] and "'22 * 1.8 + 32' is an example from the tool's description" in action["observation"]
+
+
+def test_a_near_miss_tool_name_is_refused_with_a_suggestion_and_never_run(make_graph):
+    graph, model = make_graph([{"tool": "calculater", "args": {"expression": "2+2"}}, {"final_answer": "4"}],
+                              protocol="json")
+    action = graph.invoke({"task": "2+2"})["scratchpad"][0]["actions"][0]
+    assert action["error"] and action["tool"] == "calculater"
+    assert "unknown tool 'calculater' (did you mean calculator?); available tools: calculator" in action["observation"]
+
+
+def test_near_miss_suggests_one_name_only_and_none_when_it_could_be_several():
+    from reinloop.tools.registry import near_miss
+
+    assert near_miss("limt", ["query", "limit"]) == "limit"
+    assert near_miss("expr", ["expression", "units"]) == "expression"
+    assert near_miss("na", ["name", "names"]) is None and near_miss("zzz", ["query"]) is None
