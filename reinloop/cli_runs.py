@@ -124,6 +124,8 @@ def print_detail(detail: Any) -> None:
         for action in step.get("actions") or []:
             say(f"  {action.get('tool')} {safe_json(action.get('args') or {})}"
                 f" -> {short(action.get('observation'), 100)}")
+            for repair in action.get("repairs") or []:
+                say(f"    repaired: {repair}")
         if step.get("answer") is not None:
             say(f"  answer: {short(step['answer'], 100)}")
         if step.get("parse_error"):

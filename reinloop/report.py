@@ -60,7 +60,7 @@ def _from_state(node: str, values: dict[str, Any]) -> dict[str, Any]:
         return {"tokens_in": reply.get("prompt_tokens"), "tokens_out": reply.get("completion_tokens"),
                 "data": {"cost": reply.get("cost") or []}}
     if node in ("parse", "validate", "execute"):
-        actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem") if k in a}
+        actions = [{k: a.get(k) for k in ("tool", "args", "observation", "error", "problem", "repairs") if k in a}
                    for a in pending.get("actions") or []]
         error = pending.get("parse_error") if node == "parse" else "; ".join(
             f"{a.get('tool')}: {a.get('problem') or a.get('observation')}" for a in actions
@@ -353,6 +353,7 @@ def _actions_html(actions: Iterable[dict[str, Any]]) -> str:
         obs = a.get("observation")
         cls = ' class="err"' if a.get("error") else ""
         parts.append(f"<div><code>{_e(a.get('tool'))}</code> <code class=\"args\">{_e(a.get('args') or {})}</code>"
+                     + "".join(f'<div class="hint">repaired: {_e(r)}</div>' for r in a.get("repairs") or [])
                      + (f"<pre{cls}>→ {_e(obs)}</pre>" if obs is not None else "") + "</div>")
     return "".join(parts)
 

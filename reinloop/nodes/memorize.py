@@ -184,7 +184,8 @@ def memorize(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any
            if switch else ""),
         step=step["index"],
         thought=step["thought"] or None,
-        actions=[{k: a.get(k) for k in ("tool", "args", "observation", "error")} for a in actions],  # type: ignore[misc]
+        actions=[{**{k: a.get(k) for k in ("tool", "args", "observation", "error")},  # type: ignore[misc]
+                  **({"repairs": a["repairs"]} if a.get("repairs") else {})} for a in actions],
         answer=step["answer"],
         error="; ".join(filter(None, [step["parse_error"], *failed])) or None,
         feedback=step.get("feedback"),  # the correction the model reads next, for reports

@@ -114,9 +114,9 @@ def told(pending: Pending, repair: str) -> Pending:
                                    for a in pending.get("actions") or []]}
 
 
-def whole_calls_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | None:
+def whole_calls_of_cut_reply(reply: Any, protocol: OutputProtocol, tools: Any) -> Pending | None:
     """In a text protocol, the whole calls a cut-off reply begins with (the part the cut did not reach), told as
-    such; else None."""
+    such; else None. Never when one of them would change the world: a reply cut short is no decision to act."""
     if protocol.native_tools:
         return None
     text = reply.get("text") or ""
@@ -127,6 +127,9 @@ def whole_calls_of_cut_reply(reply: Any, protocol: OutputProtocol) -> Pending | 
             return None
         pending = parse_reply(protocol, {**reply, "text": head, "truncated": False})
     if not pending.get("actions") or pending.get("parse_error"):
+        return None
+    named = [tools.get(tools.resolve(a.get("tool") or "") or "") for a in pending["actions"]]
+    if any(tool is not None and options_of(tool).side_effects for tool in named):
         return None
     calls = len(pending["actions"])
     return told(pending, f"your reply was cut off at the output token limit after {calls} whole "
@@ -225,7 +228,7 @@ def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) ->
     if state.get("wrap_up") and not reply.get("truncated"):
         return wrap_up_reading(pending, reply.get("text") or "", ctx.tools.names())
     if reply.get("truncated"):
-        whole = whole_calls_of_cut_reply(reply, protocol)
+        whole = whole_calls_of_cut_reply(reply, protocol, ctx.tools)
         if whole is not None:
             return distinct_calls(whole)
         return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),

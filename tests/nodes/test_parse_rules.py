@@ -170,3 +170,24 @@ def test_chatter_that_announces_a_call_is_not_taken_for_the_answer(make_graph):
         out = graph.invoke({"task": "12*41, then add 100"})
         assert out["scratchpad"][1]["parse_error"], text
         assert out["answer"] == "592"
+
+
+def test_a_cut_off_reply_beginning_with_a_whole_side_effecting_call_runs_nothing(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop.tools import configure
+
+    sent: list[str] = []
+
+    @configure(side_effects=True)
+    @tool
+    def send_email(to: str) -> str:
+        """Send an email."""
+        sent.append(to)
+        return "sent"
+
+    line = '{"tool": "send_email", "args": {"to": "a@example.com"}}'
+    graph, _ = make_graph([cut_off(line + "\n" + '{"tool": "send_em'), {"final_answer": "not sent"}],
+                          protocol="json", tools=[send_email])
+    out = graph.invoke({"task": "email a"})
+    assert sent == [] and out["scratchpad"][0]["actions"] == [] and "cut off" in out["scratchpad"][0]["parse_error"]

@@ -298,3 +298,20 @@ def test_near_miss_suggests_one_name_only_and_none_when_it_could_be_several():
     assert near_miss("limt", ["query", "limit"]) == "limit"
     assert near_miss("expr", ["expression", "units"]) == "expression"
     assert near_miss("na", ["name", "names"]) is None and near_miss("zzz", ["query"]) is None
+
+
+def test_a_mended_tool_name_is_shown_by_runs_show_and_the_report(tmp_path):
+    import subprocess
+    import sys
+
+    from reinloop.runs import run
+    from reinloop.testing import ScriptedChatModel
+
+    db = tmp_path / "runs.db"
+    model = ScriptedChatModel(replies=[{"tool": "Calculator", "args": {"expression": "2+2"}}, {"final_answer": "4"}])
+    run("2+2", model=model, tools=["calculator"], db=db, protocol="json", thread_id="m")
+    for fmt in ("text", "html"):
+        shown = subprocess.run([sys.executable, "-m", "reinloop", "runs", "show", "m", "--db", str(db), "--format", fmt],
+                               capture_output=True, text=True)
+        assert shown.returncode == 0, shown.stderr
+        assert "repaired: you wrote the tool name" in shown.stdout and "Calculator" in shown.stdout, fmt
