@@ -121,9 +121,17 @@ def test_a_steered_step_says_why_in_the_memory_events_line():
     assert line.endswith("before any figure was known: asked again offering search_docs, read_file")
 
 
+def cacheable_weather_tools():
+    """The default tools, with a get_weather declared cacheable: only a cacheable tool's repeat is withheld."""
+    from reinloop.demo.tools import make_weather_tool
+    from reinloop.tools import builtins, configure
+
+    return [*builtins("calculator,db_query"), configure(make_weather_tool(), cacheable=True)]
+
+
 def test_a_repeated_lookup_with_the_figures_in_hand_is_asked_again_with_the_calculator_alone(make_graph):
     rules = AnswerRules(calculation_tool="calculator", vary_repeats=True)
-    graph, model = make_graph([WEATHER, WEATHER, DOUBLE, "36"], answers=rules)
+    graph, model = make_graph([WEATHER, WEATHER, DOUBLE, "36"], answers=rules, tools=cacheable_weather_tools())
     out = graph.invoke({"task": TASK})
     assert out["answer"] == "36"
     assert model.tools_sent[2] == ["calculator"]  # not "every tool but get_weather": the calculation is next
@@ -135,11 +143,13 @@ def test_a_repeated_lookup_with_the_figures_in_hand_is_asked_again_with_the_calc
 
 def test_a_repeated_lookup_before_any_figure_or_after_the_calculation_is_withheld_as_before(make_graph):
     rules = AnswerRules(calculation_tool="calculator", vary_repeats=True)
-    graph, model = make_graph([WEATHER, DOUBLE, WEATHER, "36"], answers=rules)  # the calculator has answered
+    graph, model = make_graph([WEATHER, DOUBLE, WEATHER, "36"], answers=rules,  # the calculator has answered
+                              tools=cacheable_weather_tools())
     out = graph.invoke({"task": TASK})
     assert out["answer"] == "36" and model.tools_sent[3] == ["calculator", "db_query"]
     assert {"event": "withheld", "tool": "get_weather"} in memory_events(out)
-    graph, model = make_graph([WEATHER, WEATHER, "36"], answers=AnswerRules(vary_repeats=True))  # no calculator rule
+    graph, model = make_graph([WEATHER, WEATHER, "36"], answers=AnswerRules(vary_repeats=True),  # no calculator rule
+                              tools=cacheable_weather_tools())
     graph.invoke({"task": TASK})
     assert model.tools_sent[2] == ["calculator", "db_query"]
 
