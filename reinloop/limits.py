@@ -51,9 +51,10 @@ class Limits:
     or failing again. A model that makes one mistake after another is corrected each time; one that
     keeps making the same mistake is stuck (seed 003: "连续3次相同错误")."""
     repeat_hint_after: int | None = 2
-    """Identical consecutive actions after which the model is told to change course."""
+    """Identical consecutive actions with identical results after which the model is told to change course."""
     max_repeats: int | None = 3
-    """Identical consecutive actions after which the run is stopped."""
+    """Identical consecutive actions with identical results after which the run is stopped. The same call
+    with a new result (a poll whose answer moved) is not a repeat; ``max_steps`` bounds a poll that never ends."""
     max_observation_chars: int = 2000
     """Tool output longer than this is cut, with a marker saying how much was cut: a result of several lines
     keeps its opening, then its headings and the lines with the task's words (:func:`reinloop.tools.executor.truncate`)."""
@@ -181,7 +182,8 @@ class Limits:
     def check_repeats(self, c: Counters) -> str | None:
         """Reason to stop when the model keeps issuing the same action."""
         if self.max_repeats is not None and c["repeats"] >= self.max_repeats:
-            return f"the same action was issued {c['repeats']} times in a row (limit {self.max_repeats})"
+            return (f"the same action, with the same result, was issued {c['repeats']} times in a row "
+                    f"(limit {self.max_repeats})")
         return None
 
     def wants_repeat_hint(self, c: Counters) -> bool:

@@ -12,13 +12,15 @@ run stays reproducible on a server that honours ``seed``), at most
 :data:`VARY_TRIES` times. The first reply that differs is kept; if none does,
 the last one goes on and the guard deals with the repeat as before.
 
-A reply that repeats a read-only call whose result the run already has
-(:func:`known_repeat`) is asked for once more, greedily, in a fresh prompt:
-the system message with that tool withheld (left out of the listing in JSON
-and ReAct, of the bound tools under native calling), the task, the run's
-results verbatim (as a wrap-up shows them) and the next-step question, with
-none of the model's own replies. Its result is known and will not change
-(the same call would be answered from it, :mod:`reinloop.nodes.execute`).
+A reply that repeats a call of a ``cacheable`` tool whose result the run
+already has (:func:`known_repeat`) is asked for once more, greedily, in a
+fresh prompt: the system message with that tool withheld (left out of the
+listing in JSON and ReAct, of the bound tools under native calling), the
+task, the run's results verbatim (as a wrap-up shows them) and the next-step
+question, with none of the model's own replies. Its result is known and will
+not change (the same call would be answered from it, :mod:`reinloop.nodes.execute`).
+A repeat of any other tool is not one: its result may have changed (a job's
+status, a sensor), so the call goes on and runs.
 Qwen2.5-Coder-0.5B searched ``杭州`` three times with the city's figures in
 front of it; with the tool only withheld, it searched again, copying its own
 earlier reply. If the re-ask repeats too, it goes on and the guard deals
@@ -118,10 +120,12 @@ def vary_repeat(
 
 
 def known_repeat(state: AgentState, protocol: OutputProtocol, reply: Reply, tools: Any) -> str | None:
-    """The tool of ``reply``'s one call when that call repeats a read-only call whose result the run has, else None.
+    """The tool of ``reply``'s one call when that call repeats a call of a cacheable tool whose result the run
+    has, else None.
 
     ``tools`` is the run's :class:`~reinloop.tools.registry.ToolRegistry` (names as written are resolved
-    the way validate resolves them); a tool with side effects is never one (its repeat does something).
+    the way validate resolves them). Only a tool declared ``cacheable`` is one: any other tool's repeat is a
+    new reading (a job's status after a wait), or does something.
     """
     from .tools.options import options_of
 
@@ -130,7 +134,7 @@ def known_repeat(state: AgentState, protocol: OutputProtocol, reply: Reply, tool
         return None
     name = tools.resolve(str(actions[0].get("tool") or ""))
     changers = {t.name for t in tools if options_of(t).side_effects}
-    if name is None or name in changers:
+    if name is None or not options_of(tools.get(name)).cacheable:
         return None
     known = earlier_result(current_steps(state), name, actions[0].get("args") or {}, changers)
     return name if known is not None else None

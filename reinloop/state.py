@@ -44,7 +44,7 @@ class Action(TypedDict, total=False):
     problem: str | None  # why the call could not run (set by parse or validate)
     observation: str | None
     error: bool
-    reused: int  # answered from this earlier step's identical read-only call, not run again
+    reused: int  # answered from this earlier step's identical call of a cacheable tool, not run again
     from_text: bool  # written as the answer's text and run as this call (AnswerRules.text_calls)
     awaiting: str  # why the call waits for an operator's approval (reinloop.approval); absent once decided
     approval: dict[str, Any]  # the operator's decision on it: action (approve, edit, reject, respond), by, at ...

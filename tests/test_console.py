@@ -53,7 +53,7 @@ def test_plain_text_shows_each_step_with_progress_errors_hint_and_break(make_gra
         "  guard:       continue",
     ]
     assert "  guard:       hint" in lines
-    assert lines[-1] == "  guard:       BREAK repeated_action: the same action was issued 3 times in a row (limit 3)"
+    assert lines[-1] == "  guard:       BREAK repeated_action: the same action, with the same result, was issued 3 times in a row (limit 3)"
 
 
 def test_a_terminal_gets_colours_with_errors_and_the_break_in_red(make_graph):

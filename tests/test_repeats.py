@@ -78,6 +78,27 @@ def test_a_repeat_of_a_side_effecting_call_is_not_withheld(make_graph):
     assert all("send" in names for names in model.tools_sent)
 
 
+def test_a_repeat_of_a_tool_not_declared_cacheable_is_not_withheld_and_runs_again(make_graph):
+    from langchain_core.tools import tool
+
+    from reinloop.tools import builtins
+
+    states = iter(["running", "done"])
+
+    @tool
+    def job_status(job: str) -> str:
+        """The status of a job, now."""
+        return next(states)
+
+    poll = [tool_call("job_status", {"job": "j1"})]
+    graph, model = make_graph([poll, poll, "the job is done"], answers=VARY, tools=[job_status, *builtins("calculator")])
+    out = graph.invoke({"task": "wait for job j1"})
+    assert [a["observation"] for s in out["scratchpad"] for a in s["actions"]] == ["running", "done"]
+    assert all("job_status" in names for names in model.tools_sent) and model.calls == 3
+    assert not any(e.get("event") == "withheld" for e in memory_events(out))
+    assert out["answer"] == "the job is done"
+
+
 def test_a_model_that_repeats_every_time_is_asked_at_most_twice_more_and_the_guard_sees_the_repeat(make_graph):
     graph, model = make_graph([BAD] * 4 + ["4"], answers=VARY)
     out = graph.invoke({"task": "2+2"})

@@ -65,7 +65,7 @@ def test_report_says_where_and_why_the_run_broke(troubled):
     latest = run_report(graph, "trouble", db=log.db)["latest"]
     assert latest["status"] == "broken" and latest["broke_at_step"] == 5 and latest["task"] == "北京天气？"
     assert (latest["break_reason"], latest["break_message"]) == (
-        "repeated_action", "the same action was issued 3 times in a row (limit 3)")
+        "repeated_action", "the same action, with the same result, was issued 3 times in a row (limit 3)")
 
 
 def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):

@@ -227,4 +227,5 @@ translate: BaseTool = function_tool(
     args_schema=TranslateInput,
     parallel_safe=True,
     transient=(),
+    cacheable=True,  # a fixed glossary: the same text always gives the same translation
 )

@@ -238,9 +238,10 @@ holds its run's results: a finished run's are let go after eight more)."""
 
 
 def reused_observation(result: Result) -> str:
-    """What a repeated call observes: the earlier result, marked as such."""
-    return (f"{result['observation']}{REUSED_MARK}the same call gave this at step {result['step']}; "
-            "it was not run again and its result will not change)")
+    """What a repeated call of a cacheable tool observes: the earlier result, marked as such, and why."""
+    return (f"{result['observation']}{REUSED_MARK}this is the earlier result of the same call at step "
+            f"{result['step']}, reused because {result['tool']} is declared cacheable (its result depends only "
+            "on its arguments); it was not run again)")
 
 
 def plain_observation(action: Mapping[str, Any]) -> str:

@@ -2,10 +2,13 @@
 
 Invalid calls are skipped here (memorize turns their problem into their
 observation). A call that repeats an earlier successful call of the run, to
-a tool without side effects, is not run again: it observes the earlier
-result, marked as already known (a small model re-issues calls whose result
-it has; running them again tells it nothing new). A side-effecting call in
-between makes the earlier result stale, and the call runs. The calls themselves go through
+a tool declared ``cacheable`` (its result depends only on its arguments:
+:class:`~reinloop.tools.ToolOptions`), is not run again: it observes the
+earlier result, with a note naming the step it came from and why it was
+reused, and the action records that step (``reused``). A side-effecting call
+in between makes the earlier result stale, and the call runs. Any other tool
+runs at every call, however often it is repeated: a second reading of a
+sensor, a job's status or a clock is a new reading. The calls themselves go through
 :class:`~reinloop.tools.executor.ToolExecutor`: timeouts, retries,
 pseudo-success checks, the side-effects journal and parallel runs all live
 there; this node only places the step in its thread (for the journal), gives
@@ -49,13 +52,17 @@ def place_of(state: AgentState) -> Place:
 
 
 def reuse_known_results(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[int, ActionRecord]:
-    """Answer repeated read-only calls from their earlier result, in place; their event records by position."""
+    """Answer repeated calls of cacheable tools from their earlier result, in place; their event records by position.
+
+    Only a tool that declares itself ``cacheable`` is answered so: purity is declared, never assumed.
+    """
 
     world_changers = {tool.name for tool in ctx.tools if options_of(tool).side_effects}
+    cacheable = {tool.name for tool in ctx.tools if options_of(tool).cacheable}
     steps = current_steps(state)
     records: dict[int, ActionRecord] = {}
     for i, action in enumerate(actions):
-        if not undone(action) or action["tool"] in world_changers:
+        if not undone(action) or action["tool"] not in cacheable:
             continue
         known = earlier_result(steps, action["tool"], action.get("args") or {}, world_changers)
         if known is not None:

@@ -56,7 +56,12 @@ ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with wh
 
 
 def repeat_hint(state: AgentState) -> str:
-    """The hint for a model that keeps issuing the same call: what it already got from it."""
+    """The hint for a model that keeps issuing the same call with the same result: what it already got from it.
+
+    The repeat counter counts only calls that gave the same result again (:mod:`.memorize`). That the result
+    "will not change" is said only when it was reused, i.e. of a tool declared ``cacheable``; of any other tool
+    the hint says what happened, since its next result may differ (a job's status).
+    """
     last = (state.get("scratchpad") or [{}])[-1]
     actions = last.get("actions") or []
     calls = ", ".join(a.get("tool", "?") for a in actions) or "the same call"
@@ -65,11 +70,15 @@ def repeat_hint(state: AgentState) -> str:
     known = [f"{a.get('tool')} gave: {bounded(plain_observation(a), task + ' ' + str(a.get('args') or ''))}"
              for a in actions if not a.get("error") and a.get("observation") is not None]
     if not known:
-        return (f"You already did this: {calls} with the same arguments, {n} times in a row. "
-                "Its result will not change. Try something else, or give your final answer.")
-    return (f"You already did this: {calls} with the same arguments, {n} times in a row. Its result is "
-            f"already known: {'; '.join(known)}. It will not change: do not call it again. Use it for "
-            "the next step, or give your final answer with it.")
+        return (f"You already did this: {calls} with the same arguments, {n} times in a row, and it failed the "
+                "same way each time. Try something else, or give your final answer.")
+    if actions and all(a.get("reused") for a in actions):  # only a cacheable tool's result is reused
+        return (f"You already did this: {calls} with the same arguments, {n} times in a row. Its result is "
+                f"already known: {'; '.join(known)}. It will not change (the tool is declared cacheable): do not "
+                "call it again. Use it for the next step, or give your final answer with it.")
+    return (f"You already did this: {calls} with the same arguments, {n} times in a row, and it gave the same "
+            f"result each time: {'; '.join(known)}. Use it for the next step, or give your final answer with it; "
+            "call it again only if you expect its result to change.")
 
 
 def last_step_hint(state: AgentState) -> str:

@@ -3,8 +3,10 @@
 This is where a step's outcome is judged: a parse error, a refused call, a
 tool error or an empty result makes it a failed step (the error breakers
 count failed steps in a row, and those that failed the same way as the one
-before); issuing exactly the same calls as the previous step makes it a
-repeat.
+before); issuing exactly the same calls as the previous step, and getting
+exactly the same results, makes it a repeat. The same call with a new result
+(a job polled until it is done, a sensor read again) is progress, not a
+repeat; a poll that never ends is bounded by ``max_steps`` and the budgets.
 
 It is also where the model's correction is written, once per failed step, so
 that it is recorded with the step (``feedback``) and shown verbatim: from the
@@ -23,6 +25,7 @@ from langgraph.runtime import Runtime
 
 from ..context import AgentContext
 from ..events import emit
+from ..memory.ledger import plain_observation
 from ..memory.window import current_steps
 from ..output import AnswerSchema
 from ..protocols.auto import ProtocolSwitch
@@ -51,8 +54,13 @@ def finalize(action: Action) -> Action:
 
 
 def signature(step: Step) -> str:
-    """What identifies a step's calls (tool and arguments), for repeat detection."""
-    calls = [[a.get("tool"), a.get("args") or {}] for a in step.get("actions") or []]
+    """What identifies a step's calls and what they gave (tool, arguments, result), for repeat detection.
+
+    A refused call is identified by its problem (the count a correction appends is left out), a result reused
+    from an earlier step by that result (its note left out), so a repeat is judged on the evidence of the run.
+    """
+    calls = [[a.get("tool"), a.get("args") or {}, a.get("problem") or plain_observation(a)]
+             for a in step.get("actions") or []]
     return json.dumps(calls, sort_keys=True, ensure_ascii=False, default=str) if calls else ""
 
 

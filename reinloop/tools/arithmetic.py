@@ -287,7 +287,7 @@ class CalculatorInput(BaseModel):
     )
 
 
-@configure(parallel_safe=True, transient=(), refuse_examples=True)
+@configure(parallel_safe=True, transient=(), cacheable=True, refuse_examples=True)  # pure: same expression, same number
 @tool("calculator", args_schema=CalculatorInput)
 def calculator(expression: str) -> str:
     """Evaluate an arithmetic expression. Use it for every calculation instead of computing in your head."""

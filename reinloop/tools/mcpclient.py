@@ -79,11 +79,16 @@ class McpServerGone(ConnectionError):
 
 
 def hint_options(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The :class:`~reinloop.tools.ToolOptions` a tool's MCP hints call for (missing hints: the spec's defaults)."""
+    """The :class:`~reinloop.tools.ToolOptions` a tool's MCP hints call for (missing hints: the spec's defaults).
+
+    Only a tool that declares both ``readOnlyHint`` and ``idempotentHint`` is ``cacheable`` (a repeat answered
+    from its earlier result): read-only alone may still read a value that changes (a job's status, a clock).
+    """
     hints = annotations or {}
     read_only = hints.get("readOnlyHint") is True
     idempotent = read_only or hints.get("idempotentHint") is True
-    return {"side_effects": not read_only, "parallel_safe": read_only, "retries": None if idempotent else 0}
+    return {"side_effects": not read_only, "parallel_safe": read_only, "retries": None if idempotent else 0,
+            "cacheable": read_only and hints.get("idempotentHint") is True}
 
 
 def result_text(result: Any) -> str:
@@ -403,7 +408,7 @@ class McpTools(Sequence[BaseTool]):
 def tool_overrides(tool: McpTool) -> dict[str, Any]:
     """The options of ``tool`` that differ from what its hints give (what a resumed run must set again)."""
     now, base = options_of(tool), ToolOptions(**hint_options(tool.hints))
-    return {k: getattr(now, k) for k in ("timeout", "retries", "side_effects", "parallel_safe", "backoff")
+    return {k: getattr(now, k) for k in ("timeout", "retries", "side_effects", "parallel_safe", "backoff", "cacheable")
             if getattr(now, k) != getattr(base, k)}
 
 

@@ -14,7 +14,7 @@ A server has either a ``command`` (stdio: ``args``, ``env``, ``cwd``) or a
 ``autoApprove``, ...) are accepted; ``disabled: true`` skips the server. The
 optional ``reinloop`` section holds reinloop's own settings: ``prefix`` (name
 each tool ``server_tool``) and ``tools``, per-tool :class:`~reinloop.tools.ToolOptions`
-overrides (``timeout``, ``retries``, ``side_effects``, ``parallel_safe``, ``backoff``).
+overrides (``timeout``, ``retries``, ``side_effects``, ``parallel_safe``, ``backoff``, ``cacheable``).
 
 Secrets stay out of the run database: :meth:`McpConfig.stored` keeps each
 ``env`` value only as a reference to the environment variable of the same
@@ -49,7 +49,7 @@ FOREIGN_KEYS = frozenset({"type", "disabled", "autoApprove", "alwaysAllow", "des
 """Keys other MCP clients write into the same file; reinloop reads ``type`` and ``disabled`` only."""
 STORED_KEYS = frozenset({"unstored_headers", "unstored_args"})
 """Keys a run's stored config adds: what it left out (see :meth:`ServerConfig.stored`)."""
-OVERRIDABLE = ("timeout", "retries", "side_effects", "parallel_safe", "backoff")
+OVERRIDABLE = ("timeout", "retries", "side_effects", "parallel_safe", "backoff", "cacheable")
 """The :class:`~reinloop.tools.ToolOptions` a config's ``reinloop.tools`` section may set (JSON values)."""
 
 

@@ -47,6 +47,10 @@ class ToolOptions:
     """First retry delay in seconds; it doubles at each retry, plus up to as much again of jitter."""
     side_effects: bool = False
     """The call changes the world: it is journaled and never re-run after a crash."""
+    cacheable: bool = False
+    """The result depends only on the arguments (no clock, no outside state, nothing changed by the call): a
+    repeat of a call that succeeded is answered from its earlier result, marked as such, unless a side-effecting
+    call ran since. Off by default: any other tool runs again at each call (a sensor, a job status, a clock)."""
     parallel_safe: bool = False
     """The call may run at the same time as other parallel-safe calls of the same reply."""
     validator: Validator | None = None
@@ -73,6 +77,10 @@ class ToolOptions:
                 f"got {self.transient!r}"
             )
         object.__setattr__(self, "transient", transient)
+        if self.cacheable and self.side_effects:
+            raise ConfigurationError("tool options cacheable=True and side_effects=True contradict each other: a call "
+                                     "that changes the world must run each time; give side_effects=False with "
+                                     "cacheable=True (a pure tool), or leave cacheable off")
         if self.validator is not None and not callable(self.validator):
             raise ConfigurationError(f"tool option validator must be a callable (text) -> problem or None, got {self.validator!r}")
         if not isinstance(self.approval, bool) and not callable(self.approval):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -211,12 +214,13 @@ def test_calls_waiting_for_a_worker_do_not_outlast_the_run(make_graph):
 
 
 def counting_tools():
-    """A read-only lookup and a side-effecting write, each counting its runs."""
+    """A cacheable lookup and a side-effecting write, each counting its runs."""
     from reinloop.tools import configure
 
     runs = {"lookup": 0, "store": 0}
     box = {"value": "old"}
 
+    @configure(cacheable=True)
     @tool
     def lookup(key: str) -> str:
         """Read a value."""
@@ -238,17 +242,67 @@ def look(key: str = "k") -> list[dict]:
     return [tool_call("lookup", {"key": key})]
 
 
-def test_a_repeated_read_only_call_is_answered_from_its_earlier_result_not_run_again(make_graph):
+def test_a_repeated_call_of_a_tool_configured_cacheable_is_answered_from_its_earlier_result(make_graph):
     tools, runs = counting_tools()
     graph, model = make_graph([look(), look(), "k is old"], tools=tools)
     out = graph.invoke({"task": "t"})
     again = out["scratchpad"][1]["actions"][0]
     assert runs["lookup"] == 1
     assert again["reused"] == 1 and again["error"] is False
-    assert again["observation"].startswith("k = old\n(already known: the same call gave this at step 1; "
-                                           "it was not run again")
-    assert "already known" in model.prompts[2][-1].content  # the model reads the note
+    note = ("k = old\n(already known: this is the earlier result of the same call at step 1, reused because "
+            "lookup is declared cacheable (its result depends only on its arguments); it was not run again)")
+    assert again["observation"] == note
+    assert note in [m.content for m in model.prompts[2] if isinstance(m, ToolMessage)]  # the model reads the note
     assert out["status"] == "done"
+
+
+SENSOR_READS = {
+    "tool_calling": ([tool_call("thermometer", {"room": "lab"})], "it warmed by 0.5 °C"),
+    "json": ({"tool": "thermometer", "args": {"room": "lab"}}, {"final_answer": "it warmed by 0.5 °C"}),
+    "react": ('Thought: read it\nAction: thermometer\nAction Input: {"room": "lab"}',
+              "Thought: done\nFinal Answer: it warmed by 0.5 °C"),
+}
+
+
+@pytest.mark.parametrize("protocol", list(SENSOR_READS))
+def test_a_live_sensor_read_twice_gives_two_readings(make_graph, protocol):
+    readings = iter(["21.5 °C", "22.0 °C"])
+
+    @tool
+    def thermometer(room: str) -> str:
+        """The temperature in a room, now."""
+        return next(readings)
+
+    read, answer = SENSOR_READS[protocol]
+    graph, model = make_graph([read, read, answer], tools=[thermometer], protocol=protocol)
+    out = graph.invoke({"task": "Has the lab warmed up?"})
+    observations = [a["observation"] for s in out["scratchpad"] for a in s["actions"]]
+    assert observations == ["21.5 °C", "22.0 °C"]
+    assert "reused" not in out["scratchpad"][1]["actions"][0]
+    prompt = "\n".join(str(m.content) for m in model.prompts[2])
+    assert "22.0 °C" in prompt and "already known" not in prompt  # the model reads the new reading, no note
+    assert out["status"] == "done" and out["answer"] == "it warmed by 0.5 °C"
+
+
+def test_a_calculator_repeat_is_reused_and_the_model_is_told(make_graph):
+    calc = [tool_call("calculator", {"expression": "17*23"})]
+    graph, model = make_graph([calc, calc, "391"], tools=builtins("calculator"))
+    out = graph.invoke({"task": "What is 17*23?"})
+    again = out["scratchpad"][1]["actions"][0]
+    assert again["reused"] == 1
+    assert [m.content for m in model.prompts[2] if isinstance(m, ToolMessage)][-1] == (
+        "391\n(already known: this is the earlier result of the same call at step 1, reused because calculator is "
+        "declared cacheable (its result depends only on its arguments); it was not run again)")
+    assert out["answer"] == "391"
+
+
+def test_wait_is_not_cacheable_a_second_wait_really_waits(make_graph):
+    wait = [tool_call("wait", {"seconds": 0.2})]
+    graph, _ = make_graph([wait, wait, "waited"], tools=builtins("wait"))
+    began = time.monotonic()
+    out = graph.invoke({"task": "wait twice"})
+    assert time.monotonic() - began >= 0.4
+    assert [a.get("reused") for s in out["scratchpad"] for a in s["actions"]] == [None, None]
 
 
 def test_a_side_effecting_call_in_between_makes_the_read_run_again(make_graph):
@@ -274,9 +328,16 @@ def test_a_failed_call_is_run_again_and_other_arguments_run(make_graph):
 
 
 def test_the_execute_event_lists_reused_and_run_calls_in_the_models_order(make_graph):
-    weather = tool_call("get_weather", {"city": "Paris"})
-    replies = [[weather], [tool_call("calculator", {"expression": "1+1"}), weather], "done"]
-    graph, _ = make_graph(replies)
+    lookup = look()[0]
+    replies = [[lookup], [tool_call("calculator", {"expression": "1+1"}), lookup], "done"]
+    graph, _ = make_graph(replies, tools=counting_tools()[0] + builtins("calculator"))
     events = [e for _, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
-    assert [(r["tool"], r["status"]) for r in events[1]["actions"]] == [("calculator", "ok"), ("get_weather", "reused")]
-    assert events[1]["summary"] == "calculator -> ok, get_weather -> reused"
+    assert [(r["tool"], r["status"]) for r in events[1]["actions"]] == [("calculator", "ok"), ("lookup", "reused")]
+    assert events[1]["summary"] == "calculator -> ok, lookup -> reused"
+
+
+def test_a_tool_not_declared_cacheable_runs_at_every_repeat(make_graph):
+    weather = tool_call("get_weather", {"city": "Paris"})
+    graph, _ = make_graph([[weather], [weather], "done"])
+    events = [e for _, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
+    assert [r["status"] for e in events for r in e["actions"]] == ["ok", "ok"]

@@ -225,8 +225,73 @@ def test_the_repeat_hint_shows_the_earlier_result_and_says_it_is_already_known(m
     graph, model = make_graph([calc("17*23"), calc("17*23"), "391"])
     graph.invoke({"task": "What is 17*23?"})
     hint = prompt_text(model.prompts[2])
-    assert ("Its result is already known: calculator gave: 391. It will not change: do not call it again."
-            in hint)
+    assert ("Its result is already known: calculator gave: 391. It will not change (the tool is declared "
+            "cacheable): do not call it again." in hint)
+
+
+def job_tool(statuses):
+    """``job_status``: a live value, not declared cacheable; each call gives the next of ``statuses``."""
+    it = iter(statuses)
+
+    @tool
+    def job_status(job: str) -> str:
+        """The status of a job, now."""
+        return next(it)
+
+    return job_status
+
+
+POLL = [tool_call("job_status", {"job": "j1"})]
+
+
+def test_a_job_polled_until_done_finishes_without_a_refusal_or_a_break(make_graph):
+    graph, model = make_graph([POLL] * 5 + ["j1 is done"], tools=[job_tool(["queued", "running", "running", "running 80%", "done"])])
+    out = graph.invoke({"task": "Wait until job j1 is done."})
+    assert out["status"] == "done" and out["answer"] == "j1 is done"
+    actions = [a for s in out["scratchpad"] for a in s["actions"]]
+    assert [a["observation"] for a in actions] == ["queued", "running", "running", "running 80%", "done"]
+    assert not any(a.get("problem") or a.get("error") or a.get("reused") for a in actions)
+    assert out["counters"]["repeats"] == 0
+
+
+def test_the_repeat_hint_of_a_tool_not_declared_cacheable_says_what_happened_not_that_it_will_not_change(make_graph):
+    graph, model = make_graph([POLL, POLL, "still running"], tools=[job_tool(["running", "running"])])
+    graph.invoke({"task": "Is job j1 done?"})
+    hint = prompt_text(model.prompts[2])
+    assert ("You already did this: job_status with the same arguments, 2 times in a row, and it gave the same "
+            "result each time: job_status gave: running.") in hint
+    assert "will not change" not in hint and "do not call it again" not in hint
+
+
+def test_a_poll_whose_result_never_changes_still_breaks_as_a_repeated_action(make_graph):
+    graph, _ = make_graph([POLL] * 4, tools=[job_tool(["running"] * 4)])
+    out = graph.invoke({"task": "Wait until job j1 is done."})
+    assert out["break_reason"] == "repeated_action" and out["counters"]["steps"] == 3
+
+
+def test_a_poll_that_never_ends_still_breaks_on_max_steps(make_graph):
+    ticks = [f"running, {i} s elapsed" for i in range(20)]
+    graph, model = make_graph([POLL] * 20, tools=[job_tool(ticks)], limits=Limits(max_steps=6))
+    out = graph.invoke({"task": "Wait until job j1 is done."})
+    assert out["status"] == "broken" and out["break_reason"] == "max_steps"
+    assert model.calls == 6 and out["counters"]["repeats"] == 1  # each call issued once with its result
+
+
+def test_the_same_calls_count_as_a_repeat_only_while_their_results_are_the_same():
+    zero = {"steps": 1, "llm_calls": 1, "prompt_tokens": 0, "completion_tokens": 0, "errors": 0,
+            "consecutive_errors": 0, "same_errors": 0, "repeats": 1, "elapsed_seconds": 0.0}
+
+    def step(observation, **extra):
+        action = {"tool": "job_status", "args": {"job": "j1"}, "observation": observation, "error": False, **extra}
+        return {"error": False, "actions": [action]}
+
+    assert count(zero, step("running"), step("queued"))["repeats"] == 1
+    assert count(zero, step("running"), step("running"))["repeats"] == 2
+    reused = step("running\n(already known: this is the earlier result of the same call at step 1, ...)", reused=1)
+    assert count(zero, reused, step("running"))["repeats"] == 2  # a cacheable tool's reused result is the same one
+    refused = {"tool": "calculator", "args": {"expression": "x"}, "problem": "bad", "error": True}
+    again = {**refused, "observation": "ERROR: bad (this was failed step 2 in a row: change the call, ...)"}
+    assert count(zero, {"error": True, "actions": [refused]}, {"error": True, "actions": [again]})["repeats"] == 2
 
 
 def test_the_last_step_hint_asks_for_the_best_answer_from_the_results_in_hand(make_graph):

@@ -123,7 +123,9 @@ def test_arguments_at_the_deepest_nesting_allowed_go_through_signatures_memory_a
 
     from reinloop import Limits
     from reinloop.bounds import MAX_NESTING
+    from reinloop.tools import configure
 
+    @configure(cacheable=True)  # so that the repeats are answered from step 1's call: reuse matches deep arguments
     @tool
     def store(data: dict) -> str:
         """Store a document."""

@@ -11,7 +11,9 @@ reinloop reads:
 - ``calculator`` (no hints): clashes with reinloop's built-in of that name;
 - ``fail``: answers with an MCP tool error; ``die``: the server kills itself mid-call;
 - ``token_check`` (read-only): whether ``$MCP_TOKEN`` reached the server, without echoing it;
-- ``server_pid`` (read-only): the server's process id.
+- ``server_pid`` (read-only): the server's process id;
+- ``unit_price`` (read-only and idempotent: cacheable): a price from a fixed table, counting its calls
+  (``price_calls``, read-only) so a test sees whether a repeat reached the server.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from mcp.types import ToolAnnotations
 READ_ONLY = ToolAnnotations(readOnlyHint=True)
 DESTRUCTIVE = ToolAnnotations(readOnlyHint=False, destructiveHint=True)
 IDEMPOTENT = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True)
+PURE = ToolAnnotations(readOnlyHint=True, idempotentHint=True)
 TABLE = {"alpha": "1", "beta": "2", "gamma": "3"}
 
 port = int(sys.argv[sys.argv.index("--http") + 1]) if "--http" in sys.argv else 8000
 server = FastMCP("notes", log_level="WARNING", host="127.0.0.1", port=port)
-active = {"now": 0, "peak": 0}
+active = {"now": 0, "peak": 0, "prices": 0}
 
 
 def _notes() -> Path:
@@ -106,6 +109,19 @@ def token_check() -> str:
 def server_pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+@server.tool(annotations=PURE)
+def unit_price(item: str) -> str:
+    """The price of one item (apple or pear), in cents."""
+    active["prices"] += 1
+    return {"apple": "30", "pear": "45"}.get(item, f"no price for {item!r}")
+
+
+@server.tool(annotations=READ_ONLY)
+def price_calls() -> str:
+    """How many unit_price calls reached the server."""
+    return str(active["prices"])
 
 
 if __name__ == "__main__":

@@ -88,18 +88,33 @@ def test_the_servers_hints_set_each_tools_options(stdio_tools):
     assert got["add_note"] == (True, False, 0)  # destructiveHint: journaled, never retried
     assert got["set_flag"] == (True, False, None)  # idempotentHint: journaled, retried
     assert got["calculator"] == (True, False, 0)  # no hints: the spec's defaults, destructive
+    cacheable = {t.name for t in stdio_tools if options_of(t).cacheable}
+    assert cacheable == {"unit_price"}  # readOnlyHint and idempotentHint; one of them alone (lookup, set_flag) is not
+
+
+def test_a_repeat_of_a_tool_with_both_hints_is_reused_and_of_a_read_only_one_runs_again(tmp_path, stdio_tools):
+    price, count = tool_call("unit_price", {"item": "apple"}), tool_call("price_calls", {})
+    model = ScriptedChatModel(replies=[[price], [price], [count], [count], "30 cents"])
+    outcome = run("price of an apple", db=tmp_path / "runs.db", model=model, tools=stdio_tools, thread_id="t")
+    assert outcome.status == "done"
+    done = actions(tmp_path / "runs.db", "t")
+    assert done[1]["reused"] == 1 and "reused because unit_price is declared cacheable" in done[1]["observation"]
+    assert [a.get("reused") for a in done[2:]] == [None, None]  # read-only alone: price_calls ran twice
+    assert [a["observation"] for a in done[2:]] == ["1", "1"]  # the server saw one unit_price call
 
 
 def test_the_user_overrides_a_tools_options_by_name(tmp_path):
     config = stdio_config(tmp_path)
     config["reinloop"] = {"tools": {"calculator": {"side_effects": False, "parallel_safe": True}}}
-    with mcp(config, options={"lookup": {"timeout": 3}}) as tools:
+    with mcp(config, options={"lookup": {"timeout": 3, "cacheable": True}}) as tools:
         by_name = {t.name: t for t in tools}
         assert (options_of(by_name["calculator"]).side_effects, options_of(by_name["calculator"]).parallel_safe) == (False, True)
-        assert options_of(by_name["lookup"]).timeout == 3
+        assert options_of(by_name["lookup"]).timeout == 3 and options_of(by_name["lookup"]).cacheable
         configure(by_name["add_note"], timeout=7)  # as for any tool: a resume sets it again
+        configure(by_name["unit_price"], cacheable=False)  # a server's claim of purity, overruled
         assert config_of(tools)["reinloop"]["tools"] == {"calculator": {"side_effects": False, "parallel_safe": True},
-                                                        "lookup": {"timeout": 3}, "add_note": {"timeout": 7}}
+                                                        "lookup": {"timeout": 3, "cacheable": True},
+                                                        "add_note": {"timeout": 7}, "unit_price": {"cacheable": False}}
 
 
 def test_options_for_a_tool_no_server_offers_are_refused(tmp_path):
@@ -108,8 +123,12 @@ def test_options_for_a_tool_no_server_offers_are_refused(tmp_path):
 
 
 def test_hint_defaults_follow_the_spec_when_hints_are_missing_or_false():
-    assert hint_options(None) == {"side_effects": True, "parallel_safe": False, "retries": 0}
-    assert hint_options({"readOnlyHint": False, "destructiveHint": False}) == {"side_effects": True, "parallel_safe": False, "retries": 0}
+    cautious = {"side_effects": True, "parallel_safe": False, "retries": 0, "cacheable": False}
+    assert hint_options(None) == cautious
+    assert hint_options({"readOnlyHint": False, "destructiveHint": False}) == cautious
+    assert hint_options({"readOnlyHint": True, "idempotentHint": True})["cacheable"] is True
+    assert hint_options({"readOnlyHint": True})["cacheable"] is False
+    assert hint_options({"idempotentHint": True})["cacheable"] is False
 
 
 def test_a_read_only_tool_called_in_parallel_runs_at_the_same_time_and_is_not_journaled(tmp_path, stdio_tools):

@@ -64,6 +64,7 @@ def test_options_stored_as_a_plain_dict_are_read_too():
         ({"transient": ("ValueError",)}, "transient must be exception classes"),
         ({"validator": "non-empty"}, "validator must be a callable"),
         ({"approval": "yes"}, r"approval must be True, False or a callable \(args\) -> bool"),
+        ({"cacheable": True, "side_effects": True}, "cacheable=True and side_effects=True contradict each other"),
     ],
 )
 def test_bad_options_are_refused_with_the_valid_choices(options, message):
@@ -96,3 +97,13 @@ def test_effective_values_fall_back_to_the_run_limits():
     assert ToolOptions().effective_retries(None) == 0
     assert ToolOptions(retries=0).effective_retries(2) == 0
     assert ToolOptions().effective_retries(2) == 2
+
+
+def test_no_tool_is_cacheable_unless_declared_and_only_the_pure_built_ins_are():
+    from reinloop.tools import builtins
+
+    assert ToolOptions().cacheable is False and options_of(echo).cacheable is False
+    assert options_of(configure(StructuredTool.from_function(lambda x: x, name="p", description="d"),
+                                cacheable=True)).cacheable
+    names = "calculator,db_query,get_weather,translate,wait"
+    assert {t.name for t in builtins(names) if options_of(t).cacheable} == {"calculator", "translate"}
