@@ -33,8 +33,9 @@ def test_a_cut_call_a_call_among_prose_or_json_data_is_no_written_call():
 def test_only_reinloops_own_marker_text_makes_an_answer_an_echo():
     assert echo_problem("[reinloop] You already did this: read_file with the same arguments") is not None
     assert echo_problem("Your last reply could not be used: no JSON object found") is not None
+    assert echo_problem("call a tool through the tool-calling API (e.g. search_docs with {}), or") is not None
     for answer in ("The total is 37.5", "The task still needs sign-off from QA.", "You already did this: twice.",
-                   "任务还需要 QA 签字。", "call a tool through the tool-calling API (e.g. calculator with"):
+                   "任务还需要 QA 签字。", "Call the tools API with a JSON body, for example curl -d '{}'."):
         assert echo_problem(answer) is None, answer
 
 
