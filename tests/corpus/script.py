@@ -118,19 +118,26 @@ def problems(s: Scenario, protocol: str, out: dict[str, Any], model: ScriptedCha
     """Every way the run differs from the model's calls and answer (``[]``: it ran them exactly, refused only what
     was outside an enum, and accepted the answer). ``extra_asks``: model calls the run may make beyond the script
     (a profile that asks again)."""
+    return run_problems(s, protocol, out, corpus_tools.LOG, [prompt_text(p) for p in model.prompts], model.calls,
+                        extra_asks)
+
+
+def run_problems(s: Scenario, protocol: str, out: dict[str, Any], ran: list[tuple[str, dict[str, Any]]],
+                 prompts: list[str], asks: int, extra_asks: int = 0) -> list[str]:
+    """:func:`problems` from what the run left: its state ``out``, the calls the tools ran, the text of every
+    prompt the model was sent and how many times it was asked (from a scripted model or a scripted server)."""
     found = []
-    ran, asked = corpus_tools.LOG, expected_calls(s)
+    asked = expected_calls(s)
     if ran != asked:
         found.append(f"the tools ran {ran}, the model asked for {asked}")
     turns = turns_of(s, protocol)
     steps = out.get("scratchpad") or []
-    prompts = [prompt_text(p) for p in model.prompts]
     for i, (step, turn) in enumerate(zip(steps, turns), 1):
         found += step_problems(i, step, turn, prompts[i] if i < len(prompts) else None)
     if len(steps) != len(turns):
         found.append(f"the run took {len(steps)} steps for the model's {len(turns)} replies")
-    if model.calls != len(turns) + extra_asks:
-        found.append(f"the model was asked {model.calls} times for its {len(turns)} replies"
+    if asks != len(turns) + extra_asks:
+        found.append(f"the model was asked {asks} times for its {len(turns)} replies"
                      + (f" (and {extra_asks} asks again)" if extra_asks else ""))
     if out.get("exhausted"):
         found.append(f"the loop asked the model again after its last reply: {out['exhausted']}")
