@@ -68,7 +68,9 @@ def _repair(text: str, error: ValueError, nesting: int) -> tuple[Any, str | None
 def extract_object(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """The first JSON object in ``text``, repaired if needed, or a problem."""
     fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced and "{" in fenced.group(1) else text
+    brace = text.find("{")
+    # a fenced reply, not a fence inside the reply's JSON (an answer that shows a code block)
+    body = fenced.group(1) if fenced and "{" in fenced.group(1) and (brace < 0 or fenced.start() < brace) else text
     start = body.find("{")
     if start < 0:
         return None, f"no JSON object found in the reply: {quote(text)!r}"
