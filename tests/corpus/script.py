@@ -71,7 +71,8 @@ def run_scenario(s: Scenario, protocol: str, script: list[Any] | None = None,
     return state, model
 
 
-ALTERED = ("ignored_args", "reused", "asked_tool", "bound_figures", "scaled_figures", "from_answer", "raw_args")
+ALTERED = ("ignored_args", "reused", "asked_tool", "bound_figures", "scaled_figures", "from_answer", "from_text", "repairs",
+           "raw_args")
 """Action keys that say the loop changed, dropped or answered a call instead of running it as asked."""
 
 

@@ -1,7 +1,6 @@
 """The corpus under the small-model profile: the same scenarios, the same checks, and each deviation justified.
 
-The profile is ``AnswerRules(wrap_up=True, ask_next_step=True, vary_repeats=True)`` (to become
-``reinloop.profiles.small_model()``). A correct model must fare as on the default path, except where
+The profile is ``reinloop.profiles.small_model()``. A correct model must fare as on the default path, except where
 :data:`ASKS_AGAIN` says the profile asks it again, and why that is right for the profile; there the test
 asserts exactly that: the model is asked again that many times at that reply (it writes the same reply each
 time), the step records the re-asks, and everything else (calls, arguments, answer) is as on the default path.
@@ -13,13 +12,13 @@ from dataclasses import dataclass
 
 import pytest
 
-from reinloop.answers import AnswerRules
+from reinloop.profiles import small_model
 
 from .scenarios import SCENARIOS, Scenario
 from .script import PROTOCOLS, problems, replies, run_scenario, turns_of
 
-SMALL_MODEL = AnswerRules(wrap_up=True, ask_next_step=True, vary_repeats=True)
-"""The small-model profile, as the answer rules it is made of today."""
+SMALL_MODEL = small_model()
+"""The small-model profile's answer rules."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +54,8 @@ def profile_script(s: Scenario, protocol: str, again: AskedAgain | None) -> tupl
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_the_small_model_profile_runs_the_model_s_calls_as_asked_and_accepts_its_answer(scenario, protocol):
+    if protocol == "tool_calling" and scenario.id in RUNS_TEXT_CALL:
+        pytest.skip("a listed deviation: test_the_profile_runs_a_shown_read_only_call_under_tool_calling_...")
     again = ASKS_AGAIN.get(scenario.id)
     script, extra = profile_script(scenario, protocol, again)
     out, model = run_scenario(scenario, protocol, script, answers=SMALL_MODEL)
@@ -66,5 +67,27 @@ def test_the_small_model_profile_runs_the_model_s_calls_as_asked_and_accepts_its
         assert events == [{"event": "resampled", "asks": again.times, "temperature": 0.8, "changed": False}]
 
 
+RUNS_TEXT_CALL: dict[str, str] = {
+    "shown-get-order-json": "text_calls: under native tool calling the profile runs an answer that is nothing but a "
+                            "whole JSON call of a tool without side effects (Qwen2.5-Coder-0.5B writes its calls so). "
+                            "get_order only reads; the model is told the call ran and answers again. A side-effecting "
+                            "tool's call shown as text (delete_user, send_email, transfer, refund) is never run.",
+}
+"""Scenario id -> why, under tool_calling, the profile runs the call the answer shows."""
+
+
+@pytest.mark.parametrize("scenario_id", sorted(RUNS_TEXT_CALL))
+def test_the_profile_runs_a_shown_read_only_call_under_tool_calling_and_tells_the_model(scenario_id):
+    from . import tools as corpus_tools
+
+    scenario = next(s for s in SCENARIOS if s.id == scenario_id)
+    script = [*replies(scenario, "tool_calling"), f"Here is the call: {scenario.answer}"]
+    out, model = run_scenario(scenario, "tool_calling", script, answers=SMALL_MODEL)
+    ran = [a for step in out["scratchpad"] for a in step.get("actions") or []]
+    assert [(a["tool"], a.get("from_text")) for a in ran] == [("get_order", True)]
+    assert [name for name, _ in corpus_tools.LOG] == ["get_order"] and out["status"] == "done"
+    assert "wrote this call as text" in str(model.prompts[-1]) and out["answer"].startswith("Here is the call: ")
+
+
 def test_every_justified_deviation_names_a_scenario_of_the_corpus():
-    assert set(ASKS_AGAIN) <= {s.id for s in SCENARIOS}
+    assert set(ASKS_AGAIN) | set(RUNS_TEXT_CALL) <= {s.id for s in SCENARIOS}
