@@ -29,8 +29,10 @@ local models):
   this run is asked for again with sampling (:mod:`reinloop.repeats`).
 - ``text_calls``: under native tool calling, an answer that is nothing but a
   whole JSON call of a known tool without side effects runs as that call; the
-  model is told and the action records it (``from_text``). Off, an answer is
-  an answer, whatever it looks like.
+  model is told and the action records it (``from_text``). Such an answer
+  calling a tool *with* side effects runs nothing and is sent back: call it
+  through the API, or answer in words. Off, an answer is an answer, whatever
+  it looks like.
 """
 
 from __future__ import annotations

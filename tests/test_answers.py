@@ -84,9 +84,12 @@ def test_text_calls_never_runs_a_side_effecting_tool_written_as_text(make_graph)
         return "deleted"
 
     text = '{"name": "delete_user", "arguments": {"user_id": "u1"}}'
-    graph, _ = make_graph([text], tools=[delete_user], answers=AnswerRules(text_calls=True))
+    graph, _ = make_graph([text, f"The call: {text}"], tools=[delete_user], answers=AnswerRules(text_calls=True))
     out = graph.invoke({"task": "show me the delete_user call as JSON, run nothing"})
-    assert out["answer"] == text and ran == []
+    assert out["answer"] == f"The call: {text}" and ran == []
+    assert "delete_user changes the world, so a call written as text is never run" in out["scratchpad"][0]["parse_error"]
+    graph, _ = make_graph([text], tools=[delete_user])  # the default: the text is the answer
+    assert graph.invoke({"task": "show me the delete_user call as JSON"})["answer"] == text and ran == []
 
 
 @pytest.mark.parametrize("protocol", ["json", "tool_calling"])

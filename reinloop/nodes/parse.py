@@ -164,13 +164,18 @@ def wrap_up_reading(pending: Pending, text: str, tools: list[str]) -> Pending:
 
 def text_call(state: AgentState, ctx: AgentContext, answer: str) -> Pending | None:
     """Under ``AnswerRules.text_calls`` and native tool calling, an answer that is nothing but a whole call of a
-    tool without side effects, as that call (recorded ``from_text`` and told); else None."""
+    tool without side effects, as that call (recorded ``from_text`` and told); of a tool with side effects, a parse
+    error that says it did not run and how to run it; else None."""
     if not ctx.answers.text_calls or state.get("wrap_up"):
         return None
     call = written_call(answer, ctx.tools.names())
     tool = ctx.tools.get(call["tool"]) if call is not None else None
-    if call is None or tool is None or options_of(tool).side_effects:
+    if call is None or tool is None:
         return None
+    if options_of(tool).side_effects:  # never run from text, nor taken for the answer a small model did not mean
+        return error_pending(f"your reply is only a call of {tool.name} written as text; {tool.name} changes the "
+                             "world, so a call written as text is never run: call it through the tool-calling API "
+                             "to run it, or answer in words (AnswerRules.text_calls)")
     action = {"id": action_id(1, call["tool"], call["args"]), "tool": call["tool"], "args": call["args"],
               "from_text": True}
     pending = Pending(thought="", actions=[action], answer=None, parse_error=None)  # type: ignore[list-item]

@@ -54,8 +54,8 @@ def profile_script(s: Scenario, protocol: str, again: AskedAgain | None) -> tupl
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
 def test_the_small_model_profile_runs_the_model_s_calls_as_asked_and_accepts_its_answer(scenario, protocol):
-    if protocol == "tool_calling" and scenario.id in RUNS_TEXT_CALL:
-        pytest.skip("a listed deviation: test_the_profile_runs_a_shown_read_only_call_under_tool_calling_...")
+    if protocol == "tool_calling" and scenario.id in {**RUNS_TEXT_CALL, **SENDS_TEXT_CALL_BACK}:
+        pytest.skip("a listed deviation: test_the_profile_reads_a_shown_call_under_tool_calling_and_tells_the_model")
     again = ASKS_AGAIN.get(scenario.id)
     script, extra = profile_script(scenario, protocol, again)
     out, model = run_scenario(scenario, protocol, script, answers=SMALL_MODEL)
@@ -67,27 +67,35 @@ def test_the_small_model_profile_runs_the_model_s_calls_as_asked_and_accepts_its
         assert events == [{"event": "resampled", "asks": again.times, "temperature": 0.8, "changed": False}]
 
 
-RUNS_TEXT_CALL: dict[str, str] = {
-    "shown-get-order-json": "text_calls: under native tool calling the profile runs an answer that is nothing but a "
-                            "whole JSON call of a tool without side effects (Qwen2.5-Coder-0.5B writes its calls so). "
-                            "get_order only reads; the model is told the call ran and answers again. A side-effecting "
-                            "tool's call shown as text (delete_user, send_email, transfer, refund) is never run.",
-}
+TEXT_CALL_WHY = ("text_calls: under native tool calling the profile reads an answer that is nothing but a whole JSON "
+                 "call of a known tool as a call, since Qwen2.5-Coder-0.5B writes its calls so. A read-only tool's call "
+                 "runs and the model is told; a side-effecting tool's call never runs from text: the answer is sent "
+                 "back (call it through the API, or answer in words), and the model's answer in words is accepted.")
+RUNS_TEXT_CALL: dict[str, str] = {"shown-get-order-json": TEXT_CALL_WHY}
 """Scenario id -> why, under tool_calling, the profile runs the call the answer shows."""
+SENDS_TEXT_CALL_BACK: dict[str, str] = {sid: TEXT_CALL_WHY for sid in (
+    "shown-delete-user-json", "shown-delete-user-tool-args", "shown-send-email-fenced", "shown-transfer-zh",
+    "shown-refund-after-lookup")}
+"""Scenario id -> why, under tool_calling, the profile sends back an answer that shows a side-effecting call."""
 
 
-@pytest.mark.parametrize("scenario_id", sorted(RUNS_TEXT_CALL))
-def test_the_profile_runs_a_shown_read_only_call_under_tool_calling_and_tells_the_model(scenario_id):
+@pytest.mark.parametrize("scenario_id", sorted({**RUNS_TEXT_CALL, **SENDS_TEXT_CALL_BACK}))
+def test_the_profile_reads_a_shown_call_under_tool_calling_and_tells_the_model(scenario_id):
     from . import tools as corpus_tools
 
     scenario = next(s for s in SCENARIOS if s.id == scenario_id)
     script = [*replies(scenario, "tool_calling"), f"Here is the call: {scenario.answer}"]
     out, model = run_scenario(scenario, "tool_calling", script, answers=SMALL_MODEL)
-    ran = [a for step in out["scratchpad"] for a in step.get("actions") or []]
-    assert [(a["tool"], a.get("from_text")) for a in ran] == [("get_order", True)]
-    assert [name for name, _ in corpus_tools.LOG] == ["get_order"] and out["status"] == "done"
-    assert "wrote this call as text" in str(model.prompts[-1]) and out["answer"].startswith("Here is the call: ")
+    before = [name for name, _ in corpus_tools.LOG]
+    assert out["status"] == "done" and out["answer"] == f"Here is the call: {scenario.answer}"
+    last = out["scratchpad"][-2]  # the step of the shown call
+    if scenario_id in RUNS_TEXT_CALL:
+        assert [(a["tool"], a.get("from_text")) for a in last["actions"]] == [("get_order", True)]
+        assert before.count("get_order") == 1 and "wrote this call as text" in str(model.prompts[-1])
+    else:
+        assert last["actions"] == [] and "a call written as text is never run" in last["parse_error"]
+        assert len(before) == sum(len(t) for t in scenario.turns)  # the calls the model made, and nothing more
 
 
 def test_every_justified_deviation_names_a_scenario_of_the_corpus():
-    assert set(ASKS_AGAIN) | set(RUNS_TEXT_CALL) <= {s.id for s in SCENARIOS}
+    assert set(ASKS_AGAIN) | set(RUNS_TEXT_CALL) | set(SENDS_TEXT_CALL_BACK) <= {s.id for s in SCENARIOS}
