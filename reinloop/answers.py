@@ -161,6 +161,18 @@ def written_call(text: str, tool_names: Iterable[str]) -> dict[str, Any] | None:
     return {"tool": names[loose(name)], "args": args}
 
 
+def call_shaped(text: str, tool_names: Iterable[str]) -> str | None:
+    """The known tool that ``text`` begins to call as a JSON object (``{"name": "db_insert", ...``, whole or not,
+    optionally fenced), else None: what ``text_calls`` reads as a call written as text."""
+    from .tools.registry import loose
+
+    if not _CALL_OBJECT.match(text):
+        return None
+    named = re.search(r'"(?:name|tool)"\s*:\s*"([^"]+)"', text[text.find("{"):text.find("{") + 400])
+    names = {loose(n): n for n in tool_names}
+    return names.get(loose(named.group(1))) if named else None
+
+
 def echo_problem(answer: str) -> str | None:
     """Why ``answer`` is no answer when it repeats one of reinloop's own marker texts (:data:`ECHO_MARKERS`),
     else None."""

@@ -71,6 +71,15 @@ def test_text_calls_runs_an_answer_that_is_only_a_call_and_tells_the_model(make_
     assert "wrote this call as text" in str(model.prompts[1])
 
 
+def test_text_calls_sends_back_a_cut_call_written_as_text_and_the_default_takes_it_as_the_answer(make_graph):
+    cut = '{"name": "calculator", "arguments": {"expression": "3*12.5"}'
+    graph, _ = make_graph([cut, "37.5"], answers=AnswerRules(text_calls=True))
+    out = graph.invoke({"task": "3 items at 12.5"})
+    assert out["answer"] == "37.5" and "not a whole JSON call" in out["scratchpad"][0]["parse_error"]
+    graph, _ = make_graph([cut])
+    assert graph.invoke({"task": "3 items at 12.5"})["answer"] == cut
+
+
 def test_text_calls_never_runs_a_side_effecting_tool_written_as_text(make_graph):
     from langchain_core.tools import tool
 

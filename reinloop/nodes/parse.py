@@ -36,7 +36,7 @@ from ..context import AgentContext
 from ..events import emit
 from ..memory.window import current_steps
 from ..protocols.base import OutputProtocol, action_id, error_pending, parse_reply, read_safely
-from ..answers import echo_problem, too_few_calls_problem, written_call
+from ..answers import call_shaped, echo_problem, too_few_calls_problem, written_call
 from ..memory.ledger import results
 from ..protocols.json_protocol import interpret
 from ..protocols.prose import call_like, prose_answer
@@ -169,13 +169,16 @@ def text_call(state: AgentState, ctx: AgentContext, answer: str) -> Pending | No
     if not ctx.answers.text_calls or state.get("wrap_up"):
         return None
     call = written_call(answer, ctx.tools.names())
-    tool = ctx.tools.get(call["tool"]) if call is not None else None
-    if call is None or tool is None:
+    tool = ctx.tools.get(call["tool"] if call is not None else call_shaped(answer, ctx.tools.names()) or "")
+    if tool is None:
         return None
     if options_of(tool).side_effects:  # never run from text, nor taken for the answer a small model did not mean
         return error_pending(f"your reply is only a call of {tool.name} written as text; {tool.name} changes the "
                              "world, so a call written as text is never run: call it through the tool-calling API "
                              "to run it, or answer in words (AnswerRules.text_calls)")
+    if call is None:  # cut or damaged: no call to run, and no answer either
+        return error_pending(f"your reply is a call of {tool.name} written as text, and not a whole JSON call; call "
+                             "it through the tool-calling API, or answer in words (AnswerRules.text_calls)")
     action = {"id": action_id(1, call["tool"], call["args"]), "tool": call["tool"], "args": call["args"],
               "from_text": True}
     pending = Pending(thought="", actions=[action], answer=None, parse_error=None)  # type: ignore[list-item]
