@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -38,8 +40,15 @@ def mail(to="bob", call_id="m1"):
     return tool_call("send_mail", {"to": to, "body": "hi"}, id=call_id)
 
 
+def waiting_ids(graph):
+    """The model's call id -> the approval id the operator decides the call by."""
+    return {c["call_id"]: c["id"] for c in graph.get_state(CONFIG).interrupts[0].value["calls"]}
+
+
 def answer(graph, decisions):
-    return graph.invoke(Command(resume={"decisions": decisions}), CONFIG)
+    """Answer with decisions named by the model's call ids, sent as the approval ids they stand for."""
+    ids = waiting_ids(graph)
+    return graph.invoke(Command(resume={"decisions": {ids.get(k, k): v for k, v in decisions.items()}}), CONFIG)
 
 
 def actions_of(out, step=0):
@@ -52,8 +61,10 @@ def test_a_call_that_needs_approval_waits_while_the_rest_of_its_step_runs():
     out = graph.invoke({"task": "mail bob"}, CONFIG)
     (pending,) = out["__interrupt__"]
     assert pending.value["kind"] == APPROVAL_KIND
-    assert pending.value["calls"] == [{"id": "m1", "tool": "send_mail", "args": {"to": "bob", "body": "hi"},
-                                       "reason": "send_mail is configured to need approval", "step": 1}]
+    [waiting] = pending.value["calls"]
+    assert re.fullmatch(r"s1-c1-[0-9a-f]{12}", waiting.pop("id"))  # reinloop's id, never the model's
+    assert waiting == {"call_id": "m1", "tool": "send_mail", "args": {"to": "bob", "body": "hi"},
+                       "reason": "send_mail is configured to need approval", "step": 1}
     assert sent == []
     calc = next(a for a in out["pending"]["actions"] if a["id"] == "c1")
     assert calc["observation"] == "6"  # ran, and kept
@@ -76,7 +87,7 @@ def test_an_edit_the_schema_refuses_is_refused_with_the_expected_arguments_and_n
     sent = []
     graph, _ = graph_with([[mail()], "ok"], sent, approval=True)
     graph.invoke({"task": "t"}, CONFIG)
-    with pytest.raises(ConfigurationError, match=r"edited arguments of call 'm1' were refused: .*body: Field required"
+    with pytest.raises(ConfigurationError, match=r"edited arguments of call 's1-c1-\w+' were refused: .*body: Field required"
                                                   r".*Expected: send_mail\(to: string, body: string\), for example"):
         answer(graph, {"m1": {"action": "edit", "args": {"to": "ann"}}})
     assert sent == []
@@ -131,7 +142,7 @@ def test_a_rule_on_the_arguments_asks_only_for_the_calls_it_picks():
     graph, _ = graph_with([[mail("friend", "m1"), mail("boss", "m2")], "ok"], sent,
                           approval=lambda args: args["to"] == "boss")
     out = graph.invoke({"task": "t"}, CONFIG)
-    assert [c["id"] for c in out["__interrupt__"][0].value["calls"]] == ["m2"]
+    assert [c["call_id"] for c in out["__interrupt__"][0].value["calls"]] == ["m2"]
     assert sent == [("friend", "hi")]
 
 
@@ -170,8 +181,8 @@ def test_calls_left_without_a_decision_keep_waiting():
     graph, _ = graph_with([[mail("a", "m1"), mail("b", "m2")], "ok"], sent, approval=True)
     graph.invoke({"task": "t"}, CONFIG)
     out = answer(graph, {"m2": "approve"})
-    assert [c["id"] for c in out["__interrupt__"][0].value["calls"]] == ["m1"] and sent == [("b", "hi")]
-    out = answer(graph, {"*": "reject"})
+    assert [c["call_id"] for c in out["__interrupt__"][0].value["calls"]] == ["m1"] and sent == [("b", "hi")]
+    out = answer(graph, {"m1": "reject"})
     assert out["status"] == "done" and sent == [("b", "hi")]
 
 
@@ -184,10 +195,10 @@ def test_without_a_checkpointer_a_call_that_needs_approval_never_runs():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"m1": "maybe"}, "bad decision for call 'm1'"),
-    ({"zz": "approve"}, "no call 'zz' waits for approval; waiting: m1"),
+    ({"m1": "maybe"}, r"bad decision for call 's1-c1-\w+'"),
+    ({"zz": "approve"}, r"no call 'zz' waits for approval; waiting: s1-c1-\w+"),
     ({"m1": {"action": "respond", "text": "x", "always": True}}, "'always' goes with approve or reject"),
-    ({"m1": {"action": "reject", "args": {}}}, "decision 'reject' for call 'm1' takes no args"),
+    ({"m1": {"action": "reject", "args": {}}}, r"decision 'reject' for call 's1-c1-\w+' takes no args"),
 ])
 def test_a_malformed_decision_is_refused_before_it_is_stored(bad, message):
     sent = []
