@@ -37,6 +37,7 @@ thread do not ask again. Calls left without a decision keep waiting.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Mapping
@@ -110,6 +111,18 @@ def approve_from_text(text: str) -> dict[str, Rule]:
     if not rules:
         raise ConfigurationError("must name at least one tool, or be all or none")
     return rules
+
+
+def check_names(rules: Mapping[str, str] | None, tools: list[str], known: list[str]) -> None:
+    """Refuse rules that name a tool that is neither one of the run's ``tools`` nor a ``known`` one (the built-ins):
+    a misspelt ``--approve write_fle`` would otherwise replace the default rule and let ``write_file`` run unasked."""
+    unknown = [name for name in rules or {} if name not in ("*", SIDE_EFFECTS) and name not in (*tools, *known)]
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], [*tools, *known], n=1)
+    raise SettingError("RunSpec", "approve", f"must name tools of this run ({', '.join(tools) or 'it has none'}), "
+                       f"or be {SIDE_EFFECTS_WORD} (every tool with side effects), all or none", value=unknown[0],
+                       sentence="{setting} {reason}" + (f"; did you mean {close[0]!r}?" if close else ""))
 
 
 def cli_default() -> dict[str, Rule]:
