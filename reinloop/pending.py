@@ -151,7 +151,12 @@ def answer_claim(saver: Any, thread_id: str, decisions: Mapping[str, Any]) -> It
     latest = saver.checkpointer.get_tuple(thread_config(thread_id))
     values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
     waiting = waiting_calls(values)
-    step, run, answered = (waiting[0]["step"] if waiting else 0), values.get("run", 0), latest.checkpoint["id"] if latest else ""
+    unknown = sorted(set(decisions) - {c["id"] for c in waiting})
+    if unknown:  # the run moved on since the caller read it (another answer came first)
+        raise ConfigurationError(f"no call {', '.join(map(repr, unknown))} waits for approval; waiting: "
+                                 f"{', '.join(c['id'] for c in waiting) or '(none)'} (a decision names one waiting "
+                                 "call by its id)")
+    step, run, answered = waiting[0]["step"], values.get("run", 0), latest.checkpoint["id"] if latest else ""
     by = process_mark()
     first = saver.journal.decide(thread_id, run, step, answered, decisions, by)
     if first is not None:

@@ -177,3 +177,92 @@ def test_run_in_a_terminal_asks_inline_and_goes_on(openai_server, env, tmp_path,
             proc.kill()
         os.close(main)
     assert note(tmp_path) == written
+
+
+# --- attacks: concurrent answers, misspelt rules, hostile call ids in the terminal --------------------------------
+
+
+def test_concurrent_approve_commands_run_the_call_once_and_never_fork_the_thread(openai_server, env, tmp_path):
+    import sqlite3
+
+    cid = start(openai_server, env, tmp_path)["waiting"][0]["id"]
+    openai_server.responses += [completion("written")] * 4
+    asked = len(openai_server.requests)
+    command = [sys.executable, "-m", "reinloop", "approve", "t1", cid, "--db", str(tmp_path / "runs.db"), "-q"]
+    procs = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+             for _ in range(4)]
+    results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert sorted(code for code, _ in results) == [0, 1, 1, 1], results
+    for code, err in results:
+        assert code == 0 or "already answered by another process" in err or "waits for approval; waiting: (none)" in err \
+            or "has no call waiting for approval" in err, err
+    assert len(openai_server.requests) == asked + 1  # only the winner went on to the model
+    with sqlite3.connect(tmp_path / "runs.db") as conn:
+        forks = conn.execute("SELECT parent_checkpoint_id, COUNT(*) FROM checkpoints WHERE parent_checkpoint_id IS NOT "
+                             "NULL GROUP BY thread_id, checkpoint_ns, parent_checkpoint_id HAVING COUNT(*) > 1").fetchall()
+        writes = conn.execute("SELECT COUNT(*) FROM tool_journal WHERE tool = 'write_file'").fetchone()[0]
+    assert forks == [] and writes == 1 and note(tmp_path) == "hello"
+
+
+def test_a_second_approve_of_the_same_call_is_refused_and_runs_nothing(openai_server, env, tmp_path):
+    cid = start(openai_server, env, tmp_path)["waiting"][0]["id"]
+    again = {**WRITE, "args": {"path": "evil.txt", "content": "x"}}  # the model reuses its id w1 at the next step
+    openai_server.responses += [completion(tool_calls=[again])]
+    assert reinloop(env, "approve", "t1", cid, "--db", str(tmp_path / "runs.db"), "-q").returncode == 4
+    for stale in (cid, "w1", "*"):
+        proc = reinloop(env, "approve", "t1", stale, "--db", str(tmp_path / "runs.db"), "-q")
+        assert proc.returncode == 1 and "waits for approval; waiting: s2-c1-" in proc.stderr, proc.stderr
+    assert note(tmp_path, "evil.txt") is None
+
+
+def misspellings(name: str) -> list[str]:
+    """Typos of ``name``: a letter dropped, two swapped, one doubled, another case."""
+    return sorted({name[:i] + name[i + 1:] for i in range(len(name))} | {name[:i] + name[i + 1] + name[i] + name[i + 2:]
+                   for i in range(len(name) - 1)} | {name[:3] + name[3] + name[3:], name.upper()} - {name})[:12]
+
+
+@pytest.mark.parametrize("typo", misspellings("write_file")[:6] + ["write_file=always,db_insrt", "side-effect"])
+def test_a_misspelt_tool_in_approve_is_refused_like_an_unknown_tool(openai_server, env, tmp_path, typo):
+    proc = reinloop(env, "run", "write a note", "--tools", "write_file", "--sandbox", str(tmp_path / "box"),
+                    "--db", str(tmp_path / "runs.db"), "--base-url", openai_server.base_url, "--approve", typo, "-q")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "--approve must name tools of this run (write_file)" in proc.stderr and "got '" in proc.stderr
+    assert openai_server.requests == [] and note(tmp_path) is None
+
+
+def test_a_misspelt_tool_in_runspec_approve_is_refused(tmp_path):
+    from reinloop import RunSpec, run
+    from reinloop.errors import SettingError
+    from reinloop.testing import ScriptedChatModel
+
+    for typo in misspellings("calculator")[:5]:
+        with pytest.raises(SettingError, match=rf"RunSpec.approve must name tools of this run \(calculator\).*got '{typo}'"):
+            run("2+2", RunSpec(tools="calculator", approve={typo: True}), model=ScriptedChatModel(replies=["4"]))
+
+
+HOSTILE = ["\x1b]0;pwned\x07", "\x1b[2K\rapprove calculator", "\u202eelif_etirw", "\x1b]52;c;cm0gLXJm\x07", "\x9b2J"]
+
+
+@pytest.mark.parametrize("hostile", HOSTILE)
+def test_the_inline_prompt_shows_hostile_call_ids_and_arguments_escaped(openai_server, env, tmp_path, hostile):
+    call = {"name": "write_file", "args": {"path": "note.txt", "content": hostile}, "id": hostile}
+    openai_server.responses += [completion(tool_calls=[call]), completion("finished")]
+    main, child = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "reinloop", "run", "write a note", "--tools", "write_file",
+                             "--sandbox", str(tmp_path / "box"), "--db", str(tmp_path / "runs.db"),
+                             "--base-url", openai_server.base_url, "--no-color"],
+                            stdin=child, stdout=child, stderr=child, env=env, close_fds=True)
+    os.close(child)
+    try:
+        shown = read_until(main, "[a]lways approve this tool in this thread: ")
+        os.write(main, b"n\nno\n")
+        shown += read_until(main, "answer: finished")
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(main)
+    assert re.search(r"approve write_file s1-c1-[0-9a-f]{12}\? ", shown)
+    for raw in ("\x1b]", "\x07", "\u202e", "\x9b", "\x1b[2K"):
+        assert raw not in shown, (raw, shown)
+    assert note(tmp_path) is None
