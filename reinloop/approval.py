@@ -12,23 +12,33 @@ The gate sits after validation and before execution (:mod:`reinloop.nodes.execut
 and :mod:`reinloop.nodes.approve`): calls of the step that need no approval
 run, the others wait, and the run pauses with an interrupt of kind
 :data:`APPROVAL_KIND` that lists them. The operator answers with one decision
-per call::
+per call, named by the id the interrupt lists::
 
     Command(resume={"decisions": {
-        "call_1": "approve",                                   # or {"action": "approve", "always": True}
-        "call_2": {"action": "edit", "args": {"path": "b.txt", "content": "hi"}},
-        "call_3": {"action": "reject", "message": "not that file"},
-        "call_4": {"action": "respond", "text": "the operator's own result"},
+        "s1-c1-3fa2b9c1": "approve",                           # or {"action": "approve", "always": True}
+        "s1-c2-0b7d44e9": {"action": "edit", "args": {"path": "b.txt", "content": "hi"}},
+        "s1-c3-9c2e1a55": {"action": "reject", "message": "not that file"},
+        "s1-c4-d41f0c3a": {"action": "respond", "text": "the operator's own result"},
     }})
 
-``"*"`` decides every waiting call not named. ``always`` (with approve or
-reject) is remembered for the tool in the thread's state, stored in the run
-database, so later calls of it in the thread do not ask again. Calls left
-without a decision keep waiting.
+**One decision binds one call.** A waiting call's id is made by reinloop
+(:func:`approval_id`), never taken from the model: it is a hash of the
+thread, the step, the call's position in the step, its tool and its
+canonical arguments, so a decision can only ever apply to the one call it was
+made for: not to a second call of the reply that the model gave the same id,
+not to a later step's call, not to the same call with other arguments. No id
+is a pattern (``"*"`` is no wildcard); :func:`reinloop.pending.approve`
+without a call id decides each call it read as waiting, by its id. The
+model's own id stays in the call as ``call_id`` (native tool messages pair on
+it). ``always`` (with approve or reject) is remembered for the tool in the
+thread's state, stored in the run database, so later calls of it in the
+thread do not ask again. Calls left without a decision keep waiting.
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Literal, TypedDict
@@ -103,6 +113,18 @@ def approve_from_text(text: str) -> dict[str, Rule]:
     return rules
 
 
+def check_names(rules: Mapping[str, str] | None, tools: list[str], known: list[str]) -> None:
+    """Refuse rules that name a tool that is neither one of the run's ``tools`` nor a ``known`` one (the built-ins):
+    a misspelt ``--approve write_fle`` would otherwise replace the default rule and let ``write_file`` run unasked."""
+    unknown = [name for name in rules or {} if name not in ("*", SIDE_EFFECTS) and name not in (*tools, *known)]
+    if not unknown:
+        return
+    close = difflib.get_close_matches(unknown[0], [*tools, *known], n=1)
+    raise SettingError("RunSpec", "approve", f"must name tools of this run ({', '.join(tools) or 'it has none'}), "
+                       f"or be {SIDE_EFFECTS_WORD} (every tool with side effects), all or none", value=unknown[0],
+                       sentence="{setting} {reason}" + (f"; did you mean {close[0]!r}?" if close else ""))
+
+
 def cli_default() -> dict[str, Rule]:
     """What the command line asks approval for without ``--approve``: every tool with side effects."""
     return {SIDE_EFFECTS: "ask"}
@@ -136,9 +158,20 @@ def approval_reason(name: str, own: Any, args: dict[str, Any], rules: Mapping[st
     return f"{name} is configured to need approval" if own is True else None
 
 
+def approval_id(thread_id: str, step: int, index: int, tool: str, args: Mapping[str, Any], run: int = 0) -> str:
+    """The id an operator decides a waiting call by: ``s{step}-c{position}-{hash}``, the hash binding it to the
+    thread (and its ``run``: the task on it), the step, the call's position in the step, its tool and its
+    canonical arguments."""
+    canonical = json.dumps([thread_id, run, step, index, tool, args], sort_keys=True, ensure_ascii=False, default=str,
+                           separators=(",", ":"))
+    digest = hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return f"s{step}-c{index + 1}-{digest}"
+
+
 def read_decisions(answer: Any, waiting: list[Mapping[str, Any]], validate: Any) -> dict[str, Decision]:
     """The operator's answer as one checked decision per waiting call id (undecided calls left out).
 
+    Each key must be the ``id`` of a waiting call, exactly: no id is a pattern.
     ``validate(tool, args)`` returns the problem of edited arguments, or ``None``;
     an edit it refuses raises :class:`~reinloop.errors.ConfigurationError` with the problem.
     """
@@ -146,16 +179,12 @@ def read_decisions(answer: Any, waiting: list[Mapping[str, Any]], validate: Any)
         raise ConfigurationError(f"cannot answer calls waiting for approval with {answer!r}; expected {EXPECTED}")
     given = dict(answer["decisions"])
     ids = {str(a.get("id")): a for a in waiting}
-    unknown = sorted(set(given) - set(ids) - {"*"})
+    unknown = sorted(str(k) for k in set(given) - set(ids))
     if unknown:
         raise ConfigurationError(f"no call {', '.join(map(repr, unknown))} waits for approval; waiting: "
-                                 f"{', '.join(ids) or '(none)'}")
-    decisions: dict[str, Decision] = {}
-    for call_id, action in ids.items():
-        raw = given.get(call_id, given.get("*"))
-        if raw is not None:
-            decisions[call_id] = read_decision(call_id, raw, action, validate)
-    return decisions
+                                 f"{', '.join(ids) or '(none)'} (a decision names one waiting call by its id)")
+    return {call_id: read_decision(call_id, given[call_id], action, validate)
+            for call_id, action in ids.items() if given.get(call_id) is not None}
 
 
 def read_decision(call_id: str, raw: Any, action: Mapping[str, Any], validate: Any) -> Decision:
@@ -198,9 +227,17 @@ def rejected_observation(tool: str, message: str) -> str:
     return f"REJECTED: the operator did not allow this {tool} call: {message}"
 
 
+def bound_id(action: Mapping[str, Any], index: int, step: int) -> str:
+    """The approval id of a waiting ``action``, the ``index``-th call of ``step``: the one the gate gave it
+    (:func:`approval_id`, thread included); a call stored before approval ids, one made without the thread."""
+    return str(action.get("approval_id") or approval_id("", step, index, str(action.get("tool")), action.get("args") or {}, 0))
+
+
 def waiting_calls(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The calls of the state's current step that wait for an operator: id, tool, args, reason, step."""
+    """The calls of the state's current step that wait for an operator: id (:func:`approval_id`), tool, args,
+    reason, step, and the call's own ``call_id``."""
     step = (state.get("counters") or {}).get("steps", 0) + 1
     actions = (state.get("pending") or {}).get("actions") or []
-    return [{"id": a.get("id"), "tool": a.get("tool"), "args": a.get("args") or {}, "reason": a["awaiting"], "step": step}
-            for a in actions if a.get("awaiting")]
+    return [{"id": bound_id(a, i, step), "tool": a.get("tool"), "args": a.get("args") or {}, "reason": a["awaiting"],
+             "step": step, "call_id": a.get("id")}
+            for i, a in enumerate(actions) if a.get("awaiting")]

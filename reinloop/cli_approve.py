@@ -16,7 +16,7 @@ from typing import Any
 
 from .cli import EXIT_DONE, add_db_flag, add_output_flags, command, make_console, print_outcome, say
 from .errors import ConfigurationError
-from .terminal import safe_json
+from .terminal import safe_json, safe_text
 
 CHOICES = "[y]es / [n]o (reject) / [e]dit / [a]lways approve this tool in this thread"
 
@@ -44,9 +44,10 @@ def print_waiting(outcome: Any) -> None:
 
 
 def ask(prompt: str, read: Callable[[str], str] = input) -> str:
-    """One answer from the terminal (end of input: an empty answer)."""
+    """One answer from the terminal (end of input: an empty answer); the prompt escaped as every printed line is
+    (:func:`~reinloop.terminal.safe_text`): it quotes the model's call."""
     try:
-        return read(prompt).strip()
+        return read(safe_text(prompt)).strip()
     except EOFError:
         return ""
 

@@ -262,6 +262,17 @@ class NotResumableError(StorageError):
     """The run exists but there is nothing to resume."""
 
 
+class AlreadyAnsweredError(StorageError):
+    """Another process answered the calls a run waited for first (``by``: its pid, host and time); nothing was done."""
+
+    def __init__(self, thread_id: str, step: int, by: dict[str, object]) -> None:
+        self.thread_id, self.step, self.by = thread_id, step, by
+        super().__init__(
+            f"the calls run {thread_id!r} waited for at step {step} were already answered by another process "
+            f"(pid {by.get('pid')} on {by.get('host')}); nothing was done here. `reinloop runs pending` shows what "
+            "waits now")
+
+
 class NotReplayableError(StorageError):
     """A stored run cannot be replayed: its model replies are no longer all in its checkpoint history."""
 

@@ -37,7 +37,7 @@ from .fallback import ChainModel, chain_models
 from .memory.longterm import resolve_memory
 from .memory.prompt import check_fixed_parts
 from .models import prepare_model, resolve_model
-from .approval import APPROVAL_KIND, read_decisions
+from .approval import APPROVAL_KIND, check_names, read_decisions
 from .nodes import (
     approve,
     decide,
@@ -57,6 +57,7 @@ from .protocols import OutputProtocol, get_protocol
 from .pricing import Pricing
 from .spec import GROUPS, RunSpec, object_label, protocol_change
 from .state import BREAK_KIND, AgentState, InputState
+from .tools.catalog import BUILTINS
 from .tools.journal import ToolJournal
 from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
@@ -303,6 +304,7 @@ def graph_for(
     spec's name; ``fallbacks``: the chat model objects ``spec.fallback_models`` names, in order)."""
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)
     registry = registry.with_detail(spec.tool_detail)  # type: ignore[arg-type]
+    check_names(spec.approve, registry.names(), list(BUILTINS))  # a misspelt name must not turn approvals off
     output = AnswerSchema.of(spec.output)
     if output is not None and ANSWER_TOOL in registry.names():
         raise SettingError("RunSpec", "output", "rename the tool", shown=False,

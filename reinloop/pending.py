@@ -8,18 +8,28 @@ it is stored as it is (status ``running``, its waiting calls in its latest
 checkpoint), so any process can answer it later. :func:`approve` resumes it
 in this process with one decision, for one call or for every waiting call,
 and runs it to its next stop (which may be another approval).
+
+Two processes may answer the same run at once (two ``reinloop approve`` in
+two terminals): :func:`answer_claim` lets exactly one of them go on, by one
+insert in the tool journal that fails on a duplicate
+(:meth:`~reinloop.tools.journal.ToolJournal.decide`); the other is refused
+with :class:`~reinloop.errors.AlreadyAnsweredError` before it runs anything,
+so a call runs once and the thread has one history.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import os
+import socket
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .approval import waiting_calls
-from .errors import ConfigurationError
+from .errors import AlreadyAnsweredError, ConfigurationError
 from .outcome import Outcome
 from .rundb import open_db, thread_config
 
@@ -100,4 +110,63 @@ def approve(
     if call_id is None and decision["action"] == "edit":
         raise ConfigurationError("--edit changes one call's arguments: name the call (reinloop approve THREAD CALL_ID "
                                  "--edit JSON); `reinloop runs pending` lists the waiting calls")
-    return resume(thread_id, db=db, decisions={call_id or "*": decision}, on_event=on_event, **changes)
+    ids = [call_id] if call_id is not None else [c["id"] for c in waiting_of(thread_id, db)]
+    return resume(thread_id, db=db, decisions=dict.fromkeys(ids, decision), on_event=on_event, **changes)
+
+
+def waiting_of(thread_id: str, db: str | Path | None) -> list[dict[str, Any]]:
+    """The calls run ``thread_id`` waits for now (each decided by its own id: "every call" is no pattern)."""
+    with open_db(db) as saver:
+        latest = saver.checkpointer.get_tuple(thread_config(thread_id))
+    return waiting_calls(dict(latest.checkpoint["channel_values"])) if latest is not None else []
+
+
+def process_mark() -> dict[str, Any]:
+    """Who claims an answer: this process's id and host."""
+    return {"pid": os.getpid(), "host": socket.gethostname()}
+
+
+def gone(by: Mapping[str, Any]) -> bool:
+    """Is the process that made a claim gone (on this host, its pid no longer runs)?"""
+    if by.get("host") != socket.gethostname() or not isinstance(by.get("pid"), int):
+        return False
+    try:
+        os.kill(by["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+@contextmanager
+def answer_claim(saver: Any, thread_id: str, decisions: Mapping[str, Any]) -> Iterator[None]:
+    """Claim the answer to the calls run ``thread_id`` waits for, then let the block resume it.
+
+    The claim is one insert keyed by the waiting checkpoint: a second process answering the same checkpoint
+    gets :class:`~reinloop.errors.AlreadyAnsweredError` and runs nothing; a claim whose process is gone (killed
+    before its answer was stored) is taken over. If the block fails before the run moved on, the claim is
+    dropped, so the calls can be answered again.
+    """
+    latest = saver.checkpointer.get_tuple(thread_config(thread_id))
+    values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
+    waiting = waiting_calls(values)
+    unknown = sorted(set(decisions) - {c["id"] for c in waiting})
+    if unknown:  # the run moved on since the caller read it (another answer came first)
+        raise ConfigurationError(f"no call {', '.join(map(repr, unknown))} waits for approval; waiting: "
+                                 f"{', '.join(c['id'] for c in waiting) or '(none)'} (a decision names one waiting "
+                                 "call by its id)")
+    step, run, answered = waiting[0]["step"], values.get("run", 0), latest.checkpoint["id"] if latest else ""
+    by = process_mark()
+    first = saver.journal.decide(thread_id, run, step, answered, decisions, by)
+    if first is not None:
+        earlier = json.loads(first.observation or "{}")
+        if not (gone(earlier) and saver.journal.take_over(first, by)):
+            raise AlreadyAnsweredError(thread_id, step, earlier)
+    try:
+        yield
+    except BaseException:
+        head = saver.checkpointer.get_tuple(thread_config(thread_id))
+        if head is not None and head.checkpoint["id"] == answered:  # nothing was stored: the calls still wait
+            saver.journal.release(thread_id, run, step, answered, by)
+        raise

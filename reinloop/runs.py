@@ -42,6 +42,7 @@ from .graph import ReinloopGraph, graph_for
 from .limits import Limits
 from .models import resolve_model
 from .outcome import Outcome
+from .pending import answer_claim
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
 from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
@@ -290,7 +291,10 @@ def resume_with(
         state = graph.get_state(thread_config(thread_id))
         if resumed_with is None and not state.next and not state.tasks:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
+        if decisions is None:
+            return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
+        with answer_claim(saver, thread_id, decisions):  # one answer per waiting checkpoint, whoever else answers
+            return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
     finally:  # the MCP servers the stored spec named, connected to again by this resume
         close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 

@@ -71,3 +71,60 @@ approvals_graph = build_graph(PlanningChatModel(), builtins(",".join(SPEC.tools)
                               name="reinloop-approvals")
 """The demo loop that asks approval, served as ``reinloop-approvals``: a client answers through LangGraph's
 interrupt API, ``Command(resume={"decisions": {...}})`` (``command={"resume": ...}`` in ``langgraph_sdk``)."""
+
+
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class LocalJsonOnly:
+    """ASGI middleware in front of every route ``langgraph dev`` serves (``langgraph.json``'s ``http.app``).
+
+    The server takes approvals (a request to resume a run is an operator's decision), and bound to 127.0.0.1
+    it is still reachable from any web page the operator opens. So it answers only what a program sends:
+    a request from another origin (an ``Origin`` that is not the server's own host, or a browser's
+    ``Sec-Fetch-Site: cross-site``/``same-site``) is refused with 403, a private-network preflight too, and a
+    request with a body that is not ``application/json`` (the ``text/plain`` a page may send without a
+    preflight) with 415. ``http.cors`` in ``langgraph.json`` allows no origin, so no browser reads an answer.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            refused = refusal(scope)
+            if refused is not None:
+                from starlette.responses import JSONResponse
+
+                await JSONResponse({"detail": refused[1]}, status_code=refused[0])(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def refusal(scope: Any) -> tuple[int, str] | None:
+    """Why a request is refused (status, reason), or ``None``: see :class:`LocalJsonOnly`."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+    origin, host = headers.get("origin"), headers.get("host", "")
+    if origin is not None and origin.split("://", 1)[-1].rstrip("/") != host:
+        return 403, f"cross-origin requests are refused (Origin {origin!r}, host {host!r})"
+    if headers.get("sec-fetch-site") in ("cross-site", "same-site"):
+        return 403, "cross-site requests are refused"
+    if "access-control-request-private-network" in headers:
+        return 403, "private-network access is refused"
+    has_body = headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers
+    if scope.get("method") in WRITES and has_body:
+        kind = headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "application/json":
+            return 415, f"only application/json requests are taken, not {kind or 'a body without a type'!r}"
+    return None
+
+
+def _http_app() -> Any:
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+
+    return Starlette(middleware=[Middleware(LocalJsonOnly)])
+
+
+http_app = _http_app()
+"""The app ``langgraph.json`` mounts (no routes): its middleware, :class:`LocalJsonOnly`, guards every route."""

@@ -35,7 +35,8 @@ Decision = Literal["continue", "hint", "finish", "break", "pause"]
 class Action(TypedDict, total=False):
     """One tool call the model asked for, and what came of it."""
 
-    id: str
+    id: str  # unique in its step: the model's id, or one reinloop made when it was empty or taken (then model_id)
+    model_id: str  # the id the model gave, when another call of the step had it too
     tool: str
     asked_tool: str  # the name as the model wrote it, when it named the tool loosely ("Calculator")
     args: dict[str, Any]
@@ -47,6 +48,7 @@ class Action(TypedDict, total=False):
     reused: int  # answered from this earlier step's identical call of a cacheable tool, not run again
     from_text: bool  # written as the answer's text and run as this call (AnswerRules.text_calls)
     awaiting: str  # why the call waits for an operator's approval (reinloop.approval); absent once decided
+    approval_id: str  # the id an operator decides it by, bound to thread, step, position, tool, arguments
     approval: dict[str, Any]  # the operator's decision on it: action (approve, edit, reject, respond), by, at ...
 
 

@@ -317,7 +317,8 @@ class RunTrace:
                 self.tool_spans(under, event, [c for c in calls if c.kind == "tool"], end)
             elif event["node"] == "approve":
                 for decision in (event.get("data") or {}).get("decisions") or []:
-                    step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("id", "")),
+                    step.add_event("reinloop.approval", {"gen_ai.tool.call.id": str(decision.get("call_id") or ""),
+                                                         "reinloop.approval.id": str(decision.get("id", "")),
                                                          "reinloop.approval.action": str(decision.get("action", ""))},
                                    timestamp=end)
         step.end(end_time=max([end for _, _, end in timed]))

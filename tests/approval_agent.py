@@ -72,7 +72,7 @@ if MODE == "start":
     model = ScriptedChatModel(replies=[[tool_call("send_mail", {"to": "ann@example.com", "body": "hi"}, id="m1")]])
     outcome = run("email ann", db=DB, thread_id="mail-1", model=model, **objects)
 elif MODE == "approve":
-    outcome = approve("mail-1", "m1", db=DB, model=ScriptedChatModel(replies=["mailed"]), **objects)
+    outcome = approve("mail-1", None, db=DB, model=ScriptedChatModel(replies=["mailed"]), **objects)
 else:
     outcome = resume("mail-1", db=DB, model=ScriptedChatModel(replies=["mailed"]), **objects)
 steps = show_run("mail-1", DB).steps

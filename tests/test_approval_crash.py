@@ -36,7 +36,7 @@ def outcome(proc: subprocess.CompletedProcess[str]) -> dict:
 
 def paused_run(where: Path) -> None:
     started = outcome(agent("start", where))
-    assert started["status"] == "waiting" and [c["id"] for c in started["waiting"]] == ["m1"]
+    assert started["status"] == "waiting" and [c["call_id"] for c in started["waiting"]] == ["m1"]
     assert sent(where) == []
 
 
@@ -58,7 +58,7 @@ def resumed_once(where: Path) -> dict:
 def test_killed_before_the_decision_is_stored_the_call_waits_again_and_runs_once_when_approved(tmp_path):
     assert killed_while_approving(tmp_path, "decision") == []
     refused = agent("resume", tmp_path)  # no decision was stored: resuming without one is refused
-    assert refused.returncode == 1 and "waits for approval of send_mail (m1)" in refused.stderr
+    assert refused.returncode == 1 and "waits for approval of send_mail (s1-c1-" in refused.stderr
     done = outcome(agent("approve", tmp_path))
     assert done["status"] == "done" and sent(tmp_path) == ["ann@example.com"]
 

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -108,3 +109,38 @@ def test_langgraph_dev_clients_answer_an_approval_through_the_interrupt_api(serv
     _, _, rejected = seen["reject"]
     observations = [a["observation"] for step in rejected["scratchpad"] for a in step["actions"]]
     assert "not today" in observations[0] and "多云" not in rejected["answer"]
+
+
+def request(url: str, method: str = "POST", body: bytes | None = b"{}", **headers: str) -> tuple[int, dict]:
+    req = urllib.request.Request(url, data=body, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as response:
+            return response.status, dict(response.headers)
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers)
+
+
+ATTACKS = [
+    ("cross-origin JSON", {"Content-Type": "application/json", "Origin": "http://evil.example"}, 403),
+    ("cross-origin, same host other port", {"Content-Type": "application/json", "Origin": "http://127.0.0.1:1"}, 403),
+    ("null origin", {"Content-Type": "application/json", "Origin": "null"}, 403),
+    ("browser cross-site", {"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"}, 403),
+    ("text/plain", {"Content-Type": "text/plain"}, 415),
+    ("form", {"Content-Type": "application/x-www-form-urlencoded"}, 415),
+    ("multipart", {"Content-Type": "multipart/form-data; boundary=x"}, 415),
+    ("no type", {}, 415),
+]
+
+
+def test_langgraph_dev_refuses_cross_origin_and_non_json_requests_so_no_web_page_answers_an_approval(server):
+    thread = asyncio.run(get_client(url=server).threads.create())["thread_id"]
+    for name, headers, status in ATTACKS:
+        body = b'{"command": {"resume": {"decisions": {}}}, "assistant_id": "reinloop-approvals"}'
+        got, answer = request(f"{server}/threads/{thread}/runs/wait", body=body, **headers)
+        assert got == status, name
+        assert "access-control-allow-origin" not in {k.lower() for k in answer}, name
+    preflight = {"Origin": "http://evil.example", "Access-Control-Request-Method": "POST",
+                 "Access-Control-Request-Private-Network": "true"}
+    got, answer = request(f"{server}/threads", method="OPTIONS", body=None, **preflight)
+    assert got == 403 and "access-control-allow-private-network" not in {k.lower() for k in answer}
+    assert request(f"{server}/threads", body=b"{}", **{"Content-Type": "application/json"})[0] == 200  # a program's JSON

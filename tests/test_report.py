@@ -270,15 +270,18 @@ def test_the_report_shows_a_pending_approval_then_the_operators_decision_on_the_
         model=ScriptedChatModel(replies=[[tool_call("send_mail", {"to": "ann"}, id="m1")]]))
     report = run_report(thread_id="m", db=db)
     assert report["latest"]["status"] == "waiting"
-    assert report["steps"][-1]["waiting"] == [{"id": "m1", "tool": "send_mail", "args": {"to": "ann"},
-                                               "awaiting": "send_mail is configured to need approval"}]
+    [waiting] = report["steps"][-1]["waiting"]
+    cid = waiting["id"]
+    assert waiting == {"id": cid, "call_id": "m1", "tool": "send_mail", "args": {"to": "ann"},
+                       "awaiting": "send_mail is configured to need approval"}
     page = visualize(thread_id="m", db=db)
     assert 'class="status waiting"' in page and "WAITING for approval: <code>send_mail</code>" in page
-    approve("m", "m1", reject="not today", db=db, tools=[send_mail], model=ScriptedChatModel(replies=["ok"]))
+    approve("m", cid, reject="not today", db=db, tools=[send_mail], model=ScriptedChatModel(replies=["ok"]))
     report = run_report(thread_id="m", db=db)
     assert report["latest"]["status"] == "done" and report["steps"][0]["waiting"] == []
-    assert report["steps"][0]["approvals"] == [{"id": "m1", "action": "reject", "always": False, "message": "not today"}]
-    assert '<div class="approval">operator: reject <code>m1</code>: not today</div>' in visualize(thread_id="m", db=db)
+    assert report["steps"][0]["approvals"] == [{"id": cid, "call_id": "m1", "action": "reject", "always": False,
+                                                "message": "not today"}]
+    assert f'<div class="approval">operator: reject <code>{cid}</code>: not today</div>' in visualize(thread_id="m", db=db)
 
 
 def test_the_report_shows_each_model_fallback_in_its_step(tmp_path):

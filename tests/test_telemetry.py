@@ -405,11 +405,12 @@ def test_an_approval_wait_ends_the_part_and_the_decision_is_an_event_of_the_step
     graph = traced(make_graph, spans, [[tool_call("send_mail", {"to": "bob"}, id="m1")], "sent"], tools=tools,
                    checkpointer=InMemorySaver())
     graph.invoke({"task": "mail bob"}, THREAD)
-    graph.invoke(Command(resume={"decisions": {"m1": "approve"}}), THREAD)
+    [call] = graph.get_state(THREAD).interrupts[0].value["calls"]
+    graph.invoke(Command(resume={"decisions": {call["id"]: "approve"}}), THREAD)
     first, second = named(spans[1], "invoke_agent reinloop")
     assert first.attributes["reinloop.status"] == "waiting_for_approval" and second.attributes["reinloop.status"] == "done"
     waiting, resumed, last = named(spans[1], "reinloop.step")
     assert waiting.attributes["reinloop.step.unfinished"] is True and resumed.attributes["reinloop.first_node"] == "approve"
-    assert [(e.attributes["gen_ai.tool.call.id"], e.attributes["reinloop.approval.action"])
-            for e in resumed.events if e.name == "reinloop.approval"] == [("m1", "approve")]
+    assert [(e.attributes["gen_ai.tool.call.id"], e.attributes["reinloop.approval.id"], e.attributes["reinloop.approval.action"])
+            for e in resumed.events if e.name == "reinloop.approval"] == [("m1", call["id"], "approve")]
     assert children(spans[1], resumed) == ["execute_tool send_mail"]

@@ -27,9 +27,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ..approval import APPROVAL_KIND, EXPECTED, Decision, read_decisions, rejected_observation, waiting_calls
+from ..approval import (APPROVAL_KIND, EXPECTED, Decision, approval_id, bound_id, read_decisions, rejected_observation,
+                        waiting_calls)
 from ..context import AgentContext
 from ..events import emit
+from ..location import locate
 from ..state import Action, AgentState
 
 
@@ -56,22 +58,35 @@ def decided(action: Action, decision: Decision, now: float) -> Action:
     return {**base, "approval": record}
 
 
+def binding_holds(action: Action, index: int, here: Any) -> bool:
+    """Is the approval id a waiting call carries the one of this thread, step, position, tool and arguments?
+    (A stored state edited to move an id onto another call fails: that call keeps waiting, and is asked again.)"""
+    stamped = action.get("approval_id")
+    return not stamped or stamped == approval_id(here.thread_id, here.step, index, action["tool"], action.get("args") or {},
+                                         here.run)
+
+
 def approve(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
-    """Pause for the operator's decisions on the waiting calls, then apply them."""
+    """Pause for the operator's decisions on the waiting calls, then apply each to the one call it is bound to."""
     ctx = runtime.context
     pending = state.get("pending") or {}
     answer = interrupt(approval_payload(state))
     actions: list[Action] = list(pending.get("actions") or [])
-    waiting = [a for a in actions if a.get("awaiting")]
-    decisions = read_decisions(answer, waiting, ctx.tools.validate_args)  # type: ignore[arg-type]
+    decisions = read_decisions(answer, waiting_calls(state), ctx.tools.validate_args)
+    here = locate(state)
     now = time.time()
     remembered = dict(state.get("approvals") or {})
+    applied = []
     for i, action in enumerate(actions):
-        decision = decisions.get(str(action.get("id")))
-        if action.get("awaiting") and decision is not None:
+        if not action.get("awaiting") or not binding_holds(action, i, here):
+            continue
+        key = bound_id(action, i, here.step)
+        decision = decisions.get(key)
+        if decision is not None:
             actions[i] = decided(action, decision, now)
+            applied.append({"id": key, "call_id": action.get("id"), **decision})
             if decision.get("always"):
                 remembered[action["tool"]] = decision["action"]
-    emit(runtime, "approve", ", ".join(f"{cid}: {d['action']}" for cid, d in decisions.items()) or "no decision",
-         decisions=[{"id": cid, **d} for cid, d in decisions.items()], always=remembered)
+    emit(runtime, "approve", ", ".join(f"{d['id']}: {d['action']}" for d in applied) or "no decision",
+         decisions=applied, always=remembered)
     return {"pending": {**pending, "actions": actions}, "approvals": remembered}

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from ..approval import approval_reason, rejected_observation
+from ..approval import approval_id, approval_reason, rejected_observation
 from ..context import AgentContext
 from ..events import ActionRecord, emit
 from ..location import locate
@@ -84,6 +84,7 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
     Without a checkpointer a run cannot wait: such a call is not run, and says so.
     """
     remembered = state.get("approvals") or {}
+    here = place_of(state)
     records: dict[int, ActionRecord] = {}
     for i, action in enumerate(actions):
         if not undone(action) or action.get("approval"):
@@ -95,7 +96,7 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
                                  options.side_effects)
         if reason is None:
             continue
-        action = {k: v for k, v in action.items() if k != "awaiting"}  # type: ignore[assignment]
+        action = {k: v for k, v in action.items() if k not in ("awaiting", "approval_id")}  # type: ignore[assignment]
         always = remembered.get(tool.name)
         if always == "approve":
             actions[i] = {**action, "approval": {"action": "approve", "by": "always", "reason": reason}}
@@ -104,7 +105,9 @@ def gate(state: AgentState, ctx: AgentContext, actions: list[Action]) -> dict[in
             actions[i] = {**action, "observation": rejected_observation(tool.name, message), "error": False,
                           "approval": {"action": "reject", "by": "always", "reason": reason, "message": message}}
         elif can_pause():  # a checkpointer: the run can wait for the operator
-            actions[i] = {**action, "awaiting": reason}
+            # the operator decides it by an id reinloop makes, bound to this one call: never the model's id
+            bound = approval_id(here.thread_id, here.step, i, tool.name, action.get("args") or {}, here.run)
+            actions[i] = {**action, "awaiting": reason, "approval_id": bound}
             continue
         else:
             actions[i] = {**action, "error": True, "observation": f"ERROR: {tool.name} was not run: it needs an "
@@ -163,8 +166,8 @@ def execute(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]
         "execute",
         summary,
         actions=records,
-        **({"waiting": [{k: a.get(k) for k in ("id", "tool", "args", "awaiting")} for a in actions if a.get("awaiting")]}
-           if waiting else {}),
+        **({"waiting": [{"id": a.get("approval_id"), "call_id": a.get("id"), "tool": a.get("tool"), "args": a.get("args"),
+                         "awaiting": a.get("awaiting")} for a in actions if a.get("awaiting")]} if waiting else {}),
         **({"workers": workers} if workers["overdue"] else {}),
         error="; ".join(f"{r['tool']}: {r['observation']}" for r in failed) or None,
     )

@@ -242,4 +242,24 @@ def read_safely(read: Callable[[], Pending]) -> Pending:
         return error_pending(f"the reply could not be read ({quote(describe_exception(exc))})")
     if problem is not None:
         return error_pending(f"the reply could not be read: {problem}")
-    return checked  # type: ignore[no-any-return]
+    return unique_ids(checked)
+
+
+def unique_ids(pending: Pending) -> Pending:
+    """``pending`` with each call's id unique in its step: a call whose id is empty or already taken by an earlier
+    call of the reply gets one made by :func:`action_id` (the model's kept as ``model_id``). Nothing is ever
+    decided by these ids (approvals bind to :func:`reinloop.approval.approval_id`); tool messages pair on them."""
+    actions = pending.get("actions") or []
+    taken: set[str] = set()
+    fixed = []
+    for index, action in enumerate(actions):
+        given = action.get("id")
+        call_id = given if isinstance(given, str) and given else ""
+        if not call_id or call_id in taken:
+            made, n = action_id(index, str(action.get("tool") or ""), action.get("args") or {}), 1
+            while made in taken or any(a.get("id") == made for a in actions[index + 1:]):
+                made, n = f"{action_id(index, str(action.get('tool') or ''), action.get('args') or {})}_{n}", n + 1
+            action = {**action, "id": made, **({"model_id": call_id} if call_id else {})}  # type: ignore[typeddict-item]
+        taken.add(action["id"])
+        fixed.append(action)
+    return {**pending, "actions": fixed} if actions and fixed != actions else pending

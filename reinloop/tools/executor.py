@@ -328,7 +328,12 @@ class ToolExecutor:
             return ToolResult(OUT_OF_TIME.format(tool=call.tool.name), True, "timeout")
         if key is not None:
             assert self.journal is not None
-            self.journal.begin(key, call.args)
+            if not self.journal.begin(key, call.args):  # another process recorded it first: it runs the call
+                raced = self.journal.get(key)
+                if raced is not None and raced.finished:
+                    return ToolResult(raced.observation or "", raced.error, "replayed")
+                return ToolResult(unknown_outcome(call.tool.name, raced.started_at if raced else time.time()), True,
+                                  "unknown")
         timeout = options.effective_timeout(self.limits.tool_timeout)
         retries = options.effective_retries(self.limits.tool_retries)
         try:

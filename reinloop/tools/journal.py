@@ -15,6 +15,13 @@ around again with the same key, and the journal decides:
 
 Idempotent tools are not journaled: re-running them is harmless.
 
+Both records a process depends on are one ``INSERT`` that does nothing on a
+duplicate key, never a check and then an insert: of two processes that reach
+the same call at once, exactly one records its intent and runs it
+(:meth:`ToolJournal.begin`); of two ``reinloop approve`` commands that answer
+the same waiting checkpoint, exactly one claims the answer and resumes the
+run (:meth:`ToolJournal.decide`), so the thread is never forked.
+
 The journal is one store of a run database (``db.journal``, see
 :mod:`reinloop.checkpoints.database`): the same SQL on a SQLite file,
 PostgreSQL, or, by default, an in-memory SQLite database that keeps it for
@@ -38,6 +45,8 @@ from ..checkpoints.sql import dict_rows, insert_sql, match, read_blobs, store_bl
 
 TABLE = "tool_journal"
 KEY_COLUMNS = ("thread_id", "run", "step", "position", "call_id", "tool", "args_hash")
+DECISION_TOOL = "reinloop.approval"
+"""The ``tool`` of a journal row that claims an operator's answer (position -1, call id: the answered checkpoint)."""
 
 
 def args_hash(args: dict[str, Any]) -> str:
@@ -90,21 +99,50 @@ class ToolJournal:
         self.db, self._owns = database_for(db)
         self.path = self.db.location
 
-    def begin(self, key: CallKey, args: dict[str, Any]) -> None:
-        """Record the intent to run a call (committed before this returns).
+    def begin(self, key: CallKey, args: dict[str, Any]) -> bool:
+        """Record the intent to run a call (committed before this returns); ``False`` when a row with this key
+        was there already (another process started the call): then the caller must not run it.
 
+        One insert that does nothing on a duplicate key, so of two processes exactly one gets ``True``.
         ``args`` is kept as a preview (long strings cut, with their length and sha256): the key's
         ``args_hash`` identifies the whole arguments, which the run's state holds.
         """
         text = json.dumps(preview_value(args), ensure_ascii=False, default=str)
-        row = {**key.as_row(), "args": text, "started_at": time.time()}
-        updates = ", ".join(f"{c} = excluded.{c}" for c in row if c not in KEY_COLUMNS)
+        return self._insert({**key.as_row(), "args": text, "started_at": time.time()})
+
+    def decide(self, thread_id: str, run: int, step: int, answered: str, decisions: Mapping[str, Any],
+               by: Mapping[str, Any]) -> JournalEntry | None:
+        """Claim the answer to the approval that waits at checkpoint ``answered``: ``None`` when this claim is
+        the first, else the claim that came first (its ``observation``: who made it, ``by``, as JSON).
+
+        One insert that does nothing on a duplicate key: two concurrent answers cannot both resume the run.
+        """
+        key = CallKey(thread_id, run, step, -1, answered, DECISION_TOOL, "")
+        row = {**key.as_row(), "args": json.dumps(dict(decisions), ensure_ascii=False, default=str),
+               "started_at": time.time(), "observation": json.dumps(dict(by), default=str)}
+        return None if self._insert(row) else self.get(key)
+
+    def release(self, thread_id: str, run: int, step: int, answered: str, by: Mapping[str, Any]) -> None:
+        """Drop the claim ``by`` made on checkpoint ``answered`` (its answer was refused before the run moved)."""
+        key = CallKey(thread_id, run, step, -1, answered, DECISION_TOOL, "")
         with self.db.write() as tx:
-            tx.execute(
-                insert_sql(TABLE, list(row)) + f" ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO UPDATE SET {updates}"
-                ", finished_at = NULL, observation = NULL, observation_hash = NULL, error = NULL",
-                tuple(row.values()),
-            )
+            tx.execute(f"DELETE FROM {TABLE} WHERE {match(KEY_COLUMNS)} AND observation = ?",
+                       (*key.as_row().values(), json.dumps(dict(by), default=str)))
+
+    def take_over(self, entry: JournalEntry, by: Mapping[str, Any]) -> bool:
+        """Move ``entry``'s claim to ``by`` if it is still the one read (its process is gone); ``True`` if moved."""
+        with self.db.write() as tx:
+            cursor = tx.execute(f"UPDATE {TABLE} SET observation = ?, started_at = ? WHERE {match(KEY_COLUMNS)} "
+                                "AND observation = ?", (json.dumps(dict(by), default=str), time.time(),
+                                                       *entry.key.as_row().values(), entry.observation))
+            return bool(cursor.rowcount == 1)
+
+    def _insert(self, row: Mapping[str, Any]) -> bool:
+        """Insert ``row`` unless its key is taken; ``True`` if this insert made it."""
+        with self.db.write() as tx:
+            cursor = tx.execute(insert_sql(TABLE, list(row)) + f" ON CONFLICT ({', '.join(KEY_COLUMNS)}) DO NOTHING",
+                                tuple(row.values()))
+            return bool(cursor.rowcount == 1)
 
     def finish(self, key: CallKey, observation: str, error: bool) -> None:
         """Record the result of a call that returned; a long observation goes to ``blobs`` once."""
@@ -129,9 +167,10 @@ class ToolJournal:
         return [self._entry(r) for r in self.rows(thread_id)]
 
     def rows(self, thread_id: str | None = None) -> list[dict[str, Any]]:
-        """Every journal row (of one thread), oldest first, as stored, each observation whole."""
-        where, params = ("WHERE thread_id = ?", (thread_id,)) if thread_id is not None else ("", ())
-        return self._rows(f"{where} ORDER BY started_at", params)
+        """Every journaled call's row (of one thread), oldest first, as stored, each observation whole
+        (the operators' claims, :meth:`decide`, left out)."""
+        where, params = ("WHERE thread_id = ? AND", (thread_id,)) if thread_id is not None else ("WHERE", ())
+        return self._rows(f"{where} tool != ? ORDER BY started_at", (*params, DECISION_TOOL))
 
     def _rows(self, where: str, params: Sequence[Any]) -> list[dict[str, Any]]:
         """Journal rows, each observation stored in ``blobs`` read back whole."""
