@@ -52,6 +52,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import BaseTool
 
+from .bounds import describe_exception
 from .checkpoints import Database, is_postgres_url
 from .errors import ConfigurationError, ReinloopError
 from .models import resolve_model
@@ -59,8 +60,8 @@ from .approval import waiting_calls
 from .outcome import EXIT_BROKEN, EXIT_DONE, EXIT_ERROR, EXIT_WAITING, Outcome
 from .runs import Given, db_location, open_db, resume_with, run_with, thread_config, with_objects
 from .spec import RunSpec, is_object_label, tool_names
-from .tools.catalog import BUILTINS, builtins
-from .tools.files import QUOTA_KEY
+from .tools.catalog import BUILTINS
+from .tools.mcpclient import McpTool
 
 logger = logging.getLogger(__name__)
 
@@ -259,7 +260,6 @@ class Settings:
     """The chat model (built once) and any tool objects a task may name."""
     lease: float
     poll: float
-    _toolsets: dict[tuple[str, ...], list[BaseTool]] = field(default_factory=dict)
     _models: dict[tuple[Any, ...], BaseChatModel] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -268,18 +268,16 @@ class Settings:
         return self.spec.replace(**overrides(line))
 
     def given_for(self, spec: RunSpec) -> Given:
-        """The objects of one task: its tools (custom ones by name, built-ins), and its model."""
+        """The objects of one task: the tool objects the batch was given, and its model.
+
+        Built-in tools are not among them: each run builds its own from its own spec's tool settings
+        (:func:`~reinloop.runs.tool_list`), so one task's ``read_file`` never works in another task's
+        sandbox, and a tool's per-run state (``write_file``'s quota) is never shared; tasks share the
+        run database only.
+        """
         with self._lock:
-            if spec.tools not in self._toolsets:
-                by_name = {t.name: t for t in self.given.tools}
-                self._toolsets[spec.tools] = [by_name[n] if n in by_name else builtins([n], **spec.tool_settings.as_dict())[0]
-                                              for n in spec.tools]
-            shared = self._toolsets[spec.tools]
             model = self._model(spec)
-        # write_file's quota is per run: every task gets its own write_file (cheap to build), not the worker's
-        tools = [builtins(["write_file"], **spec.tool_settings.as_dict())[0] if QUOTA_KEY in (t.metadata or {}) else t
-                 for t in shared]
-        return Given(model, tuple(tools), self.given.protocol, self.given.fallbacks)
+        return Given(model, self.given.tools, self.given.protocol, self.given.fallbacks)
 
     def _model(self, spec: RunSpec) -> BaseChatModel:
         """The batch's chat model, or one built for a task whose line names another model or endpoint."""
@@ -310,7 +308,10 @@ def advance(saver: Database, claimed: Mapping[str, Any], settings: Settings, sta
     given = settings.given_for(spec)
     if state:  # a model string stays the stored one (built again); a model object is given again
         model = {"model": given.model} if is_object_label(spec.model) else {}
-        return resume_with(saver, thread_id, tools=list(given.tools), on_event=on_event, **model)
+        # the task's tools and settings: the stored spec may be missing (the dead worker died before storing it)
+        by_name = {t.name: t for t in given.tools if not isinstance(t, McpTool)}
+        tools = [by_name.get(n, n) for n in spec.tools] + [t for t in given.tools if isinstance(t, McpTool)]
+        return resume_with(saver, thread_id, tools=tools, tool_settings=spec.tool_settings, on_event=on_event, **model)
     return run_with(saver, claimed["task"], spec, given, thread_id=thread_id, on_event=on_event)
 
 
@@ -329,6 +330,10 @@ def run_task(saver: Database, claimed: Mapping[str, Any], settings: Settings,
         outcome = advance(saver, claimed, settings, state, on_event)
     except ReinloopError as exc:
         return TaskOutcome(**base, status="error", error=str(exc), seconds=time.monotonic() - began, resumed=bool(state))
+    except Exception as exc:  # noqa: BLE001 - one task's failure is its outcome; the worker goes on with the others
+        logger.exception("task %s failed", claimed["thread_id"])
+        return TaskOutcome(**base, status="error", error=describe_exception(exc), seconds=time.monotonic() - began,
+                           resumed=bool(state))
     if outcome.status not in ("done", "broken", "waiting"):  # only a thread written by two workers at once ends mid-run
         return TaskOutcome(**base, status="error", seconds=time.monotonic() - began, resumed=bool(state),
                            error=f"the run ended without an outcome (status {outcome.status!r}); resume it with "

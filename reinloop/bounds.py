@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
@@ -235,3 +236,216 @@ def exception_message(exc: BaseException) -> str:
 def describe_exception(exc: BaseException) -> str:
     """``<Type>: <message>`` for any exception, even one whose ``str()`` raises."""
     return f"{type(exc).__name__}: {exception_message(exc) or '(no message)'}"
+
+
+# --- JSON Schemas: an MCP server's tool schema, an --output-schema ------------------------------------
+#
+# A schema is data from outside too: an MCP server's tool schema, a user's --output-schema file, a stored run.
+# Python's ``re`` (which jsonschema uses for ``pattern`` and ``patternProperties``) backtracks: ``^(a+)+$``
+# against 29 characters of the model's took 35 s. Patterns are matched with RE2 (``google-re2``), whose time
+# is linear in the text; a pattern RE2 cannot take (a backreference, a lookaround) refuses the schema. Size,
+# nesting and ``$ref`` loops are checked first, by loops that never recurse, so no schema can crash the check.
+
+MAX_SCHEMA_CHARS = 200_000
+"""The longest JSON Schema accepted, in characters of its JSON text (a big tool's schema is a few thousand)."""
+MAX_SCHEMA_NESTING = 64
+"""The deepest nesting of objects and lists accepted in a JSON Schema (a property's schema is two levels)."""
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONE = ("not", "if", "then", "else")
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas: their keys mean nothing
+_ECMA_U = re.compile(r"(?<!\\)((?:\\\\)*)\\u([0-9a-fA-F]{4})")
+
+
+class SchemaPatternError(ValueError):
+    """A schema's ``pattern`` that RE2 cannot match (``pattern``, ``reason``)."""
+
+    def __init__(self, pattern: str, reason: str) -> None:
+        super().__init__(f"its pattern {pattern[:100]!r} cannot be matched in linear time by RE2 ({reason}); "
+                         "write it without backreferences or lookarounds")
+        self.pattern, self.reason = pattern, reason
+
+
+def linear_pattern(pattern: str) -> Any:
+    """``pattern`` (ECMA-262, as JSON Schema writes it) compiled by RE2; :class:`SchemaPatternError` if it cannot be."""
+    return _re2_compiled(pattern)
+
+
+@lru_cache(maxsize=512)
+def _re2_compiled(pattern: str) -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print each refused pattern to stderr
+    try:
+        return re2.compile(_ECMA_U.sub(r"\1\\x{\2}", pattern), options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        raise SchemaPatternError(pattern, reason) from None
+
+
+def schema_problem(schema: Any) -> str | None:
+    """Why the JSON Schema ``schema`` is refused before any use, or ``None``.
+
+    Too long (:data:`MAX_SCHEMA_CHARS`), nested too deep (:data:`MAX_SCHEMA_NESTING`), a ``$ref`` that is
+    not local (``#...``: nothing is fetched) or points nowhere, a loop of ``$ref`` (and ``allOf``/``anyOf``/
+    ... ) that never reaches a property or an item, a pattern RE2 cannot take, or ``patternProperties``
+    beside ``unevaluatedProperties`` (whose check jsonschema does with ``re``).
+    """
+    nodes, depth = _schema_nodes(schema)
+    if depth > MAX_SCHEMA_NESTING:
+        return f"it is nested more than {MAX_SCHEMA_NESTING} levels deep; at most {MAX_SCHEMA_NESTING} are accepted"
+    try:
+        size = len(json.dumps(schema, ensure_ascii=False))
+    except (TypeError, ValueError) as exc:
+        return f"it is not JSON data ({exc})"
+    if size > MAX_SCHEMA_CHARS:
+        return f"it is {size:,} characters long; at most {MAX_SCHEMA_CHARS:,} are accepted"
+    unevaluated = False
+    for node in nodes:
+        unevaluated = unevaluated or "unevaluatedProperties" in node
+        try:
+            if isinstance(node.get("pattern"), str):
+                linear_pattern(node["pattern"])
+            keyed = node.get("patternProperties")
+            for pattern in keyed if isinstance(keyed, dict) else ():
+                linear_pattern(pattern)
+        except SchemaPatternError as exc:
+            return str(exc)
+    if unevaluated and any(isinstance(n.get("patternProperties"), dict) for n in nodes):
+        return "it has patternProperties beside unevaluatedProperties, which reinloop cannot check in linear time"
+    return _ref_problem(schema, nodes)
+
+
+def _schema_nodes(schema: Any) -> tuple[list[dict[str, Any]], int]:
+    """Every object of ``schema`` that may be a schema (not inside ``enum``, ``const`` ...), and the deepest
+    nesting found (the walk stops past :data:`MAX_SCHEMA_NESTING`). A loop, never a recursion."""
+    nodes: list[dict[str, Any]] = []
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(schema, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if not isinstance(value, (dict, list)):
+            continue
+        deepest = max(deepest, depth)
+        if depth > MAX_SCHEMA_NESTING:
+            break
+        if isinstance(value, dict):
+            nodes.append(value)
+            stack.extend((v, depth + 1) for k, v in value.items() if k not in _DATA_KEYS)
+        else:
+            stack.extend((v, depth + 1) for v in value)
+    return nodes, deepest
+
+
+def _resolve(root: Any, nodes: list[dict[str, Any]], ref: str) -> tuple[Any, str | None]:
+    """The schema a local ``$ref`` (``#``, ``#/a/b``, ``#name``) points at, or ``(None, problem)``."""
+    from urllib.parse import unquote
+
+    if not ref.startswith("#"):
+        return None, f"its $ref {ref[:100]!r} is not local (only #... references are followed, nothing is fetched)"
+    fragment = unquote(ref[1:])
+    if fragment and not fragment.startswith("/"):  # an anchor
+        found = [n for n in nodes if n.get("$anchor") == fragment]
+        return (found[0], None) if found else (None, f"its $ref {ref[:100]!r} names no $anchor of the schema")
+    target = root
+    for part in fragment.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return None, f"its $ref {ref[:100]!r} points nowhere in the schema"
+    return target, None
+
+
+def _ref_problem(root: Any, nodes: list[dict[str, Any]]) -> str | None:
+    """A ``$ref`` that cannot be followed, or a loop of schemas applied to one value (``$ref``, ``allOf`` ...)."""
+    edges: dict[int, list[dict[str, Any]]] = {}
+    names: dict[int, str] = {}
+    for node in nodes:
+        nexts = []
+        if isinstance(node.get("$ref"), str):
+            target, problem = _resolve(root, nodes, node["$ref"])
+            if problem:
+                return problem
+            names[id(node)] = node["$ref"]
+            nexts.append(target)
+        nexts += [s for k in _IN_PLACE_LISTS if isinstance(node.get(k), list) for s in node[k]]
+        nexts += [node[k] for k in _IN_PLACE_ONE if k in node]
+        edges[id(node)] = [n for n in nexts if isinstance(n, dict)]
+    done: set[int] = set()
+    for start in nodes:  # depth-first, with an explicit stack: a node met again on the current path is a loop
+        if id(start) in done:
+            continue
+        path: set[int] = {id(start)}
+        stack = [(start, iter(edges.get(id(start), ())))]
+        while stack:
+            node, following = stack[-1]
+            child = next(following, None)
+            if child is None:
+                stack.pop()
+                path.discard(id(node))
+                done.add(id(node))
+            elif id(child) in path:
+                refs = [names[id(n)] for n, _ in stack if id(n) in names]
+                return (f"its $ref {(refs or ['#'])[-1][:100]!r} makes a loop that never reaches a property or an "
+                        "item (a schema that applies itself to the same value)")
+            elif id(child) not in done:
+                path.add(id(child))
+                stack.append((child, iter(edges.get(id(child), ()))))
+    return None
+
+
+def linear_validator(schema: dict[str, Any]) -> Any:
+    """A jsonschema validator of ``schema`` (its ``$schema``'s draft, 2020-12 by default) whose ``pattern``,
+    ``patternProperties`` and ``additionalProperties`` match with RE2. Check :func:`schema_problem` first."""
+    import jsonschema
+
+    draft = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return _linear_draft(draft)(schema)
+
+
+@lru_cache(maxsize=16)
+def _linear_draft(draft: Any) -> Any:
+    import jsonschema
+
+    return jsonschema.validators.extend(draft, {"pattern": _pattern, "patternProperties": _pattern_properties,
+                                                "additionalProperties": _additional_properties})
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    from jsonschema.exceptions import ValidationError
+
+    if validator.is_type(instance, "string") and not linear_pattern(pattern).search(instance):
+        yield ValidationError(f"{instance[:200]!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for key, value in instance.items():
+            if linear_pattern(pattern).search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _additional_properties(validator: Any, additional: Any, instance: Any, schema: Any) -> Any:
+    """jsonschema's ``additionalProperties`` with the ``patternProperties`` keys matched by RE2."""
+    from jsonschema.exceptions import ValidationError
+
+    if not validator.is_type(instance, "object"):
+        return
+    properties, patterns = schema.get("properties", {}), list(schema.get("patternProperties", {}))
+    extras = [k for k in instance if k not in properties and not any(linear_pattern(p).search(k) for p in patterns)]
+    if validator.is_type(additional, "object"):
+        for extra in extras:
+            yield from validator.descend(instance[extra], additional, path=extra)
+    elif not additional and extras:
+        shown = ", ".join(repr(e) for e in sorted(extras, key=str))
+        if patterns:
+            verb = "does" if len(extras) == 1 else "do"
+            yield ValidationError(f"{shown} {verb} not match any of the regexes: {', '.join(map(repr, sorted(patterns)))}")
+        else:
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(f"Additional properties are not allowed ({shown} {verb} unexpected)")

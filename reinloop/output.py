@@ -65,6 +65,12 @@ def check_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     """``schema`` as a plain dict when it is a valid JSON Schema of an object; else a ConfigurationError."""
     import jsonschema
 
+    from .bounds import schema_problem
+
+    problem = schema_problem(schema)  # before anything recurses into it: too deep, too big, a $ref loop, a pattern
+    if problem is not None:
+        raise SettingError("RunSpec", "output", f"is refused: {problem}", shown=False,
+                           sentence="the output schema ({setting}) {reason}")
     schema = json.loads(json.dumps(schema))  # plain JSON data: what is stored is what is used
     try:
         jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -167,9 +173,9 @@ class AnswerSchema:
             except ValidationError as exc:
                 return [f"{field_path(e['loc'])}: {e['msg']}" for e in exc.errors()]
             return []
-        import jsonschema
+        from .bounds import linear_validator
 
-        validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+        validator = linear_validator(self.schema)  # patterns matched by RE2: a model's string cannot stall a step
         found = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
         return [f"{field_path(e.absolute_path)}: {e.message}" for e in found]
 
@@ -224,6 +230,11 @@ def read_schema_file(path: str) -> dict[str, Any]:
         raise ConfigurationError(f"cannot read the output schema {path!r}: {exc.strerror}; give a JSON Schema file") from None
     except ValueError as exc:
         raise ConfigurationError(f"the output schema {path!r} is not JSON ({exc}); give a JSON Schema file") from None
+    except RecursionError:
+        from .bounds import MAX_SCHEMA_NESTING
+
+        raise ConfigurationError(f"the output schema {path!r} is nested too deep to read; give a JSON Schema "
+                                 f"nested at most {MAX_SCHEMA_NESTING} levels") from None
     if not isinstance(schema, dict):
         raise ConfigurationError(f"the output schema {path!r} must hold a JSON object, got {type(schema).__name__}")
     return check_schema(schema)

@@ -52,7 +52,7 @@ from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_chang
 from .tools.catalog import BUILTINS, builtins
 from .tools.docs import Progress
 from .tools.files import charge_journaled_writes
-from .tools.mcpclient import McpTool, close_mcp, config_of, mcp, mcp_tools_in
+from .tools.mcpclient import McpTool, close_mcp, config_of, connect_seconds, mcp, mcp_tools_in
 
 EventHandler = Callable[[dict[str, Any]], None]
 TokenHandler = Callable[[Any, dict[str, Any]], None]
@@ -117,7 +117,7 @@ def tool_list(spec: RunSpec, given: Given, progress: Progress | None = None) -> 
     where = {**spec.tool_settings.as_dict(), "progress": progress}
     tools = [by_name[n] if n in by_name else builtins([n], **where)[0] for n in spec.tools]
     if spec.mcp is not None:
-        tools += mcp_tools_in(given.tools) or list(mcp(spec.mcp))
+        tools += mcp_tools_in(given.tools) or list(mcp(spec.mcp, timeout=connect_seconds(spec.limits)))
     return tools
 
 

@@ -328,3 +328,25 @@ def test_a_task_waiting_for_approval_is_parked_while_the_others_go_on_and_the_ba
     assert not (tmp_path / "box" / "n.txt").exists()
     outcome = approve("note", db=db, base_url=openai_server.base_url)
     assert outcome.status == "done" and (tmp_path / "box" / "n.txt").read_text() == "hi"
+
+
+def test_each_task_reads_its_own_sandbox_never_another_tasks(tmp_path, run_db):
+    from langchain_core.messages import ToolMessage
+
+    from reinloop.testing import tool_call
+
+    def reply(messages):
+        seen = [str(m.content) for m in messages if isinstance(m, ToolMessage)]
+        return seen[0] if seen else [tool_call("read_file", {"path": "secret.txt"})]
+
+    lines = []
+    for name in ("alice", "bob"):
+        box = tmp_path / name
+        box.mkdir()
+        (box / "secret.txt").write_text(f"the secret of {name}", encoding="utf-8")
+        lines.append({"task": f"read the secret of {name}", "thread_id": name, "tools": "read_file",
+                      "tool_settings": {"sandbox": str(box)}})
+    report = batch(write_tasks(tmp_path / "tasks.jsonl", lines), model=ScriptedChatModel(replies=[reply] * 20),
+                   concurrency=2)
+    answers = {o.thread_id: o.answer for o in report.outcomes}
+    assert answers == {"alice": "the secret of alice", "bob": "the secret of bob"}, answers

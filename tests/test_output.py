@@ -17,7 +17,7 @@ from reinloop.memory import active_counter
 from reinloop.memory.prompt import system_message
 from reinloop.output import ANSWER_TOOL, AnswerSchema, output_form
 from reinloop.retry import RetryPolicy
-from reinloop.testing import ScriptedChatModel, tool_call
+from reinloop.testing import ScriptedChatModel, prompt_text, tool_call
 from reinloop.tools import builtins
 
 from .openai_server import completion
@@ -335,3 +335,75 @@ def test_a_batch_line_takes_a_schema_and_a_bad_one_is_refused_by_its_line(tmp_pa
     bad.write_text(json.dumps({"task": "t", "output": {"type": "string"}}) + "\n", encoding="utf-8")
     with pytest.raises(ConfigurationError, match=r"bad.jsonl:1: the output schema \(RunSpec.output\) must describe an object"):
         read_tasks(bad)
+
+
+# --- hostile schemas: too deep, too big, looping, catastrophic patterns -------------------------------
+
+
+def deep_schema(levels: int) -> dict:
+    schema: dict = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+HOSTILE_SCHEMAS = {
+    "400 levels": (deep_schema(400), "is refused: it is nested more than 64 levels deep"),
+    "a $ref loop": ({"type": "object", "$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}},
+                     "properties": {"x": {"$ref": "#/$defs/a"}}}, "makes a loop that never reaches a property or an item"),
+    "3 MB": ({"type": "object", "properties": {f"p{i}": {"type": "string", "description": "d" * 100} for i in range(25_000)}},
+             "characters long; at most 200,000 are accepted"),
+    "a remote $ref": ({"type": "object", "properties": {"x": {"$ref": "http://127.0.0.1:9/x.json"}}},
+                      "is not local (only #... references are followed, nothing is fetched)"),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE_SCHEMAS)
+def test_output_schema_flag_refuses_a_hostile_schema_in_one_line_at_once(tmp_path, name):
+    import subprocess
+    import sys
+    import time
+
+    schema, message = HOSTILE_SCHEMAS[name]
+    path = tmp_path / "schema.json"
+    path.write_text(json.dumps(schema), encoding="utf-8")
+    began = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "t", "--output-schema", str(path)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert time.monotonic() - began < 30  # the 3 MB schema took 98 s to refuse
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "the output schema (RunSpec.output)" in proc.stderr and message in proc.stderr, proc.stderr
+
+
+def test_a_recursive_schema_of_a_model_is_no_loop():
+    class Node(BaseModel):
+        name: str
+        children: list[Node] = []
+
+    assert AnswerSchema.of(Node).errors({"name": "a", "children": [{"name": "b", "children": "no"}]}) == [
+        "children[0].children: Input should be a valid list"]
+    schema = {"type": "object", "$defs": Node.model_json_schema()["$defs"], "properties": {"tree": {"$ref": "#/$defs/Node"}}}
+    assert RunSpec(output=schema).output == schema
+    assert AnswerSchema.of(schema).errors({"tree": {"name": "a", "children": [{"name": 1}]}}) == [
+        "tree.children[0].name: 1 is not of type 'string'"]
+
+
+def test_a_catastrophic_pattern_in_the_output_schema_judges_the_answer_in_linear_time():
+    import time
+
+    schema = {"type": "object", "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}}, "required": ["word"]}
+    attack = "a" * 29 + "b"  # 34.6 s of one step with Python's re
+    model = ScriptedChatModel(replies=[json.dumps({"thought": "t", "final_answer": {"word": attack}}),
+                                       json.dumps({"thought": "t", "final_answer": {"word": "aaa"}})])
+    began = time.monotonic()
+    out = build_graph(model, builtins("calculator"), protocol="json", output=schema,
+                      limits={"max_seconds": 5}).invoke({"task": "t"})
+    assert time.monotonic() - began < 5
+    assert out["status"] == "done" and out["output"] == {"word": "aaa"}
+    assert f"word: '{attack}' does not match '^(a+)+$'" in prompt_text(model.prompts[1])
+
+
+def test_an_output_schema_with_a_pattern_re2_cannot_take_is_refused():
+    schema = {"type": "object", "properties": {"pair": {"type": "string", "pattern": "^(a)\\1$"}}}
+    with pytest.raises(ConfigurationError, match=r"its pattern '\^\(a\)\\\\1\$' cannot be matched in linear time by RE2"):
+        RunSpec(output=schema)

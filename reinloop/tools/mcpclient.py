@@ -36,6 +36,7 @@ import concurrent.futures
 import contextlib
 import json
 import logging
+import re
 import tempfile
 import threading
 import weakref
@@ -49,13 +50,23 @@ from pydantic import Field
 from ..errors import ConfigurationError, DuplicateToolError
 from .mcpconfig import McpConfig, ServerConfig, load_config
 from .options import ToolOptions, configure, options_of
+from .pool import seconds_left
 
 logger = logging.getLogger(__name__)
 
 CONNECT_SECONDS = 30.0
-"""How long starting (or reaching) a server and listing its tools may take."""
+"""How long starting (or reaching) a server may take, and listing its tools (a run's ``tool_timeout`` and
+``max_seconds`` cut it shorter: :func:`connect_seconds`)."""
 CALL_SECONDS = 300.0
-"""How long a call waits for the server when its tool has no timeout of its own (the executor's comes first)."""
+"""How long a call waits for the server when it runs outside the executor and its tool has no timeout of its
+own; under the executor the call's deadline (``tool_timeout``, the run's ``max_seconds``) comes first."""
+MAX_MESSAGE_BYTES = 2_000_000
+"""The largest message a stdio server may send (a call's result, a listing): a longer line is read no further
+and its call fails with :class:`McpResultTooLarge`; a longer result over HTTP is refused once it arrived."""
+STOP_SECONDS = 0.5
+"""How long after a call's deadline its worker waits for the server's loop to give up the call."""
+TOO_LARGE = -32099
+"""The JSON-RPC error code reinloop's stdio reader answers a call with when its result is over the cap."""
 CLOSE_SECONDS = 5.0
 """How long closing a session may take before it is abandoned."""
 PING_SECONDS = 1.0
@@ -68,6 +79,16 @@ class McpToolError(Exception):
     def __init__(self, server: str, tool: str, detail: str) -> None:
         super().__init__(f"MCP server {server!r} answered {tool} with an error: {detail}")
         self.server, self.tool, self.detail = server, tool, detail
+
+
+class McpResultTooLarge(Exception):
+    """An MCP server's answer to a call was larger than :data:`MAX_MESSAGE_BYTES` (``server``, ``tool``, ``cap``)."""
+
+    def __init__(self, server: str, tool: str, cap: int) -> None:
+        super().__init__(f"MCP server {server!r} answered {tool} with more than {cap:,} bytes, the cap of one MCP "
+                         "result (reinloop.tools.mcpclient.MAX_MESSAGE_BYTES); it was not read. Ask for less "
+                         "(a narrower query, a page of the results), or use another tool")
+        self.server, self.tool, self.cap = server, tool, cap
 
 
 class McpServerGone(ConnectionError):
@@ -85,7 +106,8 @@ def hint_options(annotations: Mapping[str, Any] | None) -> dict[str, Any]:
     from its earlier result): read-only alone may still read a value that changes (a job's status, a clock).
     """
     hints = annotations or {}
-    read_only = hints.get("readOnlyHint") is True
+    # a tool that says it is both read-only and destructive is taken at its worse word: it changes the world
+    read_only = hints.get("readOnlyHint") is True and hints.get("destructiveHint") is not True
     idempotent = read_only or hints.get("idempotentHint") is True
     return {"side_effects": not read_only, "parallel_safe": read_only, "retries": None if idempotent else 0,
             "cacheable": read_only and hints.get("idempotentHint") is True}
@@ -142,9 +164,11 @@ class _LoopThread:
 class McpServer:
     """One server's session, opened on first use and again after it broke."""
 
-    def __init__(self, config: ServerConfig, loop: _LoopThread) -> None:
+    def __init__(self, config: ServerConfig, loop: _LoopThread, connect_seconds: float = CONNECT_SECONDS) -> None:
         self.config = config
         self.name = config.name
+        self.connect_seconds = connect_seconds
+        """How long starting (or reaching) the server may take."""
         self._loop = loop
         self._lock: asyncio.Lock | None = None
         self._session: Any = None
@@ -183,10 +207,13 @@ class McpServer:
 
         self._stop, self._owner = stop, asyncio.create_task(own())
         try:
-            self._session = await asyncio.wait_for(asyncio.shield(ready), CONNECT_SECONDS)
+            self._session = await asyncio.wait_for(asyncio.shield(ready), self.connect_seconds)
         except TimeoutError:
-            stop.set()
-            raise McpServerGone(self.name, f"did not answer within {CONNECT_SECONDS:g} s of being started") from None
+            await self.drop()  # a server hung at start is ended now, not left to outlive the run
+            raise McpServerGone(self.name, f"did not answer within {self.connect_seconds:g} s of being started") from None
+        except asyncio.CancelledError:  # the call that started it ran out of time
+            await asyncio.shield(self.drop())
+            raise
 
     def _connect(self, errlog: Any) -> Any:
         """A session context: stdio through the SDK (so the server's stderr goes to ``errlog``), else the adapter's."""
@@ -198,18 +225,44 @@ class McpServer:
         return _stdio_session(connection, errlog)
 
     async def drop(self) -> None:
-        """End the current session (a broken one, or at close)."""
-        stop, owner = self._stop, self._owner
+        """End the current session (a broken one, or at close), and with it a stdio server's process.
+
+        The session's task is asked to leave first (the SDK closes the server's stdin, waits, then
+        terminates it); a task stuck in the server's start (``initialize`` unanswered) is cancelled,
+        which kills the process (anyio), so no server outlives its run.
+        """
+        stop, owner, started = self._stop, self._owner, self._session is not None
         self._session = self._stop = self._owner = None
         if stop is not None and owner is not None:
             stop.set()
-            await asyncio.wait({owner}, timeout=CLOSE_SECONDS)
+            if started:  # a session that never started would not see the stop: it waits for the server
+                await asyncio.wait({owner}, timeout=CLOSE_SECONDS)
+            if not owner.done():
+                owner.cancel()
+                await asyncio.wait({owner}, timeout=CLOSE_SECONDS)
 
     async def list_tools(self) -> list[BaseTool]:
-        """The server's tools as the client library converts them (schema, description, hints as metadata)."""
+        """The server's tools as the client library converts them (schema, description, hints as metadata).
+
+        Starting the server and listing its tools take at most :attr:`connect_seconds` together; a server
+        that does not list them in time is ended (:class:`McpServerGone`).
+        """
         from langchain_mcp_adapters.tools import load_mcp_tools
 
-        return await load_mcp_tools(await self.session(), server_name=self.name, handle_tool_errors=False)
+        started = False
+
+        async def listed() -> list[BaseTool]:
+            nonlocal started
+            session = await self.session()
+            started = True
+            return await load_mcp_tools(session, server_name=self.name, handle_tool_errors=False)
+
+        try:
+            return await asyncio.wait_for(listed(), self.connect_seconds)
+        except TimeoutError:
+            await self.drop()
+            what = "list its tools" if started else "answer"
+            raise McpServerGone(self.name, f"did not {what} within {self.connect_seconds:g} s of being started") from None
 
     async def _watch(self, session: Any) -> None:
         """Return when the server stops answering pings."""
@@ -250,13 +303,18 @@ class McpServer:
                 raise McpServerGone(self.name, f"closed the connection during the call of {tool} (it died or was killed)") from None
             if exc.error.code == 408:
                 raise TimeoutError(f"MCP server {self.name!r} did not answer {tool} within {timeout:g} s") from None
+            if exc.error.code == TOO_LARGE:
+                raise McpResultTooLarge(self.name, tool, MAX_MESSAGE_BYTES) from None
             raise McpToolError(self.name, tool, exc.error.message) from None
         except Exception as exc:  # noqa: BLE001 - a transport failure (pipe, socket, HTTP): the session is gone
             await self.drop()
             raise McpServerGone(self.name, f"broke during the call of {tool} ({describe(exc)})") from None
+        text = result_text(result)
+        if len(text) > MAX_MESSAGE_BYTES:  # over HTTP the whole answer arrived: it is refused all the same
+            raise McpResultTooLarge(self.name, tool, MAX_MESSAGE_BYTES)
         if result.isError:
-            raise McpToolError(self.name, tool, result_text(result) or "(no message)")
-        return result_text(result)
+            raise McpToolError(self.name, tool, text or "(no message)")
+        return text
 
 
 @contextlib.asynccontextmanager
@@ -266,14 +324,135 @@ async def _stdio_session(connection: Mapping[str, Any], errlog: Any) -> Any:
     The SDK's default stderr is ``sys.stderr`` as it was when the SDK was imported: under pytest's
     capture or in a notebook it has no file descriptor and the server cannot start; in a terminal the
     server's log lines would cut through the run's console. A file of its own keeps them for the error message.
+    The session is the SDK's ``ClientSession``; only the reading of the server's lines is reinloop's
+    (:func:`_bounded_stdio`), so that one message cannot be larger than :data:`MAX_MESSAGE_BYTES`.
     """
     from mcp import ClientSession, StdioServerParameters
-    from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(command=connection["command"], args=connection["args"], env=connection.get("env"),
                                    cwd=connection.get("cwd"))
-    async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as session:
+    async with _bounded_stdio(params, errlog) as (read, write), ClientSession(read, write) as session:
         yield session
+
+
+_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})')
+_LAST_ID = re.compile(rb'"id"\s*:\s*("(?:[^"\\]|\\.){0,200}"|-?\d{1,18})\s*}\s*$')
+
+
+def message_id(head: bytes, tail: bytes) -> Any:
+    """The JSON-RPC ``id`` of a message seen only by its ``head`` and ``tail`` bytes, or ``None``.
+
+    Only the top-level object's ``"id"`` counts (one inside the result says nothing): in the head, one met
+    outside any string at depth 1; in the tail, one that is the message's last key.
+    """
+    depth, quoted, escaped = 0, False, False
+    for i, byte in enumerate(head):
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            found = _ID.match(head, i) if depth == 1 else None
+            if found is not None:
+                return json.loads(found.group(1))
+            quoted = True
+        elif byte in b"{[":
+            depth += 1
+        elif byte in b"}]":
+            depth -= 1
+    found = _LAST_ID.search(tail)
+    return json.loads(found.group(1)) if found is not None else None
+
+
+@contextlib.asynccontextmanager
+async def _bounded_stdio(params: Any, errlog: Any, cap: int | None = None) -> Any:
+    """The SDK's ``stdio_client`` (its process start and shutdown), reading lines of at most ``cap`` bytes.
+
+    The SDK joins the chunks of a line by copying what it has so far at each one, quadratic in the line's
+    length (16 MB took 8.5 s, 100 MB never arrived), and has no bound. Here a line is gathered in a
+    ``bytearray``; past ``cap`` the rest of it is skipped, and the call it answered (its ``id``, read
+    from the line's head or tail) gets a JSON-RPC error (:data:`TOO_LARGE`), so it ends at once.
+    """
+    import anyio
+    import mcp.types as types
+    from mcp.client import stdio
+    from mcp.shared.message import SessionMessage
+
+    cap = MAX_MESSAGE_BYTES if cap is None else cap
+    read_writer, read = anyio.create_memory_object_stream(0)
+    write, write_reader = anyio.create_memory_object_stream(0)
+    try:
+        process = await stdio._create_platform_compatible_process(
+            command=stdio._get_executable_command(params.command), args=params.args,
+            env={**stdio.get_default_environment(), **(params.env or {})}, errlog=errlog, cwd=params.cwd)
+    except OSError:
+        for stream in (read, write, read_writer, write_reader):
+            await stream.aclose()
+        raise
+
+    async def deliver(line: bytes) -> None:
+        try:
+            message: Any = SessionMessage(types.JSONRPCMessage.model_validate_json(line))
+        except Exception as exc:  # noqa: BLE001 - the session reports a line that is not JSON-RPC
+            message = exc
+        await read_writer.send(message)
+
+    async def refuse(head: bytes, tail: bytes, size: int) -> None:
+        request = message_id(head, tail)
+        logger.warning("MCP server sent a message of %d bytes, more than the cap of %d; it was not read", size, cap)
+        if request is not None:  # else the call it answered waits for its deadline
+            error = types.JSONRPCError(jsonrpc="2.0", id=request, error=types.ErrorData(
+                code=TOO_LARGE, message=f"the answer was larger than {cap} bytes"))
+            await read_writer.send(SessionMessage(types.JSONRPCMessage(error)))
+
+    async def stdout_reader() -> None:
+        line, skipped, tail = bytearray(), 0, b""
+        try:
+            async with read_writer:
+                async for chunk in process.stdout:
+                    while chunk:
+                        end = chunk.find(b"\n")
+                        piece, chunk = (chunk, b"") if end < 0 else (chunk[:end], chunk[end + 1:])
+                        if skipped:
+                            skipped, tail = skipped + len(piece), (tail + piece)[-300:]
+                        else:
+                            line += piece
+                            if len(line) > cap:
+                                skipped, tail, line = len(line), bytes(line[-300:]), line[:300]
+                        if end < 0:
+                            continue
+                        if skipped:
+                            await refuse(bytes(line), tail, skipped)
+                        elif line.strip():
+                            await deliver(bytes(line))
+                        line, skipped, tail = bytearray(), 0, b""
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+
+    async def stdin_writer() -> None:
+        try:
+            async with write_reader:
+                async for message in write_reader:
+                    text = message.message.model_dump_json(by_alias=True, exclude_none=True)
+                    await process.stdin.send((text + "\n").encode("utf-8"))
+        except anyio.ClosedResourceError:
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as group, process:
+        group.start_soon(stdout_reader)
+        group.start_soon(stdin_writer)
+        try:
+            yield read, write
+        finally:  # as the SDK ends a stdio server: close its stdin, wait, then terminate its process tree
+            with contextlib.suppress(Exception):
+                await process.stdin.aclose()
+            try:
+                with anyio.fail_after(stdio.PROCESS_TERMINATION_TIMEOUT):
+                    await process.wait()
+            except TimeoutError:
+                await stdio._terminate_process_tree(process)
+            except ProcessLookupError:
+                pass
+            for stream in (read, write, read_writer, write_reader):
+                await stream.aclose()
 
 
 def tail(log: Any, chars: int = 400) -> str:
@@ -323,15 +502,18 @@ class McpTools(Sequence[BaseTool]):
     open at exit are closed then.
     """
 
-    def __init__(self, config: McpConfig) -> None:
+    def __init__(self, config: McpConfig, connect_seconds: float = CONNECT_SECONDS) -> None:
         self.config = config
         self._loop = _LoopThread()
-        self._servers = {s.name: McpServer(s, self._loop) for s in config.servers}
+        self._servers = {s.name: McpServer(s, self._loop, connect_seconds) for s in config.servers}
         self._tools: list[McpTool] = []
         atexit.register(_close_at_exit, weakref.ref(self))
         try:
             for server in self._servers.values():
-                listed = self._loop.run(server.list_tools(), CONNECT_SECONDS + 5)
+                try:  # the server's own bound ends it first; this one only if the loop itself is stuck
+                    listed = self._loop.run(server.list_tools(), connect_seconds + CLOSE_SECONDS + 1)
+                except TimeoutError:
+                    raise McpServerGone(server.name, f"did not list its tools within {connect_seconds:g} s") from None
                 self._tools.extend(self._tool(server, t) for t in listed)
             self._check_names()
             self._apply_overrides()
@@ -344,8 +526,12 @@ class McpTools(Sequence[BaseTool]):
         hints = {k: v for k, v in (listed.metadata or {}).items() if k.endswith("Hint")}
 
         def call(**kwargs: Any) -> str:
-            timeout = options_of(tool).timeout or CALL_SECONDS
-            return self._loop.run(server.call(listed.name, kwargs, timeout), timeout + 5)
+            # under the executor the call's deadline (its timeout, the run's max_seconds) bounds the wait: a hung
+            # server gives the worker back at the deadline, and the server's loop drops the call
+            timeout = seconds_left(options_of(tool).timeout or CALL_SECONDS) or 0.0
+            if timeout <= 0:
+                raise TimeoutError(f"no time was left for the call of {listed.name} (its deadline had passed)")
+            return self._loop.run(server.call(listed.name, kwargs, timeout), timeout + STOP_SECONDS)
 
         tool = McpTool(
             name=name, description=listed.description or f"{listed.name} (MCP server {server.name})",
@@ -418,11 +604,19 @@ def _close_at_exit(ref: weakref.ref[McpTools]) -> None:
         tools.close()
 
 
+def connect_seconds(limits: Any) -> float:
+    """How long starting a server and listing its tools may take in a run with ``limits``
+    (:class:`~reinloop.Limits`): :data:`CONNECT_SECONDS`, or its ``tool_timeout`` or ``max_seconds`` if less."""
+    bounds = [CONNECT_SECONDS, getattr(limits, "tool_timeout", None), getattr(limits, "max_seconds", None)]
+    return min(b for b in bounds if b is not None)
+
+
 def mcp(
     config: McpConfig | Mapping[str, Any] | str,
     *,
     prefix: bool | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
+    timeout: float | None = None,
 ) -> McpTools:
     """Connect to the MCP servers of ``config`` and return their tools, configured from their hints.
 
@@ -430,7 +624,9 @@ def mcp(
     (``{"mcpServers": {name: {"command", "args", "env"} | {"url", "transport"}}}``)
     or the path of such a JSON file. ``prefix=True`` names each tool
     ``server_tool``; ``options`` overrides tools' options by tool name, e.g.
-    ``{"add_note": {"timeout": 5}}``. A server that cannot be started, a
+    ``{"add_note": {"timeout": 5}}``; ``timeout`` is how long starting each server and listing its tools
+    may take (:data:`CONNECT_SECONDS`; a run gives its own, :func:`connect_seconds`). A server that cannot be
+    started or listed in time (it is ended), a
     variable the config refers to (``${VAR}``) that is not set, a credential a
     stored config left out, or two tools of the same name are refused here,
     before any run.
@@ -445,7 +641,7 @@ def mcp(
         if problem:
             raise ConfigurationError(f"{parsed.source}: {problem}")
     try:
-        return McpTools(parsed)
+        return McpTools(parsed, CONNECT_SECONDS if timeout is None else timeout)
     except McpServerGone as exc:
         raise ConfigurationError(f"{parsed.source}: MCP server {exc.server!r} {exc.reason}; check its "
                                  "command or url (run the command by hand to see its errors)") from None

@@ -232,9 +232,13 @@ def json_schema_problems(name: str, args: dict[str, Any], schema: dict[str, Any]
     """Problems with ``args`` against a tool's JSON schema (one line per bad field, then the schema), or ``None``."""
     import jsonschema
 
+    from ..bounds import linear_validator, schema_problem
+
+    problem = schema_problem(schema)  # a tool's schema is the server's: too deep, too big, a $ref loop, a pattern
+    if problem is not None:
+        return f"the arguments of {name} could not be checked: its schema is refused ({problem})"
     try:
-        validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        errors = sorted(validator_class(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
+        errors = sorted(linear_validator(schema).iter_errors(args), key=lambda e: list(e.absolute_path))
     except jsonschema.exceptions.SchemaError as exc:
         return f"the arguments of {name} could not be checked: its schema is invalid ({exc.message})"
     if not errors:
