@@ -250,3 +250,11 @@ def test_a_wrap_up_answer_is_marked_as_one_by_the_cli_runs_show_and_the_report(t
                                capture_output=True, text=True)
         assert shown.returncode == 0, shown.stderr
         assert "[wrap-up answer: given without tools after the run got stuck (repeated_action)" in shown.stdout, fmt
+
+
+def test_under_text_calls_a_wrap_up_that_writes_a_call_as_text_takes_the_break_it_stood_in_for(make_graph):
+    rules = AnswerRules(wrap_up=True, text_calls=True)
+    graph, _ = make_graph([REPEAT, REPEAT, REPEAT, '{"name": "db_query", "arguments": {"sql": "SELECT'], answers=rules)
+    out = graph.invoke({"task": "compute 17*23"})
+    assert out["status"] == "broken" and out["break_reason"] == "repeated_action" and out["answer"] is None
+    assert "wrote a tool call as text" in out["scratchpad"][-1]["parse_error"]

@@ -166,9 +166,12 @@ def text_call(state: AgentState, ctx: AgentContext, answer: str) -> Pending | No
     """Under ``AnswerRules.text_calls`` and native tool calling, an answer that is nothing but a whole call of a
     tool without side effects, as that call (recorded ``from_text`` and told); of a tool with side effects, a parse
     error that says it did not run and how to run it; else None."""
-    if not ctx.answers.text_calls or state.get("wrap_up"):
+    if not ctx.answers.text_calls:
         return None
     call = written_call(answer, ctx.tools.names())
+    if state.get("wrap_up") and (call or call_shaped(answer, ctx.tools.names())):  # tools are gone: no answer either
+        return error_pending("the wrap-up asked for the final answer in words, and tools were no longer available; "
+                             "the reply wrote a tool call as text instead")
     tool = ctx.tools.get(call["tool"] if call is not None else call_shaped(answer, ctx.tools.names()) or "")
     if tool is None:
         return None
