@@ -178,3 +178,72 @@ def test_replay_serves_side_effecting_calls_from_the_store_unless_told_to_run_th
     assert told.returncode == 5, told.stderr + told.stdout  # asked for: run again, on a shop that has the first order
     assert "step 3: the tools' observations differ" in told.stdout and "inserted row 2" in told.stdout
     assert orders(shop) == ["tea", "tea"]
+
+
+# --- a tampered field is a one-line error, never a traceback ----------------------------------------
+
+FIELDS = [  # (table, column, where): every row the commands below read
+    ("runs", "task", "thread_id = 't1'"), ("runs", "status", "thread_id = 't1'"), ("runs", "steps", "thread_id = 't1'"),
+    ("runs", "counters", "thread_id = 't1'"), ("runs", "spec", "thread_id = 't1'"), ("runs", "answer", "thread_id = 't1'"),
+    ("runs", "updated_at", "thread_id = 't1'"),
+    *[("channel_values", "value", f"channel = '{c}'") for c in ("task", "scratchpad", "counters", "status", "reply",
+                                                                  "run", "answer", "extensions")],
+    ("checkpoints", "checkpoint", "1 = 1"), ("checkpoints", "metadata", "1 = 1"),
+    ("checkpoint_writes", "value", "1 = 1"),
+    ("node_events", "actions", "actions IS NOT NULL"), ("node_events", "data", "data IS NOT NULL"),
+    ("node_events", "decision", "node = 'guard'"), ("node_events", "step", "1 = 1"),
+]
+VALUES = {"null": None, "number": 12345, "text": "x", "bad JSON": "{not json", "huge": str(10**30),
+          "bad msgpack": b"\xc1\xff", "list": "[1, [2]]", "object": '{"a": {"b": 1}}', "float": 1e308}
+COMMANDS = [["runs", "list"], ["runs", "show", "t1"], ["runs", "show", "t1", "--json"],
+            ["runs", "show", "t1", "--format", "html"], ["replay", "t1", "--stub-tools"], ["resume", "t1"]]
+EDITS = [(t, c, w, v, cmd) for (t, c, w) in FIELDS for v in VALUES for cmd in range(len(COMMANDS))]
+
+
+def check_edit(db: Path, table: str, column: str, where: str, value: str, command: list[str]) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute(f"UPDATE {table} SET {column} = ? WHERE thread_id = 't1' AND {where}", (VALUES[value],))
+    done = cli(db, *command)
+    assert "Traceback" not in done.stderr, f"{table}.{column} = {value}: {command}\n{done.stderr[-2000:]}"
+    if done.returncode in (1, 2):
+        lines = done.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("reinloop: error: "), (table, column, value, done.stderr)
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory) -> Path:
+    """The run of :func:`recorded`, recorded once for every edit below."""
+    from .openai_server import OpenAIServer
+
+    where = tmp_path_factory.mktemp("pristine")
+    (where / "work").mkdir()
+    with sqlite3.connect(where / "shop.db") as shop:
+        shop.execute("CREATE TABLE orders (item TEXT)")
+    with OpenAIServer() as server:
+        server.responses += [reply("calculator", {"expression": "2*3"}), reply("write_file", SANDBOX_CALL),
+                             reply("db_insert", ORDER_CALL), completion("6, written and ordered")]
+        run("compute, write, order", model="openai:gpt-4o-mini", base_url=server.base_url, db=where / "runs.db",
+            tools="calculator,write_file,db_insert", approve="none", thread_id="t1",
+            tool_settings={"sandbox": str(where / "work"), "db": str(where / "shop.db"), "db_tables": "orders"})
+    return where / "runs.db"
+
+
+@pytest.fixture
+def recording(pristine, tmp_path) -> Path:
+    """A copy of the recorded run database to edit, made fresh for each edit."""
+    copy = tmp_path / "runs.db"
+    copy.write_bytes(pristine.read_bytes())
+    return copy
+
+
+@pytest.mark.parametrize("edit", EDITS[::53], ids=lambda e: f"{e[0]}.{e[1]}[{e[2]}]={e[3]}:{' '.join(COMMANDS[e[4]])}")
+def test_one_field_edits_end_in_an_answer_or_one_error_line(recording, edit):
+    table, column, where, value, command = edit
+    check_edit(recording, table, column, where, value, COMMANDS[command])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("edit", EDITS, ids=lambda e: f"{e[0]}.{e[1]}[{e[2]}]={e[3]}:{' '.join(COMMANDS[e[4]])}")
+def test_one_field_edits_of_every_field_end_in_an_answer_or_one_error_line(recording, edit):
+    table, column, where, value, command = edit
+    check_edit(recording, table, column, where, value, COMMANDS[command])
