@@ -339,6 +339,11 @@ def replay_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the stored run's thread id")
     p.add_argument("--stub-tools", action="store_true",
                    help="serve each tool call from the run's stored observation instead of running the tool")
+    p.add_argument("--run-side-effects", action="store_true",
+                   help="run the side-effecting tools (write_file, db_insert ...) again instead of serving their stored "
+                        "observations; needs --sandbox / --db-tool where the run had them")
+    p.add_argument("--start-mcp", action="store_true",
+                   help="start the MCP servers the stored run names (its spec shows them: `reinloop runs show`)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     add_db_flag(p)
     # each given flag changes the stored spec (where would the run go then?); spans only with --otel
@@ -350,7 +355,8 @@ def replay_options(p: argparse.ArgumentParser) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     from .replay import replay
 
-    report = replay(args.thread, args.db, stub_tools=args.stub_tools, **spec_changes(args))
+    report = replay(args.thread, args.db, stub_tools=args.stub_tools, side_effects=args.run_side_effects,
+                    start_mcp=args.start_mcp, **spec_changes(args))
     if args.json:
         say(safe_json(report.as_dict()))
     elif report.divergence is None:

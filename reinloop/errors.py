@@ -17,6 +17,7 @@ Errors are split by who has to act::
     ├── StorageError              the run database: missing, corrupted, locked, read-only
     │   ├── ThreadNotFoundError   no run with that thread id
     │   ├── NotResumableError     the run is finished or has nothing to resume
+    │   ├── StoredDataError       a stored value reinloop does not read (a type, a shape, a code reference)
     │   └── NotReplayableError    the run's model replies are no longer all stored (it was pruned)
     └── ScriptExhaustedError      reinloop.testing: a scripted model ran out of replies
 
@@ -271,6 +272,26 @@ class AlreadyAnsweredError(StorageError):
             f"the calls run {thread_id!r} waited for at step {step} were already answered by another process "
             f"(pid {by.get('pid')} on {by.get('host')}); nothing was done here. `reinloop runs pending` shows what "
             "waits now")
+
+
+class StoredDataError(StorageError):
+    """A value in the run database is not what reinloop stores there: it was changed outside reinloop.
+
+    ``field`` names where it is (``"runs.spec"``, ``"state.scratchpad.0.actions"``, ``"checkpoint_writes.value"``),
+    ``problem`` what is wrong with it, ``thread_id`` the run it belongs to (when known). A stored value is data:
+    reinloop never runs, imports or opens what one names, and refuses one it cannot read with this error.
+    """
+
+    def __init__(self, field: str, problem: str, *, thread_id: str | None = None) -> None:
+        self.field, self.problem, self.thread_id = field, problem, thread_id
+        run = f" of run {thread_id!r}" if thread_id else ""
+        super().__init__(f"the stored {field}{run} cannot be read: {problem}; the run database was changed outside "
+                         "reinloop (restore it from a copy, or delete the run with `reinloop runs delete`)")
+
+    def at(self, field: str | None = None, *, thread_id: str | None = None) -> StoredDataError:
+        """The same error, placed: ``field`` prefixed to its own, ``thread_id`` filled in when it was unknown."""
+        where = f"{field}.{self.field}" if field and self.field else field or self.field
+        return StoredDataError(where, self.problem, thread_id=self.thread_id or thread_id)
 
 
 class NotReplayableError(StorageError):

@@ -14,17 +14,19 @@ paths, so the model is told what to fix and the error breakers count it. When
 they trip, the break is ``invalid_output`` (:mod:`reinloop.nodes.guard`).
 
 In the spec's JSON form a model class is kept as its JSON Schema plus its import
-path (``"module:QualName"``), so a resume in another process imports it again; a
-class that cannot be imported by that path (defined in a function or in
-``__main__``) is kept as its schema alone, and a resumed run returns dicts.
+path (``"module:QualName"``); a resume gets the class back when a program that has
+imported that module resumes it (reinloop never imports a module a run database
+names), and the schema otherwise. A class that cannot be imported by that path
+(defined in a function or in ``__main__``) is kept as its schema alone, and a
+resumed run returns dicts.
 
 This module imports neither pydantic nor jsonschema until a run asks for an answer schema.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -50,14 +52,15 @@ def import_path(model: type) -> str | None:
 
 
 def imported(path: str) -> Any:
-    """The object at ``"module:QualName"``, or ``None`` when it cannot be imported."""
+    """The object at ``"module:QualName"`` in a module already imported, or ``None``.
+
+    Never imports: a stored spec names the class, and a run database is data, so naming a
+    module there must not run it. A program that resumes with its model class has imported it.
+    """
     module_name, _, qualname = path.partition(":")
-    try:
-        value: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError, ValueError):
-        return None
+    value: Any = sys.modules.get(module_name)
+    for part in qualname.split(".") if value is not None else ():
+        value = getattr(value, part, None)
     return value
 
 

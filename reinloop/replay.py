@@ -41,7 +41,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
 from .checkpoints import Database, open_database
-from .errors import NotReplayableError
+from .errors import ConfigurationError, NotReplayableError
 from .outcome import Outcome
 from .rundb import open_db, thread_config
 from .spec import NOT_REPLAYED, RunSpec
@@ -189,11 +189,13 @@ def call_key(tool: str, args: Any) -> str:
     return json.dumps([tool, args], sort_keys=True, ensure_ascii=False, default=str)
 
 
-def stub_tools(tools: Sequence[BaseTool], steps: Sequence[Mapping[str, Any]]) -> list[BaseTool]:
+def stub_tools(tools: Sequence[BaseTool], steps: Sequence[Mapping[str, Any]], *,
+               only_side_effects: bool = False) -> list[BaseTool]:
     """``tools`` with the same names and schemas, answering each call from the stored observation of the same call.
 
     A stored error comes back as an error with the same text; a call the recording never
     made fails with ``ERROR: NotRecorded: ...``, so the replay shows where it went its own way.
+    ``only_side_effects`` stubs the tools that change the world (``side_effects=True``) and keeps the others.
     """
     served: dict[str, list[tuple[str, bool]]] = {}
     for step in steps:
@@ -201,7 +203,7 @@ def stub_tools(tools: Sequence[BaseTool], steps: Sequence[Mapping[str, Any]]) ->
             if action.get("observation") is not None and not action.get("reused"):
                 served.setdefault(call_key(action.get("tool", ""), action.get("args") or {}), []).append(
                     (str(action["observation"]), bool(action.get("error"))))
-    return [stub_of(tool, served) for tool in tools]
+    return [stub_of(tool, served) if not only_side_effects or options_of(tool).side_effects else tool for tool in tools]
 
 
 def stub_of(tool: BaseTool, served: dict[str, list[tuple[str, bool]]]) -> BaseTool:
@@ -234,7 +236,7 @@ def recorded_error(text: str) -> Exception:
 
 def replay(
     thread_id: str, db: str | Path | None = None, *, stub_tools: bool = False,
-    tools: Sequence[BaseTool] = (), **changes: Any,
+    tools: Sequence[BaseTool] = (), side_effects: bool = False, start_mcp: bool = False, **changes: Any,
 ) -> ReplayReport:
     """Re-run stored run ``thread_id`` with its model replies served in order; the first divergence, if any.
 
@@ -242,14 +244,21 @@ def replay(
     ``changes`` change the stored spec (:meth:`RunSpec.replace`, e.g. ``limits={"max_steps": 2}``):
     a replay with them shows where the run would have gone otherwise. A replay is no new run to trace:
     it exports no spans, whatever the stored run did, unless ``telemetry=True`` asks (:data:`reinloop.spec.NOT_REPLAYED`).
+
+    The run database is data, so a replay uses nothing it names that acts on the world: the calls of
+    side-effecting tools (``side_effects=True``: ``write_file``, ``db_insert`` ...) are answered from the
+    stored observations unless ``side_effects=True``, which also needs the sandbox and tool database
+    given in ``changes`` (``tool_settings={"sandbox": ...}``), not the stored ones; the stored spec's MCP
+    servers are started only with ``start_mcp=True`` (or replaced by ``mcp=`` or MCP tools in ``tools``).
     """
     with open_db(db) as saver:
         recording = read_recording(saver, thread_id)
-    return replay_recording(recording, stub=stub_tools, tools=tools, **changes)
+    return replay_recording(recording, stub=stub_tools, tools=tools, side_effects=side_effects, start_mcp=start_mcp,
+                            **changes)
 
 
 def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequence[BaseTool] = (),
-                     **changes: Any) -> ReplayReport:
+                     side_effects: bool = False, start_mcp: bool = False, **changes: Any) -> ReplayReport:
     """:func:`replay` on a recording already read."""
     from .runs import Given, _graph, tool_list, with_objects
     from .testing import ScriptedChatModel
@@ -257,10 +266,12 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
     model = ScriptedChatModel(replies=served_replies(recording.calls), usage=None)
     spec, given = with_objects(recording.spec, changes)
     spec = spec.replace(**{name: getattr(RunSpec(), name) for name in NOT_REPLAYED if name not in changes})
+    check_stored_names(recording.thread_id, spec, tools, changes, side_effects=side_effects and not stub,
+                       start_mcp=start_mcp)
     given = Given(model, tuple(tools), given.protocol)
     built = tool_list(spec, given)
-    if stub:
-        built = stub_tools(built, recording.steps)
+    if stub or not side_effects:
+        built = stub_tools(built, recording.steps, only_side_effects=not stub)
         longest = max((len(str(a.get("observation") or "")) for s in recording.steps for a in s.get("actions") or []), default=0)
         if longest > spec.limits.max_observation_chars:  # a stored observation is served whole, never cut again
             spec = spec.replace(limits={"max_observation_chars": longest})
@@ -271,6 +282,45 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
     divergence = compare(recording, replayed, error)
     outcome = Outcome.from_state(recording.thread_id, replayed.state).as_dict()
     return ReplayReport(recording.thread_id, len(replayed.steps), model.calls, outcome, divergence, error, stub)
+
+
+def check_stored_names(thread_id: str, spec: RunSpec, tools: Sequence[BaseTool], changes: Mapping[str, Any], *,
+                       side_effects: bool, start_mcp: bool) -> None:
+    """Refuse to use what only the run database names: MCP servers to start, paths to write in."""
+    from .tools.mcpclient import mcp_tools_in
+
+    if spec.mcp is not None and not start_mcp and "mcp" not in changes and not mcp_tools_in(tools):
+        servers = "; ".join(f"{name}: {server_shown(server)}" for name, server in
+                            (spec.mcp.get("mcpServers") or {}).items())
+        raise StoredNameError(thread_id, "mcp", servers, "--start-mcp (start_mcp=True) to start them, or --mcp FILE "
+                              "to start yours")
+    if not side_effects:
+        return
+    given_settings = changes.get("tool_settings") or {}
+    given_settings = given_settings if isinstance(given_settings, Mapping) else dataclasses.asdict(given_settings)
+    for name, flag in (("sandbox", "--sandbox DIR"), ("db", "--db-tool FILE")):
+        stored = getattr(spec.tool_settings, name)
+        if stored is not None and given_settings.get(name) is None:
+            raise StoredNameError(thread_id, f"tool_settings.{name}", str(stored),
+                                  f"{flag} to say where the side-effecting tools may write")
+
+
+def server_shown(server: Any) -> str:
+    """An MCP server of a stored spec, as the command line it would start (or the URL it would reach)."""
+    if not isinstance(server, Mapping):
+        return short(server, 120)
+    if server.get("url"):
+        return str(server["url"])
+    return " ".join(str(part) for part in [server.get("command"), *(server.get("args") or [])])[:300]
+
+
+class StoredNameError(ConfigurationError):
+    """A replay would use what the run database alone names (``field``: MCP servers, a sandbox ...); a flag must say so."""
+
+    def __init__(self, thread_id: str, field: str, named: str, flag: str) -> None:
+        self.thread_id, self.field, self.named, self.flag = thread_id, field, named, flag
+        super().__init__(f"run {thread_id!r} stored spec.{field} = {named}; a replay does not use what only the run "
+                         f"database names: pass {flag}")
 
 
 def drive(graph: Any, recording: Recording) -> str | None:

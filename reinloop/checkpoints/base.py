@@ -40,7 +40,9 @@ The helpers here are pure functions over plain data, shared by every backend, an
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -54,7 +56,10 @@ from langgraph.checkpoint.base import (
     CheckpointTuple,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from ..errors import StoredDataError
 
 from .rows import (  # noqa: F401 - re-exported: the run-row helpers live apart so `runs list` needs no LangGraph
     PROJECTED,
@@ -76,19 +81,73 @@ BlobKey = tuple[str, str, str]
 """``(checkpoint_ns, channel, version)``: one stored channel value of a thread."""
 
 
+READABLE_TYPES: tuple[tuple[str, ...], ...] = ()
+"""The Python types a stored value may name beyond LangGraph's own safe list (``SAFE_MSGPACK_TYPES``: its
+``Interrupt``, ``Send`` and ``Command``, LangChain's messages, dates, UUIDs ...): none, since reinloop's state is
+plain data. A graph compiled on the checkpointer adds its state schema's types (LangGraph's ``with_allowlist``)."""
+
+_blocked = threading.local()
+
+
+def _note_blocked(event: SerdeEvent) -> None:
+    if event["kind"].endswith("_blocked") and getattr(_blocked, "names", None) is not None:
+        _blocked.names.append(".".join(filter(None, (event["module"], event["name"], event.get("method")))))
+
+
+register_serde_event_listener(_note_blocked)
+# LangGraph also logs each blocked type once; reinloop's reader raises a StoredDataError naming it instead
+logging.getLogger("langgraph.checkpoint.serde.jsonplus").addFilter(
+    lambda record: not str(record.msg).startswith("Blocked deserialization"))
+
+
+class StoredDataSerializer(JsonPlusSerializer):
+    """LangGraph's serializer, reading only an allow-list of types: a stored value never names code to run.
+
+    LangGraph's default reader imports and calls whatever module and name a stored msgpack value gives
+    (``os.system`` included); this one reads LangGraph's safe types and :data:`READABLE_TYPES`, and
+    refuses any other with a :class:`~reinloop.errors.StoredDataError` naming the type.
+    """
+
+    def __init__(self, allowed: Iterable[tuple[str, ...]] = READABLE_TYPES) -> None:
+        super().__init__(allowed_msgpack_modules=tuple(allowed) or None)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        """The stored value; a type outside the allow-list is refused, never imported."""
+        _blocked.names = []
+        try:
+            value = super().loads_typed(data)
+            if _blocked.names:
+                raise StoredDataError("", f"it names the Python object {_blocked.names[0]}, which reinloop never "
+                                      "loads from a run database (only plain data and LangGraph's own types)")
+            return value
+        finally:
+            _blocked.names = None
+
+
+def plain_serde(serde: SerializerProtocol) -> bool:
+    """True for the serializers whose plain values reinloop stores as JSON text (LangGraph's default, reinloop's)."""
+    return type(serde) in (JsonPlusSerializer, StoredDataSerializer)
+
+
 def encode(serde: SerializerProtocol, value: Any) -> tuple[str, str | bytes]:
     """``(type, data)`` for storage: JSON text for plain data under the default serde."""
-    if type(serde) is JsonPlusSerializer and is_plain(value):
+    if plain_serde(serde) and is_plain(value):
         return JSON, dumps_json(value)
     type_, data = serde.dumps_typed(value)
     return ("serde-json" if type_ == JSON else type_), data
 
 
 def decode(serde: SerializerProtocol, type_: str, data: str | bytes | None) -> Any:
-    """The value stored as ``(type, data)`` by :func:`encode`."""
-    if type_ == JSON:
-        return orjson.loads(data) if data is not None else None
-    return serde.loads_typed(((JSON if type_ == "serde-json" else type_), data))  # type: ignore[arg-type]
+    """The value stored as ``(type, data)`` by :func:`encode`; one that cannot be read is a :class:`StoredDataError`."""
+    try:
+        if type_ == JSON:
+            return orjson.loads(data) if data is not None else None
+        return serde.loads_typed(((JSON if type_ == "serde-json" else type_), data))  # type: ignore[arg-type]
+    except StoredDataError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - whatever the bytes make a reader raise, the value is not reinloop's
+        problem = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise StoredDataError("", f"it is not a {type_!r} value reinloop wrote ({type(exc).__name__}: {problem})") from None
 
 
 def next_version(current: str | int | float | None) -> str:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, StoredDataError
 from ..redact import redact_urls
 from .rows import (
     RUN_SETTINGS,
@@ -127,39 +127,62 @@ class RunStore:
         return [r["thread_id"] for r in self.db.query(sql + " ORDER BY c.thread_id", params)]
 
 
-def json_value(data: Any, default: Any) -> Any:
-    """A JSON column's value: text (SQLite) is decoded, an already decoded value (PostgreSQL) kept."""
+def json_value(data: Any, default: Any, field: str = "", kind: type = object) -> Any:
+    """A JSON column's value: text (SQLite) is decoded, an already decoded value (PostgreSQL) kept.
+
+    A value that is not JSON, or not of ``kind``, is a :class:`StoredDataError` naming ``field``.
+    """
     if data is None or data == "":
         return default
-    return json.loads(data) if isinstance(data, (str, bytes)) else data
+    try:
+        value = json.loads(data) if isinstance(data, (str, bytes)) else data
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise StoredDataError(field, f"it is not JSON ({exc})") from None
+    if not isinstance(value, kind):
+        raise StoredDataError(field, f"it is a {type(value).__name__}, not a JSON {JSON_KINDS.get(kind, kind.__name__)}")
+    return value
+
+
+JSON_KINDS = {dict: "object", list: "list"}
+
+
+def text_columns(row: Mapping[str, Any], table: str, names: Sequence[str], kind: type | tuple[type, ...] = str) -> dict[str, Any]:
+    """``names`` of ``row``, each ``None`` or of ``kind``; another type is a :class:`StoredDataError` naming it."""
+    for name in names:
+        value = row[name]
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise StoredDataError(f"{table}.{name}", f"it is a {type(value).__name__} ({str(value)[:40]!r})")
+    return {name: row[name] for name in names}
 
 
 def run_record(row: Mapping[str, Any]) -> RunRecord:
     """A :class:`RunRecord` from a ``runs`` row (URLs redacted, also those an older reinloop stored whole)."""
-    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec")
-    return RunRecord(
-        **{k: row[k] for k in RunRecord.__dataclass_fields__ if k not in plain},
-        paused=bool(row["paused"]),
-        counters=json_value(row["counters"], {}),
-        tools=json_value(row["tools"], None),
-        limits=json_value(row["limits"], None),
-        options=redact_urls(json_value(row["options"], None)),
-        spec=redact_urls(json_value(row["spec"], None)),
-        base_url=redact_urls(row["base_url"]),
-    )
+    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec", "steps")
+    try:
+        return RunRecord(
+            **text_columns(row, "runs", [k for k in RunRecord.__dataclass_fields__ if k not in plain]),
+            steps=text_columns(row, "runs", ["steps"], int)["steps"],
+            paused=bool(row["paused"]),
+            counters=json_value(row["counters"], {}, "runs.counters", dict),
+            tools=json_value(row["tools"], None, "runs.tools", list),
+            limits=json_value(row["limits"], None, "runs.limits", dict),
+            options=redact_urls(json_value(row["options"], None, "runs.options", dict)),
+            spec=redact_urls(json_value(row["spec"], None, "runs.spec", dict)),
+            base_url=redact_urls(text_columns(row, "runs", ["base_url"])["base_url"]),
+        )
+    except StoredDataError as exc:
+        raise exc.at(thread_id=str(row["thread_id"])) from None
 
 
 def break_record(row: Mapping[str, Any]) -> BreakRecord:
     """A :class:`BreakRecord` from a ``breaks`` row."""
-    return BreakRecord(
-        id=row["id"],
-        thread_id=row["thread_id"],
-        checkpoint_id=row["checkpoint_id"],
-        reason=row["reason"],
-        message=row["message"],
-        counters=json_value(row["counters"], {}),
-        limits=json_value(row["limits"], {}),
-        created_at=row["created_at"],
-        resolution=json_value(row["resolution"], None),
-        resolved_at=row["resolved_at"],
-    )
+    try:
+        return BreakRecord(
+            id=row["id"],
+            **text_columns(row, "breaks", ["thread_id", "checkpoint_id", "reason", "message", "created_at", "resolved_at"]),
+            counters=json_value(row["counters"], {}, "breaks.counters", dict),
+            limits=json_value(row["limits"], {}, "breaks.limits", dict),
+            resolution=json_value(row["resolution"], None, "breaks.resolution", dict),
+        )
+    except StoredDataError as exc:
+        raise exc.at(thread_id=str(row["thread_id"])) from None

@@ -36,8 +36,8 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
-from ..errors import ConfigurationError, StorageError
-from .base import JSON, PROJECTED, BlobKey, ListHead, ThreadedSaver, decode, dumps_json, encode, list_row, now_iso, reachable
+from ..errors import ConfigurationError, StorageError, StoredDataError
+from .base import JSON, PROJECTED, BlobKey, ListHead, StoredDataSerializer, ThreadedSaver, decode, dumps_json, encode, list_row, now_iso, reachable
 from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
 from .rows import dict_rows
 from .schema import Table, table, thread_tables
@@ -192,7 +192,8 @@ class SqlCheckpointer(ThreadedSaver):
         return open_database(location, **options)
 
     def __init__(self, db: Database, *, serde: SerializerProtocol | None = None) -> None:
-        super().__init__(serde=serde)
+        # a stored value is data: by default only plain data and LangGraph's own types are read back
+        super().__init__(serde=serde or StoredDataSerializer())
         self.db = db
         """The run database this checkpointer writes to; its other stores are ``db.runs``, ``db.events`` ..."""
         self.lock = db.lock
@@ -337,8 +338,11 @@ class SqlCheckpointer(ThreadedSaver):
         """A stored value, its references to blobs replaced by their texts."""
         if type_ != JSON_REFS:
             return decode(self.serde, type_, data)
-        text = as_text(data)
-        return orjson.loads(inline(text, self._texts(tx, thread_id, references(text), memo)))
+        try:
+            text = as_text(data)
+            return orjson.loads(inline(text, self._texts(tx, thread_id, references(text), memo)))
+        except (ValueError, TypeError, KeyError) as exc:
+            raise StoredDataError("", f"it is not JSON with references to blobs ({type(exc).__name__}: {exc})") from None
 
     def _texts(self, tx: Tx, thread_id: str, hashes: set[str], memo: Memo | None) -> dict[str, str]:
         """The texts of the blobs ``hashes`` of a thread (those already in ``memo`` are not read again)."""
@@ -440,8 +444,17 @@ class SqlCheckpointer(ThreadedSaver):
 
     def _tuple(self, tx: Tx, row: Sequence[Any], memo: Memo) -> CheckpointTuple:
         thread_id, ns, checkpoint_id, parent_id, created_at, type_, data, metadata = row
-        skeleton = decode(self.serde, type_, data)
-        versions = skeleton.get("channel_versions") or {}
+        try:
+            skeleton = decode(self.serde, type_, data)
+            versions = skeleton.get("channel_versions") or {} if isinstance(skeleton, dict) else None
+            if not isinstance(versions, dict) or not all(isinstance(v, (str, int, float)) for v in versions.values()):
+                raise StoredDataError("", "it is not a checkpoint with channel versions")
+            metadata = (json.loads(metadata) if isinstance(metadata, str) else dict(metadata)) if metadata else {}
+            if not isinstance(metadata, dict):
+                raise StoredDataError("", f"its metadata is a {type(metadata).__name__}, not an object")
+        except (StoredDataError, ValueError, TypeError) as exc:
+            error = exc if isinstance(exc, StoredDataError) else StoredDataError("", f"its metadata is not JSON ({exc})")
+            raise error.at(f"checkpoints row {checkpoint_id}", thread_id=thread_id) from None
         checkpoint = {
             **skeleton,
             "id": checkpoint_id,
@@ -461,10 +474,17 @@ class SqlCheckpointer(ThreadedSaver):
         return CheckpointTuple(
             config=ref(checkpoint_id),
             checkpoint=checkpoint,  # type: ignore[arg-type]
-            metadata=(json.loads(metadata) if isinstance(metadata, str) else dict(metadata)) if metadata else {},
+            metadata=metadata,
             parent_config=ref(parent_id) if parent_id else None,
-            pending_writes=[(w[0], w[1], self._decode(tx, thread_id, w[2], w[3], memo)) for w in writes],
+            pending_writes=[(w[0], w[1], self._write_value(tx, thread_id, w, memo)) for w in writes],
         )
+
+    def _write_value(self, tx: Tx, thread_id: str, write: Sequence[Any], memo: Memo) -> Any:
+        """The value of one pending write, or a :class:`StoredDataError` naming its channel."""
+        try:
+            return self._decode(tx, thread_id, write[2], write[3], memo)
+        except StoredDataError as exc:
+            raise exc.at(f"checkpoint_writes.value of channel {write[1]!r}", thread_id=thread_id) from None
 
     def _values(self, tx: Tx, thread_id: str, ns: str, versions: Mapping[str, Any], memo: Memo) -> dict[str, Any]:
         """The channel values at ``versions``; append chains are followed, ``memo`` reused."""
@@ -484,10 +504,13 @@ class SqlCheckpointer(ThreadedSaver):
                 continue
             known = memo.setdefault((thread_id, ns, channel), {})
             if version not in known:
-                known[version] = (
-                    self._decode(tx, thread_id, type_, data, memo) if kind == "value"
-                    else self._chain(tx, (thread_id, ns, channel), version, known, memo)
-                )
+                try:
+                    known[version] = (
+                        self._decode(tx, thread_id, type_, data, memo) if kind == "value"
+                        else self._chain(tx, (thread_id, ns, channel), version, known, memo)
+                    )
+                except StoredDataError as exc:
+                    raise exc.at(f"channel_values.value of channel {channel!r}", thread_id=thread_id) from None
             value = known[version]
             if isinstance(value, Prefix):
                 value = known[version] = value.items[: value.length]
@@ -518,11 +541,15 @@ class SqlCheckpointer(ThreadedSaver):
                 start = self._decode(tx, thread_id, type_, data, memo)
                 break
             suffixes.append(self._decode(tx, thread_id, type_, data, memo))
+            if type(suffixes[-1]) is not list:
+                raise StoredDataError("", f"an appended part (version {v}) is a {type(suffixes[-1]).__name__}, not a list")
         if start is None:
             raise StorageError(
                 f"{self.location}: the stored value of channel {channel!r} at version {version} of thread "
                 f"{thread_id!r} is incomplete (its append chain is broken); the database was edited or damaged"
             )
+        if not isinstance(start, list):
+            raise StoredDataError("", f"the list an append chain starts from is a {type(start).__name__}")
         value = list(start)
         for suffix in reversed(suffixes):
             value.extend(suffix)
