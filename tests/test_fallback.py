@@ -149,14 +149,11 @@ def shown_switches(openai_server: Any, tmp_path: Any, replies: list[Any]) -> tup
     return outcome, lines, re.findall(r'<div class="hint">(protocol switch: [^<]*)</div>', page)
 
 
-def test_the_console_and_the_html_report_show_auto_moving_to_json_when_the_calls_come_as_text(openai_server, tmp_path):
-    outcome, lines, shown = shown_switches(openai_server, tmp_path, [
-        completion('{"tool": "calculator", "args": {"expression": "6*7"}}'), completion('{"final_answer": "42"}')])
-    assert outcome.answer == "42"
-    assert lines == ["  protocol:    tool_calling -> json (calls_as_text): the reply wrote its tool calls as JSON text, "
-                     "not as native calls"]
-    assert shown == ["protocol switch: tool_calling &rarr; json (calls_as_text): the reply wrote its tool calls as "
-                     "JSON text, not as native calls"]
+def test_auto_never_moves_to_json_on_text_that_looks_like_a_call_and_shows_no_switch(openai_server, tmp_path):
+    text = '{"tool": "calculator", "args": {"expression": "6*7"}}'
+    outcome, lines, shown = shown_switches(openai_server, tmp_path, [completion(text)])
+    assert outcome.answer == text  # under native tool calling, text is the answer
+    assert lines == [] and shown == []
 
 
 def test_the_console_and_the_html_report_show_auto_moving_on_after_unreadable_replies(openai_server, tmp_path):
