@@ -89,8 +89,7 @@ def check_action(action: Action, tools: ToolRegistry, known: Callable[[], str] =
 
 def known_text(state: AgentState) -> str:
     """The task and every result of the current run: where real argument values come from."""
-    task, results = known_parts(state)
-    return "\n".join([task, *results])
+    return "\n".join([str(state.get("task") or ""), *(str(a.get("observation") or "") for a in succeeded(state))])
 
 
 def succeeded(state: AgentState) -> list[Action]:
@@ -98,11 +97,6 @@ def succeeded(state: AgentState) -> list[Action]:
 
     Only results: a refusal quotes the refused value, and a value we quoted is not one the model found."""
     return [a for s in current_steps(state) for a in s.get("actions") or [] if not a.get("error") and not a.get("problem")]
-
-
-def known_parts(state: AgentState) -> tuple[str, list[str]]:
-    """The task, and every result of the current run, oldest first."""
-    return str(state.get("task") or ""), [str(a.get("observation") or "") for a in succeeded(state)]
 
 
 def validate(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
