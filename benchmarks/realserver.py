@@ -313,6 +313,17 @@ def template_messages(messages: list[dict[str, Any]], tools: list[dict[str, Any]
     return out
 
 
+def grammar_format(response_format: Any) -> dict[str, Any] | None:
+    """OpenAI's ``response_format`` as llama-cpp-python takes it: a JSON schema (``{"type": "json_schema",
+    "json_schema": {"schema": ...}}``) or any JSON object (``{"type": "json_object"}``), held by a grammar."""
+    if not isinstance(response_format, dict):
+        return None
+    if response_format.get("type") == "json_schema":
+        schema = (response_format.get("json_schema") or {}).get("schema")
+        return {"type": "json_object", **({"schema": schema} if isinstance(schema, dict) else {})}
+    return {"type": "json_object"} if response_format.get("type") == "json_object" else None
+
+
 def _decoded(arguments: Any) -> Any:
     if isinstance(arguments, str):
         with contextlib.suppress(ValueError):
@@ -394,7 +405,7 @@ class ModelServer:
         with self.lock:
             reply = self._generate(template_messages(request.get("messages") or [], tools, self.knows_tools),
                                    tools if self.knows_tools else None, limit, float(request.get("temperature") or 0.0),
-                                   request.get("seed"))
+                                   request.get("seed"), grammar_format(request.get("response_format")))
         choice = reply["choices"][0]
         text, finish = _text(choice["message"].get("content")), choice["finish_reason"]
         names = {t.get("function", t).get("name") for t in tools or []}
@@ -416,12 +427,12 @@ class ModelServer:
                 "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": reply["usage"]}
 
     def _generate(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, limit: int,
-                  temperature: float, seed: int | None = None) -> dict[str, Any]:
+                  temperature: float, seed: int | None = None, shape: dict[str, Any] | None = None) -> dict[str, Any]:
         import llama_cpp
 
         llama_cpp.llama_perf_context_reset(self.llm.ctx)
         reply = self.llm.create_chat_completion(messages=messages, tools=tools, max_tokens=limit,  # type: ignore[arg-type]
-                                                temperature=temperature, seed=seed)
+                                                temperature=temperature, seed=seed, response_format=shape)
         perf = llama_cpp.llama_perf_context(self.llm.ctx)
         usage = reply["usage"]  # type: ignore[index]
         self.counters.update(requests=1, prompt_tokens=usage["prompt_tokens"],

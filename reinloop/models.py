@@ -109,10 +109,14 @@ def prepare_model(
     """The protocol to start with and what the decide node calls (tools bound for native calling).
 
     ``auto`` starts with native tool calling when the model can bind tools and
-    with the JSON protocol when it cannot. ``answer_tool`` (a structured answer's tool,
+    with the JSON protocol when it cannot. A protocol with a ``response_format`` (``json_strict``) has it bound.
+    ``answer_tool`` (a structured answer's tool,
     :mod:`reinloop.output`) is bound after the run's tools.
     """
     extra = [answer_tool] if answer_tool is not None else []
+    shape = protocol.response_format(tools, answer_tool["function"]["parameters"] if answer_tool else None)
+    if shape is not None:
+        return protocol, model.bind(response_format=shape)
     if not protocol.native_tools or not (len(tools) or extra):
         return protocol, model
     try:

@@ -52,7 +52,7 @@ DEFAULT_MAX_OUTPUT_TOKENS = 1024
 """Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
 final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
 or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
-PROTOCOL_NAMES: tuple[str, ...] = ("tool_calling", "json", "react", "auto")
+PROTOCOL_NAMES: tuple[str, ...] = ("tool_calling", "json", "react", "auto", "json_strict")
 """The output protocols by name (:data:`reinloop.protocols.PROTOCOLS` holds their classes)."""
 TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
 """How much of each tool the model is shown (:mod:`reinloop.tools.detail`)."""
@@ -89,8 +89,9 @@ class RunSpec:
                                   "?api_key= in it is used, never stored or printed"})
     """An OpenAI-compatible endpoint; stored without its credentials."""
     protocol: str = field(default="tool_calling", metadata={
-        "group": "model", "choices": PROTOCOL_NAMES, "help": "how the model states its actions; auto falls back to json"})
-    """``"tool_calling"``, ``"json"``, ``"react"`` or ``"auto"`` (:mod:`reinloop.protocols`)."""
+        "group": "model", "choices": PROTOCOL_NAMES, "help": "how the model states its actions; auto falls back to json; json_strict holds replies to "
+                                                         "a schema (endpoints with structured outputs)"})
+    """``"tool_calling"``, ``"json"``, ``"react"``, ``"auto"`` or ``"json_strict"`` (:mod:`reinloop.protocols`)."""
     tool_detail: str = field(default="full", metadata={
         "group": "model", "choices": TOOL_DETAILS,
         "help": "tool schemas shown to the model: full, or compact (signatures; a fraction of the tokens; "

@@ -53,7 +53,7 @@ def test_replace_changes_fields_and_a_mapping_changes_only_the_named_settings():
 
 @pytest.mark.parametrize("changes, message", [
     ({"max_step": 3}, "unknown run option\\(s\\) max_step; valid: model, base_url"),
-    ({"protocol": "xml"}, "unknown protocol 'xml'; choose one of: tool_calling, json, react, auto"),
+    ({"protocol": "xml"}, "unknown protocol 'xml'; choose one of: tool_calling, json, react, auto, json_strict"),
     ({"tool_detail": "terse"}, "tool_detail must be one of full, compact; got 'terse'"),
     ({"max_output_tokens": 0}, "max_output_tokens must be a positive integer or None"),
     ({"limits": 5}, "RunSpec.limits must be a Limits \\(or a mapping of its fields\\), got int"),

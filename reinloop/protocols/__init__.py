@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ConfigurationError
 from .auto import AutoProtocol
 from .base import OutputProtocol
-from .json_protocol import JsonProtocol
+from .json_protocol import JsonProtocol, StrictJsonProtocol
 from .react import ReactProtocol
 from .tool_calling import ToolCallingProtocol
 
@@ -14,6 +14,7 @@ PROTOCOLS: dict[str, type[OutputProtocol]] = {
     "json": JsonProtocol,
     "react": ReactProtocol,
     "auto": AutoProtocol,
+    "json_strict": StrictJsonProtocol,
 }
 
 
@@ -35,6 +36,7 @@ __all__ = [
     "JsonProtocol",
     "OutputProtocol",
     "ReactProtocol",
+    "StrictJsonProtocol",
     "ToolCallingProtocol",
     "get_protocol",
 ]

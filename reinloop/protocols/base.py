@@ -120,6 +120,11 @@ class OutputProtocol(ABC):
         """The correction ``feedback``, with the news that the reply format changes to ``moved_to``."""
         return feedback
 
+    def response_format(self, tools: ToolRegistry, answer: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The ``response_format`` every request carries (a JSON schema the endpoint holds replies to), or ``None``.
+        ``answer``: the structured answer's schema, when the run has one."""
+        return None
+
     def repair_message(self, problem: str) -> str:
         """What the model is told after a reply that could not be used."""
         return (

@@ -27,6 +27,8 @@ _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.S)
 TOOL_KEYS = ("tool", "action", "tool_name", "name")
 ARGS_KEYS = ("args", "action_input", "arguments", "input", "parameters", "tool_input")
 ANSWER_KEYS = ("final_answer", "answer", "finalAnswer")
+THOUGHT_CHARS = 300
+"""At most this many characters of thought in a ``json_strict`` reply: the call, not the thought, is what counts."""
 FINISH_NAMES = {"final_answer", "final answer", "finish", "answer"}
 
 
@@ -136,6 +138,46 @@ def interpret(obj: dict[str, Any], index: int = 1) -> Pending:
     return Pending(thought=thought, actions=[action], answer=None, parse_error=None)
 
 
+def reply_schema(tools: ToolRegistry, answer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON schema every reply of the JSON protocol fits: a call of one of ``tools`` (``{"tool", "args"}``, the
+    call first, then an optional thought of at most :data:`THOUGHT_CHARS` characters; no argument the tool does not
+    declare, unless its schema allows more) or a final answer (a string,
+    or an object of the ``answer`` schema). Each tool's own ``$defs`` are moved to the root under the tool's name,
+    so its ``$ref`` s still point at them."""
+    thought = {"type": "string", "maxLength": THOUGHT_CHARS}
+    defs: dict[str, Any] = {}
+    shapes = []
+    for name in tools.names():
+        args = _hoisted(tools.schema(name), name, defs)
+        if args.get("type", "object") == "object" and "additionalProperties" not in args:
+            args = {**args, "additionalProperties": False}  # undeclared arguments are refused, unless the tool allows
+        shapes.append({"type": "object", "properties": {"tool": {"const": name}, "args": args, "thought": thought},
+                       "required": ["tool", "args"], "additionalProperties": False})
+    final = _hoisted(answer, "answer", defs) if answer is not None else {"type": "string"}
+    shapes.append({"type": "object", "properties": {"final_answer": final, "thought": thought},
+                   "required": ["final_answer"], "additionalProperties": False})
+    return {"anyOf": shapes, **({"$defs": defs} if defs else {})}
+
+
+def _hoisted(schema: dict[str, Any], owner: str, defs: dict[str, Any]) -> dict[str, Any]:
+    local = schema.get("$defs") or {}
+    renamed = {key: f"{owner}__{key}" for key in local}
+
+    def moved(value: Any) -> Any:
+        if isinstance(value, dict):
+            ref = value.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in renamed:
+                value = {**value, "$ref": "#/$defs/" + renamed[ref[8:]]}
+            return {k: moved(v) for k, v in value.items() if k != "$defs"}
+        if isinstance(value, list):
+            return [moved(v) for v in value]
+        return value
+
+    for key, body in local.items():
+        defs[renamed[key]] = moved(body)
+    return moved(schema)
+
+
 class JsonProtocol(OutputProtocol):
     """Replies are JSON objects: ``{"thought", "tool", "args"}`` or ``{"final_answer"}``."""
 
@@ -165,3 +207,30 @@ class JsonProtocol(OutputProtocol):
             f"Your last reply could not be used: {problem}. Reply again with exactly one JSON "
             'object: {"thought": ..., "tool": ..., "args": {...}} or {"thought": ..., "final_answer": ...}.'
         )
+
+
+class StrictJsonProtocol(JsonProtocol):
+    """The JSON protocol with every reply held to :func:`reply_schema` by the endpoint (``response_format``).
+
+    For endpoints with structured outputs (OpenAI, vLLM, llama.cpp's server, Ollama): the model can only write a
+    well-formed call of a tool it has, with arguments of the tool's schema, or a final answer, so a small model's
+    reply is never cut by a long thought nor malformed. An endpoint that refuses ``response_format`` fails the
+    call with its own error: use ``json`` there.
+    """
+
+    name = "json_strict"  # type: ignore[assignment]
+
+    def instructions(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
+        answer, shape = self.answer_rule(output, '"<answer>"')
+        return (
+            "Reply with exactly one JSON object and no other text.\n"
+            'To call a tool: {"tool": "<tool name>", "args": {<arguments>}}\n'
+            f'To give the final answer: {{"final_answer": {answer}}}\n{shape}'
+            f'A "thought" of one short sentence may follow (at most {THOUGHT_CHARS} characters).\n'
+            "Call one tool at a time and wait for its observation.\n\n"
+            f"Available tools:\n{tools.describe()}"
+        )
+
+    def response_format(self, tools: ToolRegistry, answer: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """The ``response_format`` request field: :func:`reply_schema` as a JSON schema."""
+        return {"type": "json_schema", "json_schema": {"name": "reply", "schema": reply_schema(tools, answer)}}

@@ -15,7 +15,7 @@ from reinloop.protocols import PROTOCOLS, get_protocol
 from reinloop.protocols.base import parse_reply
 from reinloop.protocols.json_protocol import JsonProtocol
 
-TEXT_PROTOCOLS = ("json", "react", "auto")
+TEXT_PROTOCOLS = ("json", "json_strict", "react", "auto")
 SECONDS_PER_REPLY = 5.0  # loose: a hostile reply took tens of seconds before; the benchmark holds the real target
 
 

@@ -1,0 +1,87 @@
+"""``protocol="json_strict"``: JSON replies held to a schema by the endpoint (``response_format``)."""
+
+from __future__ import annotations
+
+import jsonschema
+import pytest
+from langchain_core.tools import tool
+from pydantic import BaseModel
+
+from reinloop import build_graph
+from reinloop.protocols import get_protocol
+from reinloop.protocols.json_protocol import THOUGHT_CHARS, reply_schema
+from reinloop.retry import RetryPolicy
+from reinloop.tools import ToolRegistry, builtins
+
+from .openai_server import completion
+
+FAST = RetryPolicy(base_delay=0.01, max_delay=0.05, timeout=2.0)
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+@tool
+def plot(points: list[Point], title: str = "") -> str:
+    """Plot the points."""
+    return f"{len(points)} points"
+
+
+def test_every_call_of_a_tool_it_has_and_every_answer_fit_the_reply_schema():
+    schema = reply_schema(ToolRegistry([*builtins("calculator"), plot]))
+    fits = [{"tool": "calculator", "args": {"expression": "6*7"}},
+            {"tool": "plot", "args": {"points": [{"x": 1, "y": 2}]}, "thought": "draw it"},
+            {"final_answer": "42"}]
+    for reply in fits:
+        jsonschema.validate(reply, schema)
+
+
+@pytest.mark.parametrize("reply", [
+    {"tool": "calculater", "args": {"expression": "6*7"}},  # a tool it does not have
+    {"tool": "calculator", "args": {"expr": "6*7"}},  # an argument the tool does not declare
+    {"tool": "plot", "args": {"points": [{"x": "one", "y": 2}]}},  # a $ref'd model's field of the wrong type
+    {"thought": "I will think about it"},  # neither a call nor an answer
+    {"final_answer": "42", "thought": "x" * (THOUGHT_CHARS + 1)},  # a thought past its bound
+])
+def test_a_reply_that_is_no_call_of_a_tool_it_has_nor_an_answer_does_not_fit(reply):
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(reply, reply_schema(ToolRegistry([*builtins("calculator"), plot])))
+
+
+def test_a_structured_answer_must_fit_its_own_schema():
+    schema = reply_schema(ToolRegistry(builtins("calculator")), Point.model_json_schema())
+    jsonschema.validate({"final_answer": {"x": 1, "y": 2}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"final_answer": "1, 2"}, schema)
+
+
+def test_the_call_comes_before_the_thought_in_the_schema_the_endpoint_holds_replies_to():
+    shapes = reply_schema(ToolRegistry(builtins("calculator")))["anyOf"]
+    assert list(shapes[0]["properties"]) == ["tool", "args", "thought"]
+    assert list(shapes[-1]["properties"]) == ["final_answer", "thought"]
+
+
+def test_every_request_of_a_json_strict_run_carries_the_reply_schema(openai_server):
+    openai_server.responses += [completion('{"tool": "calculator", "args": {"expression": "6*7"}}'),
+                                completion('{"final_answer": "42"}')]
+    out = build_graph("openai:test-model", builtins("calculator"), base_url=openai_server.base_url,
+                      protocol="json_strict", retry=FAST).invoke({"task": "6*7"})
+    assert out["answer"] == "42"
+    expected = get_protocol("json_strict").response_format(ToolRegistry(builtins("calculator")))
+    assert [r.get("response_format") for r in openai_server.requests] == [expected, expected]
+    assert all("tools" not in r for r in openai_server.requests)
+
+
+def test_other_protocols_send_no_response_format(openai_server):
+    openai_server.responses += [completion('{"final_answer": "42"}')]
+    build_graph("openai:test-model", builtins("calculator"), base_url=openai_server.base_url,
+                protocol="json", retry=FAST).invoke({"task": "6*7"})
+    assert "response_format" not in openai_server.requests[0]
+
+
+def test_the_prompt_of_json_strict_shows_the_call_first_and_the_thought_as_optional():
+    text = get_protocol("json_strict").instructions(ToolRegistry(builtins("calculator")))
+    assert '{"tool": "<tool name>", "args": {<arguments>}}' in text and "may follow" in text
+    assert '"thought": "<why>"' not in text
