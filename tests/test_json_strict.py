@@ -85,3 +85,27 @@ def test_the_prompt_of_json_strict_shows_the_call_first_and_the_thought_as_optio
     text = get_protocol("json_strict").instructions(ToolRegistry(builtins("calculator")))
     assert '{"tool": "<tool name>", "args": {<arguments>}}' in text and "may follow" in text
     assert '"thought": "<why>"' not in text
+
+
+def test_the_benchmark_server_holds_a_json_schema_response_format_by_a_grammar():
+    from benchmarks.realserver import grammar_format
+
+    shape = get_protocol("json_strict").response_format(ToolRegistry(builtins("calculator")))
+    assert grammar_format(shape) == {"type": "json_object", "schema": shape["json_schema"]["schema"]}
+    assert grammar_format({"type": "json_object"}) == {"type": "json_object"}
+    assert grammar_format({"type": "text"}) is None and grammar_format(None) is None
+
+
+def test_llama_cpp_turns_the_reply_schema_of_every_builtin_tool_into_a_grammar(tmp_path):
+    grammar = pytest.importorskip("llama_cpp.llama_grammar", reason="llama-cpp-python is not installed")
+    import json
+
+    from reinloop.tools import BUILTINS
+
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "shop.db").execute("create table orders (id integer)")
+    tools = builtins(list(BUILTINS), sandbox=tmp_path, db=tmp_path / "shop.db", docs=tmp_path, db_tables="orders")
+    schema = reply_schema(ToolRegistry([*tools, plot]))
+    gbnf = grammar.json_schema_to_gbnf(json.dumps(schema))
+    assert "calculator" in gbnf and "final_answer" in gbnf
