@@ -5,7 +5,9 @@ for a flaky LLM that knows each task's plan and makes mistakes at
 ``--fault-rate`` (seeded). With ``--model`` (and ``--base-url``) the same tasks
 run against a real endpoint instead, without injected faults. With ``--real
 qwen0.5b`` (or ``smol135m``) they run against a small local model that the
-eval serves itself (``benchmarks/realserver.py``, see :mod:`.real`).
+eval serves itself (``benchmarks/realserver.py``, see :mod:`.real`). ``--set
+heldout`` runs the frozen held-out set (:mod:`.heldout`) instead of the 50
+development tasks (``--set dev``, the default).
 
 Prints a table per contestant: success rate, mean iterations (model calls),
 prompt tokens per task, framework time per step (model time excluded) and how
@@ -34,12 +36,16 @@ from reinloop.caching import CachingChatModel
 from reinloop.errors import ConfigurationError
 from reinloop.models import resolve_model
 from reinloop.pricing import library_price
-from reinloop.simulation import FAULTS, SimulatedModel
+from reinloop.simulation import FAULTS, Plan, SimulatedModel
 
 from . import real
 from . import contestants
+from . import heldout
 from .contestants import CONTESTANTS, REAL_DEFAULT, SIMULATED_DEFAULT, RunResult
-from .tasks import Task, World, all_tasks, is_correct, select, solve
+from .tasks import FAMILIES, Task, World, all_tasks, is_correct, select, solve
+
+SETS = {"dev": (all_tasks, FAMILIES), "heldout": (heldout.all_tasks, heldout.FAMILIES)}
+"""``--set``: each task set's tasks and families. ``dev`` is what rules are tuned on; ``heldout`` is frozen."""
 
 ROOT = Path(__file__).resolve().parents[2]
 PRICE_AS = "gpt-5-mini"
@@ -57,11 +63,55 @@ def model_for(args: argparse.Namespace, task_text: str, plan: Any, task_id: str)
     return simulated if args.no_cache else CachingChatModel(inner=simulated, price_as=PRICE_AS)
 
 
-def chosen_tasks(args: argparse.Namespace) -> list[Task]:
-    """``--tasks`` (ids or families; by default all 50, or one per family with ``--real``), then ``--limit``."""
-    spec = args.tasks or (real.DEFAULT_TASKS if args.real else "")
-    tasks = select(all_tasks(), spec) if spec else all_tasks()
+def chosen_tasks(args: argparse.Namespace) -> list[Any]:
+    """``--tasks`` (ids or families; by default the whole set, or one per dev family with ``--real``), then
+    ``--limit``. The simulated model runs only the held-out tasks it can follow (:func:`followable`)."""
+    everything, families = SETS[args.set]
+    spec = args.tasks or (real.DEFAULT_TASKS if args.real and args.set == "dev" else "")
+    tasks = select(everything(), spec, families) if spec else everything()
+    if args.set == "heldout" and not (args.real or args.model or args.report_from):
+        kept = [t for t in tasks if followable(t)]
+        if len(kept) < len(tasks):
+            print(f"the simulated model follows plans: {len(tasks) - len(kept)} held-out task(s) left out "
+                  f"(no steps, a repeated step or a failing step: "
+                  f"{', '.join(t.id for t in tasks if t not in kept)})", file=sys.stderr)
+        tasks = kept
     return tasks[: args.limit] if args.limit else tasks
+
+
+def followable(task: heldout.Task) -> bool:
+    """Whether :class:`SimulatedModel` can follow the task's plan: it has steps, none repeats another (the
+    model finds its progress by matching calls to steps) and none fails (it would retry it for ever)."""
+    desk = heldout.Desk(task.tools)
+    tools = {t.name: t for t in desk.tools()}
+    calls = [json.dumps([s.tool, s.args], sort_keys=True) for s in task.steps]
+    if not calls or len(set(calls)) < len(calls):
+        return False
+    try:
+        for step in task.steps:
+            tools[step.tool].invoke(step.args)
+    except Exception:  # a step meant to fail (a missing file, an invalid date)
+        return False
+    return True
+
+
+def plan_of(task: Any) -> Plan:
+    """The plan a correct agent follows: a dev task's from its real tools, a held-out task's as written."""
+    if isinstance(task, heldout.Task):
+        return Plan(steps=task.steps, answer=task.right[0])
+    return solve(task)
+
+
+def world_of(task: Any) -> Any:
+    """A fresh world for one run: the dev tasks' sandbox, or a held-out task's own desk."""
+    return heldout.Desk(task.tools) if isinstance(task, heldout.Task) else World()
+
+
+def judged(task: Any, answer: str | None, plan: Plan, world: Any) -> bool:
+    """Whether a run's answer (and, for a held-out task, its desk after the run) is correct."""
+    if isinstance(task, heldout.Task):
+        return heldout.judge(task, answer, world)
+    return is_correct(answer, plan, task.text)
 
 
 def run_all(args: argparse.Namespace, tasks: list[Task],
@@ -74,15 +124,16 @@ def run_all(args: argparse.Namespace, tasks: list[Task],
     results.update({name: [] for name in args.contestants})
     library_price(PRICE_AS, 1, 0, 1)  # load genai-prices' table (~1-2 s, once) before any run is timed
     for task in tasks:
-        plan = solve(task)
+        plan = plan_of(task)
         for name in args.contestants:
-            world = World()
+            world = world_of(task)
             try:
                 result = CONTESTANTS[name](task.text, model_for(args, task.text, plan, task.id), world.tools(),
                                            **args.loop_options)
+                correct = judged(task, result.answer, plan, world)
             finally:
                 world.close()
-            results[name].append((result, is_correct(result.answer, plan, task.text)))
+            results[name].append((result, correct))
             if args.save:
                 with open(args.save, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps({"task": task.id, "contestant": name, "correct": results[name][-1][1],
@@ -165,9 +216,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-cache", action="store_true", help="the simulated model without its prompt cache "
                         f"(by default it caches prefixes as OpenAI does and is priced as {PRICE_AS})")
+    parser.add_argument("--set", choices=sorted(SETS), default="dev", help="dev: the 50 tasks rules are tuned on; "
+                        "heldout: the frozen held-out set (benchmarks/eval/heldout.py, its sha256 in BENCHMARKS.md), "
+                        "never tuned on [dev]")
     parser.add_argument("--limit", type=int, help="run only the first N of the chosen tasks")
-    parser.add_argument("--tasks", help="comma-separated task ids or family letters (A,B,C,D,E,F,H); "
-                        "'first-of-each' is one task per family [all 50; first-of-each with --real]")
+    parser.add_argument("--tasks", help="comma-separated task ids or family letters (dev: A,B,C,D,E,F,H; heldout: "
+                        f"{','.join(heldout.FAMILIES)}); 'first-of-each' is one task per family "
+                        "[the whole set; first-of-each with --real on dev]")
     parser.add_argument("--contestants", type=lambda s: s.split(","),
                         help=f"comma-separated, of {', '.join(CONTESTANTS)} [{','.join(SIMULATED_DEFAULT)}; "
                         f"with --real: {','.join(REAL_DEFAULT)}]")
@@ -239,8 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = table(report)
     print(f"model: {model}; faults: {', '.join(FAULTS) if not args.model else 'none injected'}\n\n{text}")
     if args.write:
-        write_markdown("Agent loops on 50 tasks (`benchmarks/eval`)",
-                       f"`{command}` — {datetime.date.today()}, model: {model}\n\n{text}\n")
+        heading = ("Agent loops on 50 tasks (`benchmarks/eval`)" if args.set == "dev"
+                   else "Agent loops on the held-out set (`benchmarks/eval --set heldout`)")
+        write_markdown(heading, f"`{command}` — {datetime.date.today()}, model: {model}\n\n{text}\n")
     return 0
 
 
@@ -270,7 +326,7 @@ def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
             f"tasks ({len(tasks)}): {subset}\n\nserver: {real.throughput(stats)}\n\n{report_text(results, tasks)}\n")
     print(body)
     if args.write:
-        label = f", {args.label}" if args.label else ""
+        label = (", held-out set" if args.set == "heldout" else "") + (f", {args.label}" if args.label else "")
         write_markdown(f"Real small model: {args.real}{label} (`benchmarks/eval --real`)", body)
     return 0
 
@@ -279,24 +335,32 @@ def report_text(results: dict[str, list[tuple[RunResult, bool]]], tasks: list[Ta
     """The real tier's tables: per contestant (with protocol, tokens and time), then per task family."""
     report = {name: summarize(runs) for name, runs in results.items()}
     lines = real.protocol_column(table(report, timed=True).splitlines(), list(report))
-    return "\n".join(lines) + "\n\n" + real.family_table(results, tasks)
+    families = heldout.FAMILIES if any(isinstance(t, heldout.Task) for t in tasks) else FAMILIES
+    return "\n".join(lines) + "\n\n" + real.family_table(results, tasks, families)
 
 
 def load_saved(path: Path) -> tuple[dict[str, list[tuple[RunResult, bool]]], list[Task]]:
     """The runs of a ``--save`` file, restricted to the tasks every contestant in it finished.
 
-    Answers are scored again against the answer key, so a saved run is judged as a new one would be.
+    Answers are scored again against the answer key, so a saved run is judged as a new one would be; a
+    held-out task keeps its saved verdict, as its checker also read the run's desk, which is gone.
     """
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     names = list(dict.fromkeys(r["contestant"] for r in records))
     by_run = {(r["task"], r["contestant"]): r for r in records}
     done = [t for t in dict.fromkeys(r["task"] for r in records) if all((t, n) in by_run for n in names)]
     fields = {f.name for f in dataclasses.fields(RunResult)}
-    by_id = {t.id: t for t in all_tasks()}
-    plans = {t: solve(by_id[t]) for t in done}
-    results = {n: [(result, is_correct(result.answer, plans[t], by_id[t].text))
-                   for t in done for result in [RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields})]]
-               for n in names}
+    held = {t.id: t for t in heldout.all_tasks()}
+    by_id = {**{t.id: t for t in all_tasks()}, **held}
+    plans = {t: solve(by_id[t]) for t in done if t not in held}
+
+    def verdict(task: str, record: dict[str, Any]) -> bool:
+        if task in held:
+            return bool(record["correct"])
+        return is_correct(record.get("answer"), plans[task], by_id[task].text)
+
+    results = {n: [(RunResult(**{k: v for k, v in by_run[t, n].items() if k in fields}), verdict(t, by_run[t, n]))
+                   for t in done] for n in names}
     return results, [by_id[t] for t in done]
 
 

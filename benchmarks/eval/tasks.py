@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from langchain_core.tools import BaseTool
 
@@ -176,8 +177,9 @@ def family(task_id: str) -> str:
     return task_id.split("-", 1)[0]
 
 
-def select(tasks: list[Task], spec: str) -> list[Task]:
-    """The tasks a ``--tasks`` spec names: comma-separated ids or family letters, in the spec's order.
+def select(tasks: list[Any], spec: str, families: dict[str, str] = FAMILIES) -> list[Any]:
+    """The tasks a ``--tasks`` spec names: comma-separated ids or family letters (of ``families``), in the
+    spec's order.
 
     ``"first-of-each"`` is the first task of every family, shortest plans first.
     """
@@ -189,7 +191,7 @@ def select(tasks: list[Task], spec: str) -> list[Task]:
     for name in filter(None, (part.strip() for part in spec.split(","))):
         found = [by_id[name]] if name in by_id else [t for t in tasks if family(t.id) == name]
         if not found:
-            raise ValueError(f"--tasks: no task or family {name!r}; families are {', '.join(FAMILIES)}, "
+            raise ValueError(f"--tasks: no task or family {name!r}; families are {', '.join(families)}, "
                              f"ids look like {tasks[0].id}")
         chosen += [t for t in found if t not in chosen]
     return chosen
