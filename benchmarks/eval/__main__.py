@@ -203,7 +203,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.bfcl:
         unknown = [name for name in args.contestants or () if name not in bfcl.CONTESTANTS]
         if unknown:
-            parser.error(f"--contestants: {', '.join(unknown)} cannot run --bfcl; choose from {', '.join(bfcl.CONTESTANTS)}")
+            parser.error(f"--contestants: {', '.join(unknown)} cannot run --bfcl; "
+                         f"choose from {', '.join(bfcl.CONTESTANTS)}")
         if not (args.real or args.model):
             parser.error("--bfcl needs a real model: --real NAME, or --model (with --base-url)")
         args.contestants = args.contestants or list(bfcl.CONTESTANTS)

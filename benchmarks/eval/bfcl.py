@@ -129,7 +129,8 @@ def _model_registry() -> None:
         import bfcl_eval.constants.model_config  # noqa: F401
     except ImportError:
         registry = ModuleType("bfcl_eval.constants.model_config")
-        registry.MODEL_CONFIG_MAPPING = {CHECKER_MODEL: SimpleNamespace(underscore_to_dot=True)}  # type: ignore[attr-defined]
+        entry = SimpleNamespace(underscore_to_dot=True)
+        registry.MODEL_CONFIG_MAPPING = {CHECKER_MODEL: entry}  # type: ignore[attr-defined]
         sys.modules[registry.__name__] = registry
 
 
@@ -265,11 +266,19 @@ def reinloop_loop(protocol: str, item: Item, model: BaseChatModel, tools: list[B
             if i:
                 recorder.next_turn()
             out = graph.invoke({"task": user_text(turn)}, config)
+        detail = f" (refused: {refused})" if (refused := _refusals(out)) else ""
         if out["status"] == "done":
-            return out["answer"], "answer", ""
-        return None, "limit", f"{out['break_reason']}: {out['break_message']}"[:300]
+            return out["answer"], "answer", detail[:300]
+        return None, "limit", f"{out['break_reason']}: {out['break_message']}{detail}"[:300]
 
     return loop
+
+
+def _refusals(out: dict[str, Any]) -> str:
+    """Why reinloop ran none of a reply's calls: the problems parse and validate found, or the parse error."""
+    steps = out.get("scratchpad") or []
+    problems = [str(a["problem"]) for step in steps for a in step.get("actions") or [] if a.get("problem")]
+    return "; ".join(problems or [str(step["parse_error"]) for step in steps if step.get("parse_error")])
 
 
 def create_agent_loop(item: Item, model: BaseChatModel, tools: list[BaseTool], recorder: Recorder, *,
@@ -336,7 +345,7 @@ def check(item: Item, recorder: Recorder) -> tuple[bool, str]:
         return verdict["valid"], _error(verdict, "error_message")
     calls = recorder.turns[0]
     if not calls:
-        return False, "no call: the first reply called no tool"
+        return False, "no call: none ran after the first reply (it made none, or they were refused)"
     if not b.is_function_calling_format_output(calls):
         return False, f"ast_decoder:decoder_wrong_output_format: {calls!r:.200}"
     verdict = b.ast_checker(copy.deepcopy(item.entry["function"]), copy.deepcopy(calls), item.answer,
@@ -394,7 +403,8 @@ def table(numbers: dict[str, dict[str, dict[str, Any]]]) -> str:
         for name, r in by_name.items():
             low, high = r["interval_95"]
             crashes = f" ({r['crashes']} crashed)" if r["crashes"] else ""
-            lines.append(f"| {category} | {name} | {r['correct']}/{r['n']}{crashes} | {100 * low:.0f}–{100 * high:.0f}% | "
+            lines.append(f"| {category} | {name} | {r['correct']}/{r['n']}{crashes} | "
+                         f"{100 * low:.0f}–{100 * high:.0f}% | "
                          f"{r['requests_per_item']:.1f} | {r['prompt_tokens_per_item']:,.0f} + "
                          f"{r['completion_tokens_per_item']:,.0f} | {r['seconds_per_item']:,.1f} |")
     return "\n".join(lines)

@@ -151,7 +151,7 @@ def _with_protocol(protocol: str) -> Callable[..., RunResult]:
 def agent_for(model: BaseChatModel, tools: list[BaseTool], *, system_prompt: str | None = SYSTEM,
               run_limit: int = 10, text_calls: bool = False) -> Any:
     """The create_agent contestants' agent: tool errors returned to the model, ``run_limit`` model calls a run,
-    with ``text_calls`` calls written as JSON text read as calls (:mod:`.textcalls`)."""
+    and with ``text_calls`` calls written as JSON text read as calls (:mod:`.textcalls`)."""
     middleware: list[Any] = [ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {type(exc).__name__}: {exc}"),
                              ModelCallLimitMiddleware(run_limit=run_limit, exit_behavior="end")]
     return create_agent(model, tools, system_prompt=system_prompt,

@@ -119,7 +119,8 @@ def test_the_ast_checker_is_bfcls_own_and_tells_a_right_call_from_a_wrong_one():
     assert bfcl.check(item, recorder) == (False, "value_error:others: Invalid value for parameter 'height': 6. "
                                                  "Expected one of [5].")
     recorder.turns = [[]]
-    assert bfcl.check(item, recorder) == (False, "no call: the first reply called no tool")
+    assert bfcl.check(item, recorder) == (False, "no call: none ran after the first reply "
+                                                 "(it made none, or they were refused)")
 
 
 @needs_bfcl
@@ -153,9 +154,16 @@ def test_a_wrong_value_or_a_missing_call_fails_in_every_category(contestant, ite
         else:
             name, args = turns[0][0]
             key = next(iter(args))
-            turns[0][0] = (name, {**args, key: "a wrong value"} if args[key] != "a wrong value" else {})
+            turns[0][0] = (name, {**args, key: {"a wrong": "value"}})  # no BFCL parameter takes this object
         outcome = bfcl.run_item(contestant, item, ScriptedChatModel(replies=script(contestant, item, turns)))
         assert not outcome.correct and outcome.error, item.id
+        if item.multi_turn:
+            continue
+        ran = [call[name] for call in outcome.calls[0] if name in call]
+        if contestant == "reinloop":  # validate refused it: it never ran, and the record says why
+            assert turns[0][0][1] not in ran and "(refused: invalid arguments for" in outcome.run.detail
+        else:  # create_agent runs it, BFCL refuses it
+            assert turns[0][0][1] in ran
 
 
 @needs_bfcl
@@ -225,7 +233,8 @@ def test_the_text_call_middleware_reads_a_call_written_as_json_text_as_a_tool_ca
 
 
 def test_text_calls_reads_several_calls_and_only_calls_of_given_tools():
-    text = ('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call> and {"name": "f", "parameters": "{\\"x\\": 2}"}'
+    text = ('<tool_call>{"name": "f", "arguments": {"x": 1}}</tool_call> and '
+            '{"name": "f", "parameters": "{\\"x\\": 2}"}'
             ' [{"name": "g", "args": {}}] {"name": "unknown", "arguments": {}} {"tool_call": {"name": "g"}}')
     assert [(c["name"], c["args"]) for c in text_calls(text, {"f", "g"})] == [
         ("f", {"x": 1}), ("f", {"x": 2}), ("g", {}), ("g", {})]
