@@ -189,7 +189,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--n", type=int, default=10, help="--bfcl: items per category, drawn with --seed [10]")
     parser.add_argument("--save", help="append every run, as it ends, to this JSON-lines file")
     parser.add_argument("--report-from", metavar="FILE", help="run nothing: report the runs a --save file holds "
-                        "(only tasks every contestant finished)")
+                        "(only tasks every contestant finished; a --bfcl file's calls judged by BFCL again)")
     parser.add_argument("--label", help="--write: added to the section's heading, so it sits beside, not over, others")
     parser.add_argument("--json", action="store_true", help="print one JSON object keyed by contestant")
     parser.add_argument("--write", action="store_true", help="also write the table to BENCHMARKS.md")
@@ -234,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.report_from and bfcl.is_saved(Path(args.report_from)):
+        print(bfcl.table(bfcl.report(bfcl.load(Path(args.report_from)))))
+        return 0
     if args.report_from:
         results, tasks = load_saved(Path(args.report_from))
         print(report_text(results, tasks))

@@ -27,7 +27,10 @@ What is checked, and why that is fair:
   reply: a loop's repair (asking again after an unreadable or refused reply) helps on a task, but BFCL scores
   the first reply, and a repair would have to be charged its extra request. Repairs count in the multi-turn
   category and on the eval's own tasks. The tool bodies return a neutral ``{"status": "ok"}``: BFCL checks
-  calls, not answers, and no contestant reads a result before its calls are checked.
+  calls, not answers, and no contestant reads a result before its calls are checked. The one-step limit
+  changes nothing in reinloop's first prompt (a test checks it). reinloop's JSON and ReAct protocols ask
+  for one call a reply, so on ``parallel`` their first reply carries one call at most: BFCL counts that
+  wrong, as it would for any model.
 - **Multi-turn categories** (BFCL's ``multi_turn_checker``): run as BFCL runs them. Each user turn in turn
   on one conversation (reinloop: one run per turn on one thread; ``create_agent``: the message history),
   each turn within the contestant's own limits (10 model calls a turn for both; BFCL allows 20). The tools run
@@ -174,13 +177,19 @@ def categories(spec: str) -> list[str]:
 
 def sample(names: Sequence[str], n: int, seed: int) -> list[Item]:
     """``n`` items of each category, drawn with ``seed`` (the same draw for the same seed), in dataset order."""
-    b, items = bfcl(), []
+    items = []
     for category in (ALIASES.get(name, name) for name in names):
-        entries = b.load_dataset_entry(category)
-        answers = {a["id"]: a["ground_truth"] for a in b.load_ground_truth_entry(category)}
-        chosen = sorted(random.Random(f"{seed}:{category}").sample(range(len(entries)), min(n, len(entries))))
-        items += [Item(entries[i]["id"], category, entries[i], answers[entries[i]["id"]]) for i in chosen]
+        everything = all_items(category)
+        chosen = random.Random(f"{seed}:{category}").sample(range(len(everything)), min(n, len(everything)))
+        items += [everything[i] for i in sorted(chosen)]
     return items
+
+
+def all_items(category: str) -> list[Item]:
+    """Every item of a BFCL category, with its ground truth, in the dataset's order."""
+    b = bfcl()
+    answers = {a["id"]: a["ground_truth"] for a in b.load_ground_truth_entry(category)}
+    return [Item(e["id"], category, e, answers[e["id"]]) for e in b.load_dataset_entry(category)]
 
 
 class Recorder:
@@ -434,3 +443,33 @@ def run_all(items: Sequence[Item], names: Sequence[str], model: BaseChatModel, *
 def record(outcome: Outcome) -> dict[str, Any]:
     """One ``--save`` line."""
     return {**{k: v for k, v in dataclasses.asdict(outcome).items() if k != "run"}, **dataclasses.asdict(outcome.run)}
+
+
+def is_saved(path: Path) -> bool:
+    """Whether a ``--save`` file holds BFCL outcomes (not the eval's own tasks)."""
+    with open(path, encoding="utf-8") as fh:
+        first = next((line for line in fh if line.strip()), "{}")
+    return "item" in json.loads(first)
+
+
+def load(path: Path) -> list[Outcome]:
+    """The outcomes of a ``--save`` file, for the items every contestant in it finished, judged by BFCL again."""
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    names = list(dict.fromkeys(r["contestant"] for r in records))
+    by_run = {(r["item"], r["contestant"]): r for r in records}
+    done = [i for i in dict.fromkeys(r["item"] for r in records) if all((i, n) in by_run for n in names)]
+    categories = dict.fromkeys(by_run[i, names[0]]["category"] for i in done)
+    items = {item.id: item for category in categories for item in all_items(category)}
+    fields = {f.name for f in dataclasses.fields(RunResult)}
+    outcomes = []
+    for i in done:
+        for name in names:
+            r, recorder = by_run[i, name], Recorder(items[i])
+            recorder.turns = r["calls"]
+            try:
+                correct, error = check(items[i], recorder)
+            finally:
+                recorder.forget()
+            run = RunResult(**{k: v for k, v in r.items() if k in fields})
+            outcomes.append(Outcome(i, r["category"], name, correct, error, r["calls"], run))
+    return outcomes

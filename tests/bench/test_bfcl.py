@@ -167,6 +167,19 @@ def test_a_wrong_value_or_a_missing_call_fails_in_every_category(contestant, ite
 
 
 @needs_bfcl
+def test_the_one_step_limit_of_a_single_turn_item_leaves_reinloops_first_prompt_as_it_is(items):
+    from reinloop import build_graph
+
+    item = items[0]
+    capped = ScriptedChatModel(replies=script("reinloop", item))
+    bfcl.run_item("reinloop", item, capped)
+    free = ScriptedChatModel(replies=[*script("reinloop", item), "Done."])
+    build_graph(free, bfcl.tools_for(item, bfcl.Recorder(item))).invoke({"task": bfcl.user_text(item.turns[0])})
+    assert [(m.type, m.content) for m in capped.prompts[0]] == [(m.type, m.content) for m in free.prompts[0]]
+    assert len(free.prompts) == 2 and len(capped.prompts) == 1
+
+
+@needs_bfcl
 def test_a_conversation_runs_on_bfcls_backends_so_the_model_reads_real_results(items):
     item = next(i for i in items if i.multi_turn)
     model = ScriptedChatModel(replies=script("reinloop", item))
@@ -197,6 +210,12 @@ def test_the_cli_reports_each_contestant_per_category_with_an_interval(openai_se
     assert [(r["item"], r["contestant"], r["correct"]) for r in lines] == [(item.id, "reinloop", True),
                                                                            (item.id, "create_agent", True)]
     assert lines[0]["calls"] == [[{name: args}]]
+    lines[1]["calls"] = [[]]  # as if create_agent had made no call: the report judges the calls saved
+    saved.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert main(["--report-from", str(saved)]) == 0
+    table = capsys.readouterr().out
+    assert "| simple_python | reinloop | 1/1 | 21–100% | 1.0 | 12 + 7 |" in table
+    assert "| simple_python | create_agent | 0/1 | 0–79% |" in table
 
 
 def test_bfcl_needs_a_real_model(capsys):
