@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import functools
 import json
 import signal
 import statistics
@@ -38,7 +39,7 @@ from reinloop.models import resolve_model
 from reinloop.pricing import library_price
 from reinloop.simulation import FAULTS, Plan, SimulatedModel
 
-from . import real
+from . import bfcl, real
 from . import contestants
 from . import heldout
 from .contestants import CONTESTANTS, REAL_DEFAULT, SIMULATED_DEFAULT, RunResult
@@ -237,9 +238,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "and the model's raw reply to this JSON-lines file")
     parser.add_argument("--rules", type=answer_rules, help="the *_ruled contestants' AnswerRules as JSON, e.g. "
                         "'{\"min_tool_calls\": 1, \"vary_repeats\": true}' [README's small-model rules]")
+    parser.add_argument("--bfcl", metavar="CATEGORIES", help="run the Berkeley Function Calling Leaderboard's "
+                        "items instead (comma-separated: simple,multiple,parallel,multi_turn_base ...; needs "
+                        f"bfcl-eval: {bfcl.INSTALL}), checked by its own checkers; with --real or --model")
+    parser.add_argument("--n", type=int, default=10, help="--bfcl: items per category, drawn with --seed [10]")
     parser.add_argument("--save", help="append every run, as it ends, to this JSON-lines file")
     parser.add_argument("--report-from", metavar="FILE", help="run nothing: report the runs a --save file holds "
-                        "(only tasks every contestant finished)")
+                        "(only tasks every contestant finished; a --bfcl file's calls judged by BFCL again)")
     parser.add_argument("--label", help="--write: added to the section's heading, so it sits beside, not over, others")
     parser.add_argument("--json", action="store_true", help="print one JSON object keyed by contestant")
     parser.add_argument("--write", action="store_true", help="also write the table to BENCHMARKS.md")
@@ -250,6 +255,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"--contestants: unknown {', '.join(unknown)}; choose from {', '.join(CONTESTANTS)}")
     if args.real and args.model:
         parser.error("--real serves its own model: leave out --model")
+    if args.bfcl:
+        unknown = [name for name in args.contestants or () if name not in bfcl.CONTESTANTS]
+        if unknown:
+            parser.error(f"--contestants: {', '.join(unknown)} cannot run --bfcl; "
+                         f"choose from {', '.join(bfcl.CONTESTANTS)}")
+        if not (args.real or args.model):
+            parser.error("--bfcl needs a real model: --real NAME, or --model (with --base-url)")
+        args.contestants = args.contestants or list(bfcl.CONTESTANTS)
     args.contestants = args.contestants or list(REAL_DEFAULT if args.real else SIMULATED_DEFAULT)
     if args.rules is not None:
         contestants.SMALL_MODEL_RULES = args.rules
@@ -269,11 +282,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     command = "python -m benchmarks.eval " + " ".join(argv if argv is not None else sys.argv[1:])
     command = command.replace(" --write", "").replace(" -v", "")
+    if args.bfcl:
+        return run_bfcl(args, command)
     try:
         tasks = chosen_tasks(args)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.report_from and bfcl.is_saved(Path(args.report_from)):
+        print(bfcl.table(bfcl.report(bfcl.load(Path(args.report_from)))))
+        return 0
     if args.report_from:
         results, tasks = load_saved(Path(args.report_from))
         print(report_text(results, tasks))
@@ -328,6 +346,57 @@ def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
     if args.write:
         label = (", held-out set" if args.set == "heldout" else "") + (f", {args.label}" if args.label else "")
         write_markdown(f"Real small model: {args.real}{label} (`benchmarks/eval --real`)", body)
+    return 0
+
+
+def run_bfcl(args: argparse.Namespace, command: str) -> int:
+    """``--bfcl``: BFCL's items on the contestants, against ``--model`` or a small local model served here."""
+    try:
+        items = bfcl.sample(bfcl.categories(args.bfcl), args.n, args.seed)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except bfcl.BfclUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    outcomes: list[bfcl.Outcome] = []
+    run = functools.partial(bfcl.run_all, items, args.contestants, save=args.save, verbose=args.verbose,
+                            outcomes=outcomes)
+    stats: dict[str, Any] = {}
+    try:
+        if args.real:
+            signal.signal(signal.SIGTERM, _terminated)
+            with serving(args.real, max_tokens=args.max_tokens, threads=args.threads, log=args.server_log) as server:
+                try:
+                    run(real.chat_model(server), **real.loop_options())
+                finally:
+                    stats, model = server.stats(), real.describe(args.real, server, args.threads, args.max_tokens)
+        else:
+            model = args.model
+            run(args.chat_model or resolve_model(args.model, base_url=args.base_url))
+    except RealModelUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C: report the items every contestant finished
+        done = len(outcomes) // len(args.contestants) * len(args.contestants)
+        print(f"interrupted: reporting the {done // len(args.contestants)} of {len(items)} items every contestant "
+              "finished", file=sys.stderr)
+        if not done:
+            raise
+        outcomes[:] = outcomes[:done]
+    numbers = bfcl.report(outcomes)
+    if args.json:
+        print(json.dumps({"categories": numbers, "items": list(dict.fromkeys(o.item for o in outcomes)),
+                          "seed": args.seed, "n": args.n, "bfcl_eval": bfcl.version(), "server": stats}))
+        return 0
+    body = (f"`{command}` — {datetime.date.today()}, commit {git_commit()}, bfcl-eval {bfcl.version()}\n\n"
+            f"model: {model}\n\n" + (f"server: {real.throughput(stats)}\n\n" if stats else "")
+            + bfcl.table(numbers) + "\n")
+    print(body)
+    if args.write:
+        label = f", {args.label}" if args.label else ""
+        write_markdown(f"BFCL: {args.bfcl}, {args.n} per category, seed {args.seed}{label} (`benchmarks/eval --bfcl`)",
+                       body)
     return 0
 
 

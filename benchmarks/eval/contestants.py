@@ -13,6 +13,8 @@
 - ``create_agent``: LangChain's agent with ``ToolErrorMiddleware`` (tool
   exceptions go back to the model) and ``ModelCallLimitMiddleware`` (a step
   limit of 10 model calls, like reinloop's default).
+- ``create_agent_text_calls``: the same, with a call the model writes as JSON
+  text read as that tool call (:mod:`.textcalls`): the fair baseline for a small model.
 - ``bare_loop``: seed 000's hand-written while-loop: JSON replies, a
   ``deque(maxlen=6)`` message window, three parse attempts, ten iterations.
 
@@ -43,6 +45,8 @@ from reinloop import build_graph
 from reinloop.profiles import small_model
 from reinloop.memory.summary import SUMMARIZER_TAG
 from reinloop.pricing import Pricing, model_url
+
+from .textcalls import TextCallMiddleware
 
 PRICING = Pricing(local_is_free=False)
 """Every call priced by the model name its reply reports (the simulated model behind the cache: gpt-5-mini)."""
@@ -144,13 +148,20 @@ def _with_protocol(protocol: str) -> Callable[..., RunResult]:
     return run
 
 
-def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
+def agent_for(model: BaseChatModel, tools: list[BaseTool], *, system_prompt: str | None = SYSTEM,
+              run_limit: int = 10, text_calls: bool = False) -> Any:
+    """The create_agent contestants' agent: tool errors returned to the model, ``run_limit`` model calls a run,
+    and with ``text_calls`` calls written as JSON text read as calls (:mod:`.textcalls`)."""
+    middleware: list[Any] = [ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {type(exc).__name__}: {exc}"),
+                             ModelCallLimitMiddleware(run_limit=run_limit, exit_behavior="end")]
+    return create_agent(model, tools, system_prompt=system_prompt,
+                        middleware=middleware + ([TextCallMiddleware()] if text_calls else []))
+
+
+def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], *, text_calls: bool = False,
+                     **options: Any) -> RunResult:
     """LangChain's create_agent with tool errors returned to the model and a 10-call limit."""
-    agent = create_agent(
-        model, tools, system_prompt=SYSTEM,
-        middleware=[ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {type(exc).__name__}: {exc}"),
-                    ModelCallLimitMiddleware(run_limit=10, exit_behavior="end")],
-    )
+    agent = agent_for(model, tools, text_calls=text_calls)
 
     def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:
         out = agent.invoke({"messages": [HumanMessage(content=task)]}, config)
@@ -160,6 +171,11 @@ def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], **o
         return (str(last.content) if isinstance(last, AIMessage) else None), "answer", ""
 
     return _measure(loop, model)
+
+
+def run_create_agent_text_calls(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
+    """create_agent, with calls the model writes as JSON text read as tool calls (the fair baseline)."""
+    return run_create_agent(task, model, tools, text_calls=True)
 
 
 def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
@@ -222,6 +238,7 @@ CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "reinloop": run_reinloop,
     "reinloop_compact": run_reinloop_compact,
     "create_agent": run_create_agent,
+    "create_agent_text_calls": run_create_agent_text_calls,
     "bare_loop": run_bare_loop,
     "reinloop_json": _with_protocol("json"),
     "reinloop_react": _with_protocol("react"),

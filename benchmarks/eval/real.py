@@ -38,7 +38,8 @@ PROTOCOLS = {
     "reinloop": "tool_calling", "reinloop_json": "json", "reinloop_react": "react", "reinloop_auto": "auto",
     "reinloop_compact": "json, compact tools", "reinloop_ruled": "tool_calling, answer rules",
     "reinloop_json_ruled": "json, answer rules", "reinloop_compact_ruled": "json, compact tools, answer rules",
-    "create_agent": "native tool calls", "bare_loop": "its own JSON",
+    "create_agent": "native tool calls", "create_agent_text_calls": "native tool calls + JSON text calls",
+    "bare_loop": "its own JSON",
 }
 
 
