@@ -53,21 +53,23 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED = next((d / "shared" / "realmodel" for d in ROOT.parents[:2] if (d / "shared" / "realmodel").is_dir()),
               Path("../shared/realmodel"))
 WHEELS = SHARED / "wheels"
-FETCH = SHARED / "fetch-models.sh"
 
 
 @dataclass(frozen=True)
 class LocalModel:
-    """A small GGUF model the real-model tier knows by a short name."""
+    """A small GGUF model the real-model tier knows by a short name (``fetch``: the script that downloads it)."""
 
     name: str
     file: str
     title: str
+    fetch: str = "fetch-models.sh"
 
 
 MODELS = {
     "qwen0.5b": LocalModel("qwen0.5b", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
                            "Qwen2.5-Coder-0.5B-Instruct Q4_K_M"),
+    "qwen1.5b": LocalModel("qwen1.5b", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                           "Qwen2.5-Coder-1.5B-Instruct Q4_K_M", "fetch-qwen1.5b.sh"),
     "smol135m": LocalModel("smol135m", "SmolLM2-135M-Instruct.Q4_1.gguf", "SmolLM2-135M-Instruct Q4_1"),
 }
 
@@ -87,7 +89,7 @@ def model_path(name: str) -> Path:
         raise RealModelUnavailable(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
     path = models_dir() / MODELS[name].file
     if not path.is_file():
-        raise RealModelUnavailable(f"model file not found: {path}; run {FETCH} "
+        raise RealModelUnavailable(f"model file not found: {path}; run {SHARED / MODELS[name].fetch} "
                                    f"(or set REINLOOP_MODELS to the folder that holds it)")
     return path
 
