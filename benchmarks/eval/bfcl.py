@@ -80,7 +80,8 @@ AST_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple",
 MULTI_TURN_CATEGORIES = ("multi_turn_base", "multi_turn_long_context")
 CHECKER_MODEL = "gpt-4o-2024-11-20-FC"
 """A BFCL model entry in OpenAI's function-calling style: its ``underscore_to_dot`` is what the checker reads."""
-REINLOOP = {"reinloop": "tool_calling", "reinloop_auto": "auto", "reinloop_json": "json", "reinloop_react": "react"}
+REINLOOP = {"reinloop": "tool_calling", "reinloop_auto": "auto", "reinloop_json": "json", "reinloop_react": "react",
+            "reinloop_json_strict": "json_strict"}
 CONTESTANTS = (*REINLOOP, "create_agent", "create_agent_text_calls")
 """What ``--bfcl`` runs by default, and all it can run."""
 NEUTRAL = '{"status": "ok"}'

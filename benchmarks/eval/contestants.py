@@ -5,7 +5,7 @@
 - ``reinloop_compact``: the same limits and memory, with seed 004's prompt:
   JSON replies and every tool as one signature line (``protocol="json"``,
   ``tool_detail="compact"``).
-- ``reinloop_json``, ``reinloop_react``, ``reinloop_auto``: ``reinloop`` with
+- ``reinloop_json``, ``reinloop_react``, ``reinloop_auto``, ``reinloop_json_strict``: ``reinloop`` with
   another output protocol (full tool schemas); the real-model tier runs them.
 - ``reinloop_ruled``, ``reinloop_json_ruled``, ``reinloop_compact_ruled``: tool
   calling, JSON and compact JSON with the small-model answer rules
@@ -241,6 +241,7 @@ CONTESTANTS: dict[str, Callable[..., RunResult]] = {
     "create_agent_text_calls": run_create_agent_text_calls,
     "bare_loop": run_bare_loop,
     "reinloop_json": _with_protocol("json"),
+    "reinloop_json_strict": _with_protocol("json_strict"),
     "reinloop_react": _with_protocol("react"),
     "reinloop_auto": _with_protocol("auto"),
     "reinloop_ruled": _with_rules("tool_calling"),

@@ -36,6 +36,7 @@ REQUEST_TIMEOUT = 900.0
 
 PROTOCOLS = {
     "reinloop": "tool_calling", "reinloop_json": "json", "reinloop_react": "react", "reinloop_auto": "auto",
+    "reinloop_json_strict": "json, schema-held replies",
     "reinloop_compact": "json, compact tools", "reinloop_ruled": "tool_calling, answer rules",
     "reinloop_json_ruled": "json, answer rules", "reinloop_compact_ruled": "json, compact tools, answer rules",
     "create_agent": "native tool calls", "create_agent_text_calls": "native tool calls + JSON text calls",
