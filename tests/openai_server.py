@@ -80,7 +80,7 @@ def stream_events(body: dict[str, Any], include_usage: bool, pieces: int = 3) ->
         chunks += [chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]})
                    for piece in split(function["arguments"])]
     chunks.append(chunk({}, choice["finish_reason"]))
-    if include_usage:
+    if include_usage and "usage" in body:  # a body without usage: an endpoint that reports none
         chunks.append({**head, "object": "chat.completion.chunk", "choices": [], "usage": body["usage"]})
     return b"".join(f"data: {json.dumps(c, ensure_ascii=False)}\n\n".encode() for c in chunks) + b"data: [DONE]\n\n"
 
