@@ -229,6 +229,12 @@ class PendingView(TypedDict, total=False):
     pending: Pending | None
 
 
+class ReplyView(TypedDict, total=False):
+    """The one channel the router after decide reads."""
+
+    reply: Reply | None
+
+
 class DecisionView(TypedDict, total=False):
     """The one channel the router after guard reads."""
 

@@ -36,7 +36,7 @@ from ..pricing import CallCost, CallOverBudget, add_cost, call_budget, usage_as_
 from ..protocols.auto import ProtocolSwitch
 from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
 from ..tools.registry import ToolRegistry
-from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
+from ..state import AgentState, Counters, Reply, ReplyView, Turn, new_counters, new_extensions
 from .memorize import build_step
 
 logger = logging.getLogger(__name__)
@@ -380,6 +380,6 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             "prompt_digest": prepared.digest or prompt_digest(prepared.messages)}
 
 
-def route_after_decide(state: AgentState) -> Literal["reply", "not_called"]:
+def route_after_decide(state: ReplyView) -> Literal["reply", "not_called"]:
     """A reply is parsed; a call not made (its estimate crossed the cost budget) goes to the guard."""
     return "reply" if state.get("reply") is not None else "not_called"
