@@ -231,13 +231,13 @@ class RunConsole:
         for moved in decided.get("fallbacks") or []:  # reinloop.fallback
             self._line("fallback", f"{moved['from_model']} -> {moved['to_model']} ({moved['reason']}): "
                                    f"{short(moved['problem'])}", "yellow")
-        for flag in call_flags(decided.get("cost") or []):  # each once: a local model's $0 is said on its first step
-            if flag not in self.flags_shown:
-                self.flags_shown.add(flag)
-                self._line("cost", flag, "yellow")
         for switch in protocol_switches(by_node):  # on the model that answered, after any fallback
             self._line("protocol", f"{switch['from_protocol']} -> {switch['to_protocol']} ({switch['reason']}): "
                                    f"{short(switch['problem'])}", "yellow")
+        for flag in call_flags(decided.get("cost") or []):  # after the moves, each once: a local $0 is said on its first step
+            if flag not in self.flags_shown:
+                self.flags_shown.add(flag)
+                self._line("cost", flag, "yellow")
         if step.get("thought"):
             self._line("thought", short(step["thought"]), "italic")
         for action in step.get("actions") or []:  # a refused call's observation is its problem

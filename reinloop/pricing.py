@@ -208,12 +208,14 @@ class Pricing:
 
     def estimate(self, model: Any, prompt_tokens: int, output_tokens: int) -> float | None:
         """Dollars a call of ``model`` would cost with this many prompt tokens (none cached) and output
-        tokens, or ``None`` when its price is not known."""
-        own = bool(getattr(type(model), "reinloop_local", False))
+        tokens, or ``None`` when its price is not known, or when the model says its own usage (reinloop's
+        scripted and simulated models: their calls are priced by the script's numbers, not the prompt's)."""
+        if getattr(type(model), "reinloop_local", False):
+            return None
         name = configured_name(model) or type(model).__name__
         base = CallCost(model=name, input_tokens=prompt_tokens, cached_tokens=0, output_tokens=output_tokens,
                         usd=None, source="unpriced")
-        return self._priced(base, (prompt_tokens, 0, output_tokens), model, own, None)["usd"]
+        return self._priced(base, (prompt_tokens, 0, output_tokens), model, False, None)["usd"]
 
 
 USAGE_FLAG = "usage "

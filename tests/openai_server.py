@@ -22,6 +22,11 @@ from typing import Any
 from .local_net import LocalHTTPServer
 
 
+PLAUSIBLE = {"prompt_tokens": 960, "completion_tokens": 40}
+"""Usage an honest endpoint could report for one of reinloop's small test requests (1,000 tokens a call):
+the default 12/7 is far below reinloop's own count of any request, so it is not believed (reinloop.pricing)."""
+
+
 def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
                prompt_tokens: int = 12, completion_tokens: int = 7, finish_reason: str | None = None,
                model: str = "scripted", refusal: str | None = None) -> dict[str, Any]:

@@ -152,3 +152,20 @@ def test_the_cli_does_not_make_a_call_that_would_cross_max_cost_and_says_so(open
     assert "run broken: cost_budget: the next model call was not made: its estimated cost $1.02" in run.stdout
     assert "past max_cost=$2" in run.stdout and "reinloop resume c1 --extra-cost" in run.stdout
     assert len(openai_server.requests) == 1
+
+
+def test_a_refused_reply_reporting_no_usage_is_counted_from_its_request(openai_server):
+    from .openai_server import OpenAIServer
+
+    with OpenAIServer() as fallback:
+        openai_server.responses.append(reply(model="gpt-4o", prompt=0, out=0) | {"choices": [
+            {"index": 0, "message": {"role": "assistant", "content": None, "refusal": "no"}, "finish_reason": "stop"}]})
+        fallback.responses.append(reply("42", model="gpt-4o", prompt=2_000, out=2))
+        events: list = []
+        build_graph("openai:gpt-4o", [], base_url=openai_server.base_url, fallback_models=[f"openai:gpt-4o@{fallback.base_url}"],
+                    sinks=[events.append]).invoke({"task": "6*7"})
+    refused, answered = decide_costs(events)
+    assert refused["input_tokens"] > 50 and refused["usd"] > 0 and refused["counted"] is True
+    assert refused["flags"][0].startswith("usage implausible: 0 prompt tokens reported for a request counted at ")
+    assert answered["input_tokens"] == 2_000
+

@@ -314,7 +314,7 @@ def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
         reason = None if last else refusal_reason(message)
         if reason is None:
             return Answered(message, prepared, switched, hints, on, protocol_switch=record)
-        problem, refused = refusal_problem(message), [on.pricing.price(message, on.model)]
+        problem, refused = refusal_problem(message), [on.pricing.price(message, on.model, prepared.parts["total"])]
     moved = {"model_index": index + 1, "protocol": None}  # the next model starts with the run's protocol afresh
     fallback = Fallback(from_model=model_label(on.model), to_model=model_label(ctx.on_model(index + 1).model),
                         reason=reason, problem=problem)
