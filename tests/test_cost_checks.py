@@ -169,3 +169,45 @@ def test_a_refused_reply_reporting_no_usage_is_counted_from_its_request(openai_s
     assert refused["flags"][0].startswith("usage implausible: 0 prompt tokens reported for a request counted at ")
     assert answered["input_tokens"] == 2_000
 
+
+def proxied(server) -> dict[str, str]:
+    """Environment that sends the OpenAI client's plain-HTTP requests through ``server`` as a forward proxy: a host
+    name that resolves nowhere here (``127.example.com``) still reaches the scripted server."""
+    return {"HTTP_PROXY": f"http://127.0.0.1:{server.port}", "http_proxy": f"http://127.0.0.1:{server.port}",
+            "NO_PROXY": "", "no_proxy": ""}
+
+
+def cli_json(*args: str, cwd: Path, env: dict[str, str] | None = None) -> dict:
+    """The outcome line of ``reinloop run --json``."""
+    done = subprocess.run([sys.executable, "-m", "reinloop", *args, "--json"], capture_output=True, text=True,
+                          timeout=120, cwd=cwd, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT),
+                                                     "OPENAI_API_KEY": "k", **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_cli_prices_a_known_model_on_a_host_name_starting_127_as_remote_even_with_local_is_free(
+        openai_server, tmp_path):
+    openai_server.responses += [reply("hi", model="gpt-4o", prompt=1_000_000, out=10) for _ in range(2)]
+    url = "http://127.example.com:8000/v1"  # a DNS name, which may lead anywhere: not this machine
+    for free in ([], ["--local-is-free"]):
+        out = cli_json("run", "say hi", "--model", "openai:gpt-4o", "--base-url", url, "--tools", "calculator",
+                       "--db", str(tmp_path / "runs.db"), *free, cwd=tmp_path, env=proxied(openai_server))
+        assert out["status"] == "done" and out["counters"]["cost_usd"] == pytest.approx(2.5 + 10 * 10 / 1e6)
+        assert out["counters"]["models"]["gpt-4o"]["unpriced_calls"] == 0
+    assert len(openai_server.requests) == 2  # both runs reached the endpoint under that name
+
+
+def test_the_cli_prices_a_known_model_on_this_machine_and_says_so_unless_told_local_is_free(openai_server, tmp_path):
+    openai_server.responses += [reply("hi", model="gpt-4o", prompt=1_000_000, out=10) for _ in range(2)]
+    db = str(tmp_path / "runs.db")
+    args = ("run", "say hi", "--model", "openai:gpt-4o", "--base-url", openai_server.base_url, "--tools", "calculator",
+            "--db", db, "--no-color")
+    priced = cli(*args, "--thread", "p", cwd=tmp_path)
+    assert priced.returncode == 0, priced.stderr
+    assert ("cost:        priced as gpt-4o (genai-prices) though served on this machine: say local_is_free=True "
+            "(--local-is-free) if this endpoint is free") in priced.stdout
+    assert "thread p: 1 step, 1000010 tokens, $2.50, 0 errors" in priced.stdout
+    free = cli(*args, "--thread", "f", "--local-is-free", cwd=tmp_path)
+    assert free.returncode == 0, free.stderr
+    assert "cost:" not in free.stdout and "thread f: 1 step, 1000010 tokens, 0 errors" in free.stdout  # no cost: $0
