@@ -130,6 +130,8 @@ def print_detail(detail: Any) -> None:
             say(f"  answer: {short(step['answer'], 100)}")
         if step.get("parse_error"):
             say(f"  parse error: {short(step['parse_error'], 100)}")
+        for flag in step.get("cost_flags") or []:
+            say(f"  cost: {flag}")
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {short(result['observation'], 100)}")

@@ -32,6 +32,7 @@ from rich.text import Text
 
 from .events import NodeEvent, protocol_switches
 from .limits import Limits
+from .pricing import call_flags
 from .terminal import safe_json, safe_text
 
 LABEL = 13  # width of "observation: "
@@ -173,6 +174,7 @@ class RunConsole:
         self.events: list[NodeEvent] = []
         self.counters: dict[str, Any] = {}
         self.since = time.time()
+        self.flags_shown: set[str] = set()  # cost flags said already
         self.node = ""
         self.last: NodeEvent | None = None
         """The latest event: the live line says what comes after it (:func:`doing`)."""
@@ -232,6 +234,10 @@ class RunConsole:
         for switch in protocol_switches(by_node):  # on the model that answered, after any fallback
             self._line("protocol", f"{switch['from_protocol']} -> {switch['to_protocol']} ({switch['reason']}): "
                                    f"{short(switch['problem'])}", "yellow")
+        for flag in call_flags(decided.get("cost") or []):  # after the moves, each once: a local $0 is said on its first step
+            if flag not in self.flags_shown:
+                self.flags_shown.add(flag)
+                self._line("cost", flag, "yellow")
         if step.get("thought"):
             self._line("thought", short(step["thought"]), "italic")
         for action in step.get("actions") or []:  # a refused call's observation is its problem

@@ -133,8 +133,7 @@ def node_label(node: str) -> str:
 def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tuple[float, float]]]]:
     """Sugiyama layout by grandalf: node boxes (centre, size) and edge polylines."""
     from grandalf.graphs import Edge as GEdge
-    from grandalf.graphs import Graph as GGraph
-    from grandalf.graphs import Vertex
+    from grandalf.graphs import Vertex, graph_core
     from grandalf.layouts import SugiyamaLayout
     from grandalf.routing import route_with_lines
 
@@ -145,7 +144,7 @@ def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tu
         v.view = _Box(max(90.0, len(node_label(v.data)) * CHAR_W + 36), NODE_H)
     for e in edges:
         e.view = _Route()
-    sug = SugiyamaLayout(GGraph(list(vertices.values()), edges).C[0])
+    sug = SugiyamaLayout(graph_core(list(vertices.values()), edges))  # edges in order: grandalf's Graph keeps them in a set
     roots = [v for v in vertices.values() if not v.e_in()]
     sug.init_all(roots=roots, optimize=True)
     sug.xspace, sug.yspace = 150, 46  # room for edge labels beside the vertical flow

@@ -45,6 +45,7 @@ from .nodes import (
     guard,
     memorize,
     parse,
+    route_after_decide,
     route_after_execute,
     route_after_guard,
     route_after_parse,
@@ -167,6 +168,7 @@ def check_answer(resume: Any, pending: Sequence[Interrupt], context: AgentContex
 
 
 ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
+    "decide": (route_after_decide, {"reply": "parse", "not_called": "guard"}),
     "parse": (route_after_parse, {"actions": "validate", "answer": "memorize", "error": "memorize"}),
     "validate": (route_after_validate, {"run": "execute", "refused": "memorize"}),
     "execute": (route_after_execute, {"done": "memorize", "approve": "approve"}),
@@ -183,7 +185,6 @@ def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
     for node in (decide, parse, validate, execute, approve, memorize, guard):
         builder.add_node(node.__name__, observed(node))  # timed; its event published when it returns
     builder.add_edge(START, "decide")
-    builder.add_edge("decide", "parse")
     builder.add_edge("approve", "execute")
     builder.add_edge("memorize", "guard")
     for source, (router, path_map) in ROUTES.items():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import SettingError
+from .pricing import refused_call_reason
 from .settings import replace_known
 from .state import Counters, Extensions
 from .terminal import counted
@@ -24,6 +25,13 @@ COST_WARNING = 0.8
 def reached(spent: float, amount: float) -> bool:
     """``spent >= amount`` in dollars, up to float rounding: 0.8 * 0.05 is a hair over 0.04, which is still 80%."""
     return spent >= amount or math.isclose(spent, amount, rel_tol=1e-9)
+
+
+def refused_call(c: Counters) -> bool:
+    """True when the run's last decide did not make its model call, its estimate crossing ``max_cost``
+    (a record from before a later call is stale)."""
+    refused = c.get("refused_call")
+    return bool(refused) and refused["llm_calls"] == c["llm_calls"]  # type: ignore[index]
 
 
 ZERO_IS_A_VALUE = frozenset({"tool_retries"})
@@ -42,8 +50,9 @@ class Limits:
     """Prompt plus completion tokens over all model calls of the run."""
     max_cost: float | None = None
     """US dollars over all model calls of the run, summarizer calls included (:mod:`reinloop.pricing`).
-    The model is warned at :data:`COST_WARNING` of it; a call that cannot be priced stops the run too,
-    since the budget can no longer be kept (resuming lets unpriced calls pass from then on)."""
+    The model is warned at :data:`COST_WARNING` of it; a call whose estimate (its prompt counted, the reply
+    cap at the output price) would cross it is not made, and the run breaks; a call that cannot be priced
+    stops the run too, since the budget can no longer be kept (resuming lets unpriced calls pass from then on)."""
     max_consecutive_errors: int | None = 5
     """Steps in a row that failed, in any way (parse error, refused call, tool error, empty result)."""
     max_same_errors: int | None = 3
@@ -144,6 +153,9 @@ class Limits:
                     f"be kept (${spent:.4f} priced so far); give the model's price with prices={{...}}")
         if reached(spent, limit):  # call costs summed in floats can fall a hair short of the budget they spend
             return f"spent the cost budget: ${spent:.4f} of ${limit:g}"
+        refused = c.get("refused_call")  # decide did not make a call whose estimate crossed the budget
+        if refused_call(c) and spent + float(refused["usd"]) > limit * (1 + 1e-9):  # type: ignore[index]
+            return refused_call_reason(refused, limit)  # type: ignore[arg-type]
         return None
 
     def crossed_cost_warning(self, c: Counters, ext: Extensions, step_cost: float) -> bool:

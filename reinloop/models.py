@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from .callbacks import watched
+from .pricing import check_call_cost
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .redact import origin, scrub
@@ -147,6 +148,14 @@ def output_cap(model: Any, max_output_tokens: int | None) -> dict[str, int]:
     return {name: max_output_tokens}
 
 
+def reply_cap(model: Any, cap: dict[str, int]) -> int | None:
+    """The most tokens a reply may have: the cap sent with the call (:func:`output_cap`), else the model's own."""
+    if cap:
+        return next(iter(cap.values()))
+    own = next((getattr(model, f, None) for f in OUTPUT_CAP_FIELDS if f in getattr(type(model), "model_fields", {})), None)
+    return own if isinstance(own, int) and not isinstance(own, bool) and own > 0 else None
+
+
 def finish_reason(message: BaseMessage) -> str | None:
     """Why the model stopped writing, as its provider said it (``stop``, ``length``, ``max_tokens`` ...)."""
     meta = getattr(message, "response_metadata", None) or {}
@@ -179,6 +188,7 @@ def invoke_model(ctx: Any, llm: Runnable[Any, Any], prompt: list[BaseMessage], s
     config = {"metadata": {"reinloop_step": step}} if step is not None else None
     request = {**cap, **plain, **(options or {})}
     hooks = ctx.call_hooks  # telemetry's call recorder, told of each attempt: reinloop.callbacks
+    check_call_cost(ctx, llm, prompt, reply_cap(ctx.model, cap))  # under a cost budget: not made if it would cross it
 
     def attempt() -> BaseMessage:
         if not hooks:  # telemetry off: the call as it always was, nothing around it

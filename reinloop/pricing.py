@@ -1,4 +1,4 @@
-"""What a model call cost in US dollars, from the usage its provider reported.
+"""What a model call cost in US dollars, from the usage its provider reported, checked.
 
 Every call (the agent's and the summarizer's) is priced from the usage the
 reply carries: input tokens, the part of them read from the provider's prompt
@@ -7,29 +7,49 @@ OpenAI's ``prompt_tokens_details.cached_tokens``), and output tokens. Cached
 input is cheaper (OpenAI: a tenth to a half of fresh input), so a call is
 priced with its cached tokens, never as if all input were fresh.
 
+The usage is checked, never taken on trust (:func:`checked_usage`): reported
+input tokens below half of reinloop's own count of the request, or output
+tokens below half of the estimate from the text received, are replaced by
+those counts; a reply with no usage is counted the same way. A call is
+priced by the model name it was *configured* with, whatever name the endpoint
+reports. Each correction is flagged on the call (``CallCost["flags"]``), so on
+the step's record, and shown.
+
 Where a price comes from, first match wins:
 
-1. ``prices`` given by the user, by the model name the provider reported or
-   the one the model was configured with (:class:`Price`, USD per million tokens);
-2. a local model is free: one served on this machine (``base_url`` on
-   ``127.0.0.1``/``localhost``), or reinloop's scripted and simulated models
-   (``local_is_free=False`` prices a local proxy that forwards to a paid provider);
+1. ``prices`` given by the user, by the configured model name (or the model
+   class's name; the reported name only for a model configured with none):
+   :class:`Price`, USD per million tokens;
+2. reinloop's scripted and simulated models, and with ``local_is_free=True``
+   (the user's word that the endpoint is free) any model served on this
+   machine (``base_url`` on a loopback address or ``localhost``), cost nothing;
 3. `genai-prices <https://github.com/pydantic/genai-prices>`_, a price table
-   kept up to date by Pydantic (no network: its snapshot ships with the package).
+   kept up to date by Pydantic (no network: its snapshot ships with the
+   package), wherever the model is served: ``gpt-4o`` through a LiteLLM-style
+   proxy on 127.0.0.1 is priced as ``gpt-4o`` (and flagged as served locally);
+4. a model on this machine whose name the table does not know costs nothing,
+   flagged "priced at $0: local model not in the price table".
 
-A call none of these can price (an unknown model name, or no usage reported)
-is counted as *unpriced* and flagged in the counters, the console and the
-outcome: its cost is unknown, never silently zero. With ``Limits.max_cost``
-set, an unpriced call stops the run (``cost_budget``), since the budget can
-no longer be enforced; once an operator resumes it, unpriced calls pass and
-the budget counts the priced ones.
+A call none of these can price (an unknown model name on a remote endpoint,
+or no usage reported and no request to count) is counted as *unpriced* and
+flagged in the counters, the console and the outcome: its cost is unknown,
+never silently zero. With ``Limits.max_cost`` set, an unpriced call stops the
+run (``cost_budget``), since the budget can no longer be enforced; once an
+operator resumes it, unpriced calls pass and the budget counts the priced ones.
+Before each agent call, its cost is estimated (the prompt's tokens counted and
+the reply cap at the output price, :func:`check_call_cost`): a call that would
+take the run past ``max_cost`` is not made.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import ipaddress
 import logging
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, NotRequired, TypedDict
@@ -41,11 +61,21 @@ from .retry import model_url
 
 logger = logging.getLogger(__name__)
 
-LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "0.0.0.0"})
-"""Hosts whose models are served on this machine, and so free."""
+LOCAL_NAMES = frozenset({"localhost"})
+"""Host names that always mean this machine; every other host must be a loopback or unspecified IP address."""
 
 MODEL_NAME_FIELDS = ("model_name", "model", "model_id")
 """Where chat model classes keep the model's name."""
+
+PROMPT_FLOOR = 0.5
+"""Reported input tokens below this share of reinloop's own count of the request are not believed."""
+
+OUTPUT_FLOOR = 0.5
+"""Reported output tokens below this share of the estimate from the text received are not believed
+(tokenizers differ, but none packs twice as many characters per token as o200k on ordinary text)."""
+
+UNLISTED_LOCAL = "priced at $0: local model not in the price table"
+"""The flag of a free call on a model served here whose name genai-prices does not know."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +114,8 @@ class CallCost(TypedDict):
     usd: float | None  # None: the call could not be priced
     source: str  # "prices", "local", "genai-prices" or "unpriced"
     problem: NotRequired[str]  # why it could not be priced
+    flags: NotRequired[list[str]]  # what was corrected or assumed in pricing it (the usage, the name, a local $0)
+    counted: NotRequired[bool]  # the usage was replaced by reinloop's own counts (the step's tokens are those)
 
 
 class ModelCost(TypedDict):
@@ -118,11 +150,12 @@ class Pricing:
 
     prices: Mapping[str, Price] = field(default_factory=dict)
     """Prices by model name, before any other source."""
-    local_is_free: bool = True
-    """Models served on this machine cost nothing (switch off for a local proxy to a paid provider)."""
+    local_is_free: bool = False
+    """The user's word that models served on this machine cost nothing, whatever their name. Off: a name
+    genai-prices knows is priced wherever it is served, an unknown one on this machine is free and flagged."""
 
     @classmethod
-    def of(cls, prices: Mapping[str, Price | Mapping[str, float]] | None = None, local_is_free: bool = True) -> Pricing:
+    def of(cls, prices: Mapping[str, Price | Mapping[str, float]] | None = None, local_is_free: bool = False) -> Pricing:
         """A pricing from user input, every price checked."""
         if prices is not None and not isinstance(prices, Mapping):
             raise ConfigurationError(f"prices must map model names to prices, got {type(prices).__name__}")
@@ -132,26 +165,113 @@ class Pricing:
         """The pricing as JSON-able data (stored with a run)."""
         return {"prices": {k: dataclasses.asdict(v) for k, v in self.prices.items()}, "local_is_free": self.local_is_free}
 
-    def price(self, message: Any, model: Any) -> CallCost:
-        """The cost of the call that produced ``message`` with ``model``."""
-        usage = reported_usage(message)
-        names = model_names(message, model)
-        name = names[0] if names else "unknown"
+    def price(self, message: Any, model: Any, prompt_tokens: int | None = None) -> CallCost:
+        """The cost of the call that produced ``message`` with ``model``; ``prompt_tokens``: reinloop's own
+        count of the request, which the reported usage is checked against (``None``: not known)."""
+        own = bool(getattr(type(model), "reinloop_local", False))  # a script's usage is the script's to say
+        usage, flags = (reported_usage(message), []) if own else checked_usage(message, prompt_tokens)
+        configured, reported = configured_name(model), reported_name(message)
+        name = configured or reported or (type(model).__name__ if model is not None else "unknown")
+        if configured and reported and not same_model(configured, reported):
+            flags.append(f"the endpoint reported model {reported!r}: priced as the configured {configured!r}")
         base = CallCost(model=name, input_tokens=0, cached_tokens=0, output_tokens=0, usd=None, source="unpriced")
         if usage is not None:
             base.update(input_tokens=usage[0], cached_tokens=usage[1], output_tokens=usage[2])
-        override = next(((n, self.prices[n]) for n in names if n in self.prices), None)
+        if flags:
+            base["flags"] = flags
+        if any(f.startswith(USAGE_FLAG) for f in flags):
+            base["counted"] = True
+        return self._priced(base, usage, model, own, reported)
+
+    def _priced(self, base: CallCost, usage: tuple[int, int, int] | None, model: Any, own: bool,
+                reported: str | None) -> CallCost:
+        name, local = base["model"], is_local(model)
+        keys = [n for n in (name, type(model).__name__) if n]
+        override = next(((n, self.prices[n]) for n in keys if n in self.prices), None)
         if override is not None and usage is not None:
             return {**base, "model": override[0], "usd": override[1].cost(*usage), "source": "prices"}
-        if self.local_is_free and is_local(model):
+        if own or (local and self.local_is_free):  # the user's word that this endpoint is free
             return {**base, "usd": 0.0, "source": "local"}
         if usage is None:
             return {**base, "problem": f"the reply of {name} reported no usable token usage"}
-        usd = library_price(name, *usage)  # by the name the provider reported, if it did: it is what it billed
+        usd = library_price(name, *usage)
+        if usd is None and local and reported and reported != name:
+            usd = library_price(reported, *usage)  # a known model behind a local alias: never free in silence
+            name = reported if usd is not None else name
         if usd is not None:
-            return {**base, "usd": usd, "source": "genai-prices"}
+            flags = [*base.get("flags", []), *([LOCAL_PRICED.format(name=name)] if local else [])]
+            return {**base, "model": name, "usd": usd, "source": "genai-prices", **({"flags": flags} if flags else {})}
+        if local:
+            return {**base, "usd": 0.0, "source": "local", "flags": [*base.get("flags", []), UNLISTED_LOCAL]}
         return {**base, "problem": f"no price known for model {name!r}; give one with prices={{{name!r}: "
                                    "Price(input=..., output=..., cached_input=...)}} (USD per million tokens)"}
+
+    def estimate(self, model: Any, prompt_tokens: int, output_tokens: int) -> float | None:
+        """Dollars a call of ``model`` would cost with this many prompt tokens (none cached) and output
+        tokens, or ``None`` when its price is not known, or when the model says its own usage (reinloop's
+        scripted and simulated models: their calls are priced by the script's numbers, not the prompt's)."""
+        if getattr(type(model), "reinloop_local", False):
+            return None
+        name = configured_name(model) or type(model).__name__
+        base = CallCost(model=name, input_tokens=prompt_tokens, cached_tokens=0, output_tokens=output_tokens,
+                        usd=None, source="unpriced")
+        return self._priced(base, (prompt_tokens, 0, output_tokens), model, False, None)["usd"]
+
+
+USAGE_FLAG = "usage "
+"""How every flag of a corrected usage begins."""
+
+LOCAL_PRICED = ("priced as {name} (genai-prices) though served on this machine: say local_is_free=True "
+                "(--local-is-free) if this endpoint is free")
+"""The flag of a known model priced on a local endpoint (a proxy to a paid provider, or a local copy)."""
+
+
+def checked_usage(message: Any, prompt_tokens: int | None) -> tuple[tuple[int, int, int] | None, list[str]]:
+    """``(input, cached input, output)`` tokens to price a reply by, and a flag for each correction.
+
+    Input below :data:`PROMPT_FLOOR` of ``prompt_tokens`` (reinloop's count of the request) is counted as
+    ``prompt_tokens``; output below :data:`OUTPUT_FLOOR` of the estimate from the text received (content and
+    tool calls) as that estimate; cached tokens above the input as none. A reply with no usage is counted the
+    same way, or stays unknown (``None``) when the request was not counted.
+    """
+    from .memory.tokens import estimate_tokens, message_text  # the memory package imports the state, which imports us
+
+    text = message_text(message) if hasattr(message, "content") else ""
+    received, size = estimate_tokens(text), len(text.encode("utf-8", "replace"))
+    usage = reported_usage(message)
+    if usage is None:
+        if prompt_tokens is None:
+            return None, []
+        return (prompt_tokens, 0, received), [
+            f"{USAGE_FLAG}not reported: counted {prompt_tokens:,} prompt tokens in the request and estimated "
+            f"{received:,} completion tokens from the {size:,} bytes received"]
+    given, cached, out = usage
+    flags = []
+    if prompt_tokens is not None and given < PROMPT_FLOOR * prompt_tokens:
+        flags.append(f"{USAGE_FLAG}implausible: {given:,} prompt tokens reported for a request counted at "
+                     f"{prompt_tokens:,}; priced as {prompt_tokens:,}")
+        given = prompt_tokens
+    if cached > given:
+        flags.append(f"{USAGE_FLAG}implausible: {cached:,} cached of {given:,} prompt tokens; priced as none cached")
+        cached = 0
+    if out < OUTPUT_FLOOR * received:
+        flags.append(f"{USAGE_FLAG}implausible: {out:,} completion tokens reported for {size:,} bytes received; "
+                     f"priced as the {received:,} estimated from them")
+        out = received
+    return (given, cached, out), flags
+
+
+def call_flags(calls: list[CallCost] | list[dict[str, Any]]) -> list[str]:
+    """The flags of a step's calls, each once, in order: what pricing them corrected or assumed."""
+    return list(dict.fromkeys(flag for call in calls for flag in call.get("flags") or []))
+
+
+def usage_as_priced(call: CallCost) -> dict[str, int]:
+    """The step's ``prompt_tokens``/``completion_tokens`` from its call when pricing replaced the reported usage
+    (so the token budget counts what was priced); nothing otherwise."""
+    if not call.get("counted"):
+        return {}
+    return {"prompt_tokens": call["input_tokens"], "completion_tokens": call["output_tokens"]}
 
 
 def reported_usage(message: Any) -> tuple[int, int, int] | None:
@@ -185,13 +305,43 @@ def _count(value: Any) -> int | None:
     return token_count(value) or None
 
 
-def model_names(message: Any, model: Any) -> list[str]:
-    """The names a call's model goes by: the one the provider reported, the configured one, its class."""
+def configured_name(model: Any) -> str | None:
+    """The name ``model`` was configured with (``gpt-4o-mini``), if its class keeps one."""
+    names = (getattr(model, f, None) for f in MODEL_NAME_FIELDS)
+    return next((n for n in names if isinstance(n, str) and n), None)
+
+
+def reported_name(message: Any) -> str | None:
+    """The model name the endpoint reported with its reply, if it did."""
     meta = getattr(message, "response_metadata", None) or {}
-    names = [meta.get("model_name"), meta.get("model")]
-    names += [getattr(model, f, None) for f in MODEL_NAME_FIELDS]
-    names.append(type(model).__name__ if model is not None else None)
-    return list(dict.fromkeys(n for n in names if isinstance(n, str) and n))
+    names = (meta.get("model_name"), meta.get("model"))
+    return next((n for n in names if isinstance(n, str) and n), None)
+
+
+_VERSION_TAIL = re.compile(r"(-latest|[-@]?\d{4}-?\d{2}-?\d{2}|-\d{4})$")
+
+
+def same_model(configured: str, reported: str) -> bool:
+    """True when ``reported`` names the model ``configured`` names: the same entry of the price table, or
+    the same name up to a provider prefix and a date or ``-latest`` tail (``gpt-4o-mini-2024-07-18``)."""
+    if configured == reported:
+        return True
+    ids = table_model(configured), table_model(reported)
+    if all(ids):
+        return ids[0] == ids[1]
+    bare = [_VERSION_TAIL.sub("", n.rsplit("/", 1)[-1].lower()) for n in (configured, reported)]
+    return bare[0] == bare[1]
+
+
+def table_model(name: str) -> tuple[str, str] | None:
+    """``(provider, model id)`` of ``name`` in genai-prices, or ``None`` when the table does not know it."""
+    from genai_prices import Usage, calc_price
+
+    try:
+        found = calc_price(Usage(input_tokens=0, output_tokens=0), name)
+    except Exception:  # LookupError for an unknown name; anything else: not a match either
+        return None
+    return found.provider.id, found.model.id
 
 
 def is_local(model: Any) -> bool:
@@ -201,8 +351,81 @@ def is_local(model: Any) -> bool:
     url = model_url(model)
     if not url:
         return False
-    host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
-    return host in LOCAL_HOSTS or host.startswith("127.")
+    return is_local_host(urlsplit(url if "//" in url else f"//{url}").hostname or "")
+
+
+def is_local_host(host: str) -> bool:
+    """True for ``localhost`` and loopback or unspecified IP addresses (``127.0.0.1``, ``::1``, ``0.0.0.0``);
+    a name such as ``127.example.com`` is a name, not an address, and may be anywhere."""
+    if host.lower().rstrip(".") in LOCAL_NAMES:
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1
+    address = mapped or address
+    return address.is_loopback or address.is_unspecified
+
+
+class CallOverBudget(Exception):
+    """Control flow inside the decide node: the next model call's estimate would take the run past
+    ``max_cost``, so it was not made (the guard breaks the run on ``cost_budget``)."""
+
+    def __init__(self, *, model: str, prompt_tokens: int, cap_tokens: int, usd: float, spent: float,
+                 limit: float) -> None:
+        self.model, self.prompt_tokens, self.cap_tokens = model, prompt_tokens, cap_tokens
+        self.usd, self.spent, self.limit = usd, spent, limit
+        super().__init__(refused_call_reason(self.record(0), limit))
+
+    def record(self, llm_calls: int) -> dict[str, Any]:
+        """The refused call as plain data, kept in the counters for the guard (``llm_calls``: the calls made
+        before it, so a later call makes the record stale)."""
+        return {"model": self.model, "prompt_tokens": self.prompt_tokens, "cap_tokens": self.cap_tokens,
+                "usd": self.usd, "spent": self.spent, "llm_calls": llm_calls}
+
+
+def refused_call_reason(refused: Mapping[str, Any], limit: float) -> str:
+    """Why a model call was not made: its estimate, how it was made, and the budget it would cross."""
+    usd, spent = float(refused["usd"]), float(refused["spent"])
+    return (f"the next model call was not made: its estimated cost ${usd:.4f} ({refused['prompt_tokens']:,} prompt "
+            f"tokens counted + {refused['cap_tokens']:,} at the reply cap, {refused['model']}) would take the run "
+            f"from ${spent:.4f} to ${spent + usd:.4f}, past max_cost=${limit:g}")
+
+
+_BUDGET: contextvars.ContextVar[tuple[float, float] | None] = contextvars.ContextVar("reinloop_budget", default=None)
+"""``(spent, max_cost)`` of the run whose decide node is calling its model; ``None``: no budget."""
+
+
+@contextlib.contextmanager
+def call_budget(limit: float | None, spent: float) -> Iterator[None]:
+    """Within this block every model call of the step is estimated first (:func:`check_call_cost`) against
+    ``limit`` dollars, ``spent`` of them already spent; ``limit=None``: no budget, nothing estimated."""
+    token = _BUDGET.set(None if limit is None else (spent, limit))
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def check_call_cost(ctx: Any, llm: Any, prompt: list[Any], cap_tokens: int | None) -> None:
+    """Raise :class:`CallOverBudget` when the call about to be made would take the run past its budget: the
+    prompt's tokens counted (tools bound to ``llm`` included), the reply cap at the output price, none cached.
+    A model with no known price is not estimated (its call is flagged as unpriced afterwards)."""
+    budget = _BUDGET.get()
+    if budget is None:
+        return
+    from .memory.tokens import active_counter, count_message_tokens, count_tool_schemas
+
+    counter = active_counter()
+    tools = (getattr(llm, "kwargs", None) or {}).get("tools") or []
+    tokens = count_message_tokens(prompt, counter) + count_tool_schemas(tools, counter)
+    usd = ctx.pricing.estimate(ctx.model, tokens, cap_tokens or 0)
+    spent, limit = budget
+    if usd is not None and usd > 0 and spent + usd > limit * (1 + 1e-9):
+        name = configured_name(ctx.model) or type(ctx.model).__name__
+        raise CallOverBudget(model=name, prompt_tokens=tokens, cap_tokens=cap_tokens or 0, usd=usd, spent=spent,
+                             limit=limit)
 
 
 def library_price(model: str, input_tokens: int, cached_tokens: int, output_tokens: int) -> float | None:

@@ -38,7 +38,7 @@ from .events import NodeEvent, protocol_switches
 from .graph import ROUTES
 from .models import endpoint_host, model_label
 from .runlog import read_events
-from .pricing import cost_breakdown
+from .pricing import call_flags, cost_breakdown
 from .terminal import safe_html, safe_json
 
 if TYPE_CHECKING:  # in annotations only: a report opens its database through reinloop.checkpoints
@@ -428,6 +428,7 @@ def _cost_html(calls: list[dict[str, Any]]) -> str:
     unpriced = sum(c.get("usd") is None for c in calls)
     text = f"${usd:.5f}" + (f", {cached:,} cached" if cached else "")
     flag = f'<br><span class="err">{unpriced} unpriced</span>' if unpriced else ""
+    flag += "".join(f'<div class="hint">cost: {_e(f)}</div>' for f in call_flags(calls))
     return f'<br><span class="meta">{text}</span>{flag}'
 
 

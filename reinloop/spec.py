@@ -140,10 +140,14 @@ class RunSpec:
                                   "'{\"my-model\": {\"input\": 0.15, \"output\": 0.6, \"cached_input\": 0.075}}'"})
     """Prices by model name in USD per million tokens (:class:`~reinloop.Price` values or mappings with
     ``input``, ``output`` and optionally ``cached_input``); see :mod:`reinloop.pricing`."""
-    local_is_free: bool = field(default=True, metadata={
-        "group": "model", "help": "a model on 127.0.0.1/localhost costs nothing (--no-local-is-free prices a "
-                                  "local proxy to a paid provider)"})
-    """A model served on this machine is free; ``False`` prices it like any other (:mod:`reinloop.pricing`)."""
+    local_is_free: bool = field(default=False, metadata={
+        "group": "model", "help": "the model endpoint on this machine (127.0.0.1/localhost) is free: price its "
+                                  "calls at $0 whatever the model's name (off: a name the price table knows is "
+                                  "priced wherever it is served, an unknown local one is free and flagged)"})
+    """The user's word that a model served on this machine is free: its calls cost $0 whatever its name. Off
+    (the default), a name genai-prices knows is priced wherever it is served (a LiteLLM-style proxy on
+    127.0.0.1 to a paid provider), and an unknown name on this machine is free and flagged as such
+    (:mod:`reinloop.pricing`)."""
     stream: bool = field(default=True, metadata={
         "group": "model", "help": "stream the model's replies: shown as they are written (--no-stream: one "
                                   "call per reply, shown when complete); what is stored is the same"})

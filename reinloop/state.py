@@ -112,6 +112,7 @@ class Step(TypedDict, total=False):
     model: str  # the model that answered this step, by its name
     protocol: str  # the protocol it answered in
     fallbacks: list[Fallback]  # moves to a next model before one answered (reinloop.fallback)
+    cost_flags: list[str]  # what pricing this step's calls corrected or assumed (reinloop.pricing.call_flags)
 
 
 class Counters(TypedDict):
@@ -130,6 +131,7 @@ class Counters(TypedDict):
     cached_tokens: NotRequired[int]  # prompt tokens read from the provider's cache
     unpriced_calls: NotRequired[int]  # model calls whose cost is unknown: cost_usd is a lower bound then
     models: NotRequired[dict[str, ModelCost]]  # the same, per model
+    refused_call: NotRequired[dict[str, Any]]  # a model call not made: its estimate crossed max_cost (reinloop.pricing)
 
 
 class Extensions(TypedDict):
@@ -225,6 +227,12 @@ class PendingView(TypedDict, total=False):
     """The one channel the routers after parse, validate and execute read (LangGraph then copies it alone for them)."""
 
     pending: Pending | None
+
+
+class ReplyView(TypedDict, total=False):
+    """The one channel the router after decide reads."""
+
+    reply: Reply | None
 
 
 class DecisionView(TypedDict, total=False):

@@ -19,12 +19,13 @@ from reinloop.cli import main
 from reinloop import Memory, RunSpec
 from reinloop.errors import ConfigurationError
 from reinloop.graph import build_graph
+from reinloop.pricing import library_price
 from reinloop.runs import list_runs, resume, thread_config
 from reinloop.server import plan
 from reinloop.testing import ScriptedChatModel, prompt_text
 from reinloop.tools import builtins
 
-from .openai_server import completion
+from .openai_server import PLAUSIBLE, completion
 
 
 def planner(n: int = 500) -> ScriptedChatModel:
@@ -148,9 +149,9 @@ def reply_from_task(body: dict):
     messages = body["messages"]
     tool = [m for m in messages if m.get("role") == "tool"]
     if tool:
-        return completion(tool[-1]["content"])
+        return completion(tool[-1]["content"], **PLAUSIBLE)
     expression = json.dumps(messages).split("What is ")[1].split("?")[0]
-    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}], **PLAUSIBLE)
 
 
 def test_cli_batch_prints_a_line_per_task_and_a_summary_table(tmp_path, openai_server, db_url, capsys):
@@ -162,12 +163,12 @@ def test_cli_batch_prints_a_line_per_task_and_a_summary_table(tmp_path, openai_s
     assert out.startswith("batch tasks-") and ": 4 tasks (4 new), 2 at a time, worker " in out.splitlines()[0]
     lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
     assert sorted(line.split()[2] for line in lines) == ["1", "2", "3", "4"]
-    assert any(line.startswith("✓ line 2 ") and "done  2 steps  38 tokens" in line and line.endswith("answer: 6")
+    assert any(line.startswith("✓ line 2 ") and "done  2 steps  2000 tokens" in line and line.endswith("answer: 6")
                for line in lines)
     assert any(line.startswith("✗ line 4 ") and line.endswith("break: max_steps") for line in lines)
     table = out[out.index("batch tasks-", 10):]
-    assert "│ done   │     3 │    114 │" in table and "│ broken │     1 │     19 │" in table
-    assert "│ total  │     4 │    133 │" in table
+    assert "│ done   │     3 │  6,000 │" in table and "│ broken │     1 │  1,000 │" in table
+    assert "│ total  │     4 │  7,000 │" in table
     assert "this worker ran 4 of 4 tasks in " in out and "resume a broken or failed task with: reinloop resume THREAD" in out
 
 
@@ -179,12 +180,14 @@ def test_cli_batch_json_prints_one_object_per_task_then_the_summary(tmp_path, op
     assert code == 0 and [o["type"] for o in objects] == ["task", "task", "summary"]
     assert sorted(o["answer"] for o in objects[:2]) == ["3", "6"]
     assert objects[2]["counts"] == {"done": 2, "broken": 0, "error": 0}
-    assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 76, "seconds": objects[2]["summary"][0]["seconds"],
-                                        "cost_usd": 0.0, "unpriced_calls": 0}  # a model on 127.0.0.1 is free
+    gpt_4o_mini = library_price("gpt-4o-mini", 960, 0, 40)  # a known model is priced on 127.0.0.1 too: 4 calls
+    assert objects[2]["summary"][0] == {"status": "done", "tasks": 2, "tokens": 4000, "seconds": objects[2]["summary"][0]["seconds"],
+                                        "cost_usd": pytest.approx(4 * gpt_4o_mini), "unpriced_calls": 0}
 
 
-CENT_A_CALL = {"scripted": {"input": 250.0, "output": 1000.0}}
-"""The local server's model priced at $0.01 a call: 12 prompt tokens at $250 / M, 7 completion tokens at $1,000 / M."""
+CENT_A_CALL = {"gpt-4o-mini": {"input": 5.0, "output": 130.0}}
+"""The configured model (the server reports "scripted"; a call is priced by the configured name) at $0.01 a
+call: 960 prompt tokens at $5 / M, 40 completion tokens at $130 / M."""
 
 
 def test_cli_batch_prints_each_tasks_cost_and_a_cost_column_summed_over_the_batch(tmp_path, openai_server, db_url, capsys):
@@ -195,14 +198,14 @@ def test_cli_batch_prints_each_tasks_cost_and_a_cost_column_summed_over_the_batc
     out = capsys.readouterr().out
     assert code == 3
     lines = [line for line in out.splitlines() if line.startswith(("✓", "✗"))]
-    assert any(line.startswith("✓ line 2 ") and "done  2 steps  38 tokens  $0.0200  " in line and line.endswith("answer: 6")
+    assert any(line.startswith("✓ line 2 ") and "done  2 steps  2000 tokens  $0.0200  " in line and line.endswith("answer: 6")
                for line in lines)
-    assert any(line.startswith("✗ line 4 ") and "broken  1 step  19 tokens  $0.0100  " in line for line in lines)
+    assert any(line.startswith("✗ line 4 ") and "broken  1 step  1000 tokens  $0.0100  " in line for line in lines)
     assert sum("  $0.0200  " in line for line in lines) == 3
     table = out[out.index("batch tasks-", 10):].splitlines()
     assert "┃ status ┃ tasks ┃ tokens ┃ task time ┃    cost ┃" in table
     rows = {line.split("│")[1].strip(): line for line in table if line.startswith("│ ")}
-    assert rows["done"].startswith("│ done   │     3 │    114 │") and rows["done"].endswith("│ $0.0600 │")
+    assert rows["done"].startswith("│ done   │     3 │  6,000 │") and rows["done"].endswith("│ $0.0600 │")
     assert rows["broken"].endswith("│ $0.0100 │") and rows["total"].endswith("│ $0.0700 │")
 
 

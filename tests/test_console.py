@@ -13,7 +13,7 @@ from reinloop.cli import main
 from reinloop.console import JsonConsole, RunConsole, doing, progress
 from reinloop.testing import tool_call
 
-from .openai_server import completion
+from .openai_server import PLAUSIBLE, completion
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 RED_BOLD = "\x1b[1;31m"
@@ -154,8 +154,8 @@ def test_json_console_prints_one_event_per_line(make_graph):
 @pytest.fixture
 def two_replies(openai_server):
     openai_server.responses += [
-        completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}]),
-        completion("6"),
+        completion(tool_calls=[{"name": "calculator", "args": {"expression": "2*3"}}], **PLAUSIBLE),
+        completion("6", **PLAUSIBLE),
     ]
     return ["run", "2*3?", "--base-url", openai_server.base_url, "--thread", "c1", "--tools", "calculator"]
 
@@ -165,7 +165,7 @@ def test_run_prints_the_thread_the_steps_and_the_outcome(two_replies, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == "thread c1" and lines[1].startswith("memory: recent steps until they pass 4000 tokens, then the last 3")
     assert lines[2].startswith("[step 1/10 · ")
-    assert lines[-2:] == ["answer: 6", lines[-1]] and lines[-1].startswith("thread c1: 2 steps, 38 tokens, 0 errors")
+    assert lines[-2:] == ["answer: 6", lines[-1]] and lines[-1].startswith("thread c1: 2 steps, 2000 tokens, $0.0003, 0 errors")
 
 
 def test_run_quiet_prints_only_the_outcome(two_replies, capsys):

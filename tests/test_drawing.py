@@ -19,8 +19,8 @@ from reinloop.raster import graphviz_graph
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 STEPS = ["decide", "parse", "validate", "execute", "approve", "memorize", "guard"]
-ROUTE_LABELS = ["actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause", "done",
-                "approve"]
+ROUTE_LABELS = ["reply", "not_called", "actions", "answer / error", "run", "refused", "continue / hint", "finish / break",
+                "pause", "done", "approve"]
 
 
 @pytest.fixture

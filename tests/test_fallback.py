@@ -23,7 +23,7 @@ from reinloop.outcome import Outcome
 from reinloop.runs import resume, run
 from reinloop.tools import builtins
 
-from .openai_server import OpenAIServer, Raw, completion
+from .openai_server import PLAUSIBLE, OpenAIServer, Raw, completion
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=2.0)
 CALC = {"name": "calculator", "args": {"expression": "6*7"}}
@@ -117,14 +117,15 @@ def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_mo
     from reinloop import visualize
     from reinloop.console import PlainConsole
 
-    openai_server.responses += [error(400, param="tools"), completion('{"final_answer": "42"}')]
+    openai_server.responses += [error(400, param="tools"), completion('{"final_answer": "42"}', model="primary-model", **PLAUSIBLE)]
     db = str(tmp_path / "runs.db")
     printed = io.StringIO()
     spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), protocol="auto")
     outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
     assert outcome.answer == "42"
     lines = printed.getvalue().splitlines()
-    assert [line.split(":")[0] for line in lines[1:]] == ["  protocol", "  answer", "  guard"]
+    assert [line.split(":")[0] for line in lines[1:]] == ["  protocol", "  cost", "  answer", "  guard"]
+    assert lines[2] == "  cost:        priced at $0: local model not in the price table"  # a local $0 is said
     assert lines[1] == ("  protocol:    tool_calling -> json (tools_unsupported): model endpoint "
                         f"{openai_server.base_url} answered HTTP 400: the request was rejected: check the model name, "
                         "the protocol (try --protocol json) and the paramete…")
@@ -212,25 +213,25 @@ def test_when_the_last_model_fails_too_the_run_stops_resumable(openai_server, fa
 
 def test_counters_and_cost_are_kept_per_model(openai_server, fallback_server, tmp_path):
     prices = {"primary-model": {"input": 1.0, "output": 2.0}, "fallback-1": {"input": 10.0, "output": 20.0}}
-    openai_server.responses += [completion(tool_calls=[CALC], model="primary-model"), error(500), error(500)]
-    fallback_server.responses.append(completion("42", model="fallback-1"))
+    openai_server.responses += [completion(tool_calls=[CALC], model="primary-model", **PLAUSIBLE), error(500), error(500)]
+    fallback_server.responses.append(completion("42", model="fallback-1", **PLAUSIBLE))
     out = run("6*7", db=str(tmp_path / "runs.db"), model="openai:primary-model", base_url=openai_server.base_url,
               tools=["calculator"], fallback_models=[f"openai:fallback-1@{fallback_server.base_url}"], retry=FAST,
               prices=prices, local_is_free=False)
     models = out.counters["models"]
     assert {name: m["calls"] for name, m in models.items()} == {"primary-model": 1, "fallback-1": 1}
-    assert models["primary-model"]["usd"] == pytest.approx((12 * 1.0 + 7 * 2.0) / 1e6)
-    assert models["fallback-1"]["usd"] == pytest.approx((12 * 10.0 + 7 * 20.0) / 1e6)
+    assert models["primary-model"]["usd"] == pytest.approx((960 * 1.0 + 40 * 2.0) / 1e6)
+    assert models["fallback-1"]["usd"] == pytest.approx((960 * 10.0 + 40 * 20.0) / 1e6)
     assert out.cost_usd == pytest.approx(models["primary-model"]["usd"] + models["fallback-1"]["usd"])
 
 
 def test_a_refused_reply_is_priced_and_counted(openai_server, fallback_server):
-    openai_server.responses.append(completion(refusal="no", model="primary-model"))
+    openai_server.responses.append(completion(refusal="no", model="primary-model", **PLAUSIBLE))
     fallback_server.responses.append(completion("42", model="fallback-1"))
     out = chain(openai_server, fallback_server, prices={"primary-model": {"input": 1.0, "output": 1.0}},
                 local_is_free=False).invoke({"task": "6*7"})
     assert out["counters"]["llm_calls"] == 2
-    assert out["counters"]["models"]["primary-model"]["usd"] == pytest.approx(19 / 1e6)
+    assert out["counters"]["models"]["primary-model"]["usd"] == pytest.approx(1000 / 1e6)
 
 
 def test_a_model_object_can_be_a_fallback(openai_server):
@@ -311,13 +312,14 @@ def test_the_console_and_the_html_report_show_both_moves_of_one_step_in_order(op
     with OpenAIServer() as third:
         openai_server.responses += [error(500), error(500)]
         fallback_server.responses.append(error(400, code="context_length_exceeded"))
-        third.responses.append(completion("42", model="fallback-2"))
+        third.responses.append(completion("42", model="fallback-2", **PLAUSIBLE))
         spec = RunSpec(model="openai:primary-model", base_url=openai_server.base_url, tools=("calculator",), retry=FAST,
                        fallback_models=(f"openai:fallback-1@{fallback_server.base_url}", f"openai:fallback-2@{third.base_url}"))
         outcome = run("6*7", spec, db=db, thread_id="t", on_event=PlainConsole(spec.limits, printed).handle)
     assert outcome.answer == "42" and outcome.counters["steps"] == 1
     lines = printed.getvalue().splitlines()
-    assert [line.split(":")[0] for line in lines[1:]] == ["  fallback", "  fallback", "  answer", "  guard"]
+    assert [line.split(":")[0] for line in lines[1:]] == ["  fallback", "  fallback", "  cost", "  answer", "  guard"]
+    assert lines[3] == "  cost:        priced at $0: local model not in the price table"  # fallback-2's reply
     assert lines[1].startswith("  fallback:    primary-model -> fallback-1 (retries_exhausted): model endpoint "
                                f"{openai_server.base_url} answered HTTP 500")
     assert lines[2].startswith("  fallback:    fallback-1 -> fallback-2 (context_length): model endpoint "

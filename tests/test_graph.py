@@ -25,7 +25,7 @@ def test_mermaid_drawing_matches_the_snapshot(make_graph):
 def test_every_route_name_labels_an_edge(make_graph):
     graph, _ = make_graph([])
     labels = {e.data for e in graph.get_graph().edges if e.conditional}
-    assert labels == {"actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause",
+    assert labels == {"reply", "not_called", "actions", "answer / error", "run", "refused", "continue / hint", "finish / break", "pause",
                       "done", "approve"}
 
 
@@ -153,7 +153,7 @@ def test_each_router_reads_only_the_channel_it_decides_on(make_graph):
     graph, _ = make_graph(["x"])
     read = {source: sorted(graph.builder.schemas[branch.input_schema])
             for source, branches in graph.builder.branches.items() for branch in branches.values()}
-    assert read == {"parse": ["pending"], "validate": ["pending"], "execute": ["pending"], "guard": ["decision"]}
+    assert read == {"decide": ["reply"], "parse": ["pending"], "validate": ["pending"], "execute": ["pending"], "guard": ["decision"]}
 
 
 def test_a_run_without_a_database_imports_no_sqlite_utils_or_numpy():

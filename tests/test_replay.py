@@ -19,11 +19,11 @@ from reinloop.repeats import VARY_TRIES
 from reinloop.runs import prune_runs, resume, run
 from reinloop.testing import replay_model, replay_report
 
-from .openai_server import completion
+from .openai_server import PLAUSIBLE, completion
 
 
 def calc(expression: str) -> dict:
-    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}])
+    return completion(tool_calls=[{"name": "calculator", "args": {"expression": expression}}], **PLAUSIBLE)
 
 
 @tool
@@ -39,13 +39,13 @@ def lookup_changed(city: str) -> str:
 
 
 def looked_up(city: str) -> dict:
-    return completion(tool_calls=[{"name": "lookup", "args": {"city": city}}])
+    return completion(tool_calls=[{"name": "lookup", "args": {"city": city}}], **PLAUSIBLE)
 
 
 @pytest.fixture
 def recorded(openai_server, run_db):
     """A three-step run recorded through the real OpenAI client: calculator, lookup, answer."""
-    openai_server.responses += [calc("2*3"), looked_up("Oslo"), completion("Oslo has 709,000 people; 2*3 is 6")]
+    openai_server.responses += [calc("2*3"), looked_up("Oslo"), completion("Oslo has 709,000 people; 2*3 is 6", **PLAUSIBLE)]
     outcome = run("population and a product", model="openai:gpt-4o-mini", base_url=openai_server.base_url,
                   tools=["calculator", lookup], thread_id="r1", limits=Limits(max_steps=10))
     assert outcome.status == "done"
@@ -57,7 +57,7 @@ def test_a_run_recorded_through_the_openai_client_replays_identically(recorded):
     assert report.identical and report.divergence is None and report.exit_code == 0
     assert (report.steps, report.model_calls) == (3, 3)
     assert report.outcome["answer"] == "Oslo has 709,000 people; 2*3 is 6"
-    assert report.outcome["counters"]["prompt_tokens"] == 3 * 12  # the stored usage, served again
+    assert report.outcome["counters"]["prompt_tokens"] == 3 * 960  # the stored usage, served again
 
 
 def test_stubbed_tools_serve_the_stored_observations(recorded):

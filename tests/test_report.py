@@ -42,7 +42,8 @@ def test_report_counts_every_edge_with_the_routes_taken(troubled):
     report = run_report(graph, "trouble", db=log.db)
     assert edges(report) == {
         ("__start__", "decide"): (1, {}),
-        ("decide", "parse"): (5, {}),
+        ("decide", "parse"): (5, {"reply": 5}),
+        ("decide", "guard"): (0, {}),  # a call not made: its estimate crossed max_cost
         ("parse", "memorize"): (1, {"error": 1}),
         ("parse", "validate"): (4, {"actions": 4}),
         ("validate", "execute"): (4, {"run": 4}),

@@ -1,7 +1,7 @@
 """The nodes of the loop, one module each, and their routers."""
 
 from .approve import approve
-from .decide import decide
+from .decide import decide, route_after_decide
 from .execute import execute, route_after_execute
 from .guard import guard, route_after_guard
 from .memorize import memorize
@@ -15,6 +15,7 @@ __all__ = [
     "guard",
     "memorize",
     "parse",
+    "route_after_decide",
     "route_after_execute",
     "route_after_guard",
     "route_after_parse",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -32,11 +32,11 @@ from ..memory.manager import Prepared, new_cursor
 from ..memory.tokens import estimate_tokens, message_text
 from ..memory.wrapup import results_prompt, wrap_up_prompt
 from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
-from ..pricing import CallCost, add_cost
+from ..pricing import CallCost, CallOverBudget, add_cost, call_budget, usage_as_priced
 from ..protocols.auto import ProtocolSwitch
 from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
 from ..tools.registry import ToolRegistry
-from ..state import AgentState, Counters, Reply, Turn, new_counters, new_extensions
+from ..state import AgentState, Counters, Reply, ReplyView, Turn, new_counters, new_extensions
 from .memorize import build_step
 
 logger = logging.getLogger(__name__)
@@ -165,7 +165,8 @@ def price_step(ctx: AgentContext, message: BaseMessage, prepared: Prepared) -> l
     """The step's model calls priced: the agent's, then the summarizer's."""
     memory = getattr(ctx, "memory", None)
     summarizer = memory.summarizer if memory is not None and memory.summarizer is not None else ctx.model
-    return [ctx.pricing.price(message, ctx.model), *(ctx.pricing.price(r, ctx.model) for r in prepared.aside),
+    prompt = prepared.parts["total"]  # reinloop's own count of the request: the reported usage is checked against it
+    return [ctx.pricing.price(message, ctx.model, prompt), *(ctx.pricing.price(r, ctx.model, prompt) for r in prepared.aside),
             *(ctx.pricing.price(r, summarizer) for r in prepared.replies)]
 
 
@@ -313,7 +314,7 @@ def ask_models(ctx: AgentContext, state: AgentState) -> Answered:
         reason = None if last else refusal_reason(message)
         if reason is None:
             return Answered(message, prepared, switched, hints, on, protocol_switch=record)
-        problem, refused = refusal_problem(message), [on.pricing.price(message, on.model)]
+        problem, refused = refusal_problem(message), [on.pricing.price(message, on.model, prepared.parts["total"])]
     moved = {"model_index": index + 1, "protocol": None}  # the next model starts with the run's protocol afresh
     fallback = Fallback(from_model=model_label(on.model), to_model=model_label(ctx.on_model(index + 1).model),
                         reason=reason, problem=problem)
@@ -328,7 +329,13 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     ctx = runtime.context
     update = start(state)
     view: AgentState = {**state, **{k: v for k, v in update.items() if k != "scratchpad"}}  # type: ignore[typeddict-item]
-    answered = ask_models(ctx, view)
+    try:
+        with call_budget(ctx.limits.effective_cost(view["extensions"]), float(view["counters"].get("cost_usd", 0.0))):
+            answered = ask_models(ctx, view)
+    except CallOverBudget as refused:  # the guard breaks the run on cost_budget
+        emit(runtime, "decide", f"step {view['counters']['steps'] + 1}: {refused}", step=view["counters"]["steps"] + 1)
+        counters = {**view["counters"], "refused_call": refused.record(view["counters"]["llm_calls"])}
+        return {**update, "reply": None, "pending": None, "counters": counters}
     message, prepared, on = answered.message, answered.prepared, answered.ctx
     update.update(answered.switched)
     for event in prepared.events:
@@ -341,6 +348,7 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     if prepared.aside:
         reply["aside"] = [put_aside(m, prepared) for m in prepared.aside]
     reply["cost"] = [*answered.refused, *price_step(on, message, prepared)]
+    reply.update(usage_as_priced(reply["cost"][len(answered.refused)]))  # the tokens priced, when the usage was not believed
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
     counters["llm_calls"] += len(answered.refused)
@@ -370,3 +378,8 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     )
     return {**update, **prepared.update, "reply": reply, "hints": [], "pending": None, "counters": counters,
             "prompt_digest": prepared.digest or prompt_digest(prepared.messages)}
+
+
+def route_after_decide(state: ReplyView) -> Literal["reply", "not_called"]:
+    """A reply is parsed; a call not made (its estimate crossed the cost budget) goes to the guard."""
+    return "reply" if state.get("reply") is not None else "not_called"

@@ -32,7 +32,7 @@ from ..context import AgentContext
 from ..errors import ConfigurationError
 from ..events import emit
 from ..location import locate
-from ..limits import Limits
+from ..limits import Limits, refused_call
 from ..state import (
     BREAK_KIND,
     AgentState,
@@ -155,7 +155,7 @@ def judge(state: AgentState, limits: Limits, counters: Counters, ext: Extensions
         return {"decision": "finish", "status": "done", "history": close_turn(state, "done", state["answer"]),
                 "wrap_up": None, "wrapped_up": wrapping["reason"] if wrapping else None}
     trip = tripped(limits, counters, ext, (state.get("scratchpad") or [None])[-1])
-    if wrapping:  # the wrap-up gave no answer: the break it stood in for is taken
+    if wrapping and not refused_call(counters):  # the wrap-up gave no answer: the break it stood in for is taken
         trip = (wrapping["reason"], f"{wrapping['message']}; the wrap-up call without tools gave no usable answer")
     elif trip and wants_wrap_up(state, rules, trip[0]):
         return {"decision": "continue", "hints": [], "wrap_up": WrapUp(reason=trip[0], message=trip[1])}

@@ -28,6 +28,7 @@ from ..events import emit
 from ..memory.ledger import plain_observation
 from ..memory.window import current_steps
 from ..output import AnswerSchema
+from ..pricing import call_flags
 from ..protocols.auto import ProtocolSwitch
 from ..protocols.base import OutputProtocol, answer_form
 from ..protocols.tool_calling import INTERRUPTED
@@ -170,6 +171,7 @@ def build_step(state: AgentState) -> Step:
         hints=reply.get("hints") or [],
         prompt_parts=reply.get("prompt_parts") or {},
         memory=reply.get("memory") or [],
+        **({"cost_flags": flags} if (flags := call_flags(reply.get("cost") or [])) else {}),
         **({"finish_reason": reply["finish_reason"]} if reply.get("finish_reason") else {}),
         **{k: pending[k] for k in ("output", "invalid_output") if k in pending},  # type: ignore[literal-required]
         **{k: reply[k] for k in ("model", "protocol", "fallbacks") if reply.get(k)},  # type: ignore[typeddict-item]
