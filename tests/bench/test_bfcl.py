@@ -67,13 +67,14 @@ def reply(contestant: str, calls: list[tuple[str, dict]]) -> object:
     if contestant == "create_agent_text_calls":
         return "I will call: " + " ".join(json.dumps({"name": n, "arguments": a}) for n, a in calls)
     name, args = calls[0]  # the JSON and ReAct protocols: "Call one tool at a time"
-    if contestant == "reinloop_json":
+    if contestant in ("reinloop_json", "reinloop_json_strict"):
         return {"thought": "call it", "tool": name, "args": args}
     return f"Thought: call it\nAction: {name}\nArgs: {json.dumps(args)}"
 
 
 def final(contestant: str) -> object:
-    return {"json": {"thought": "done", "final_answer": "Done."}, "react": "Final Answer: Done."}.get(
+    answer = {"thought": "done", "final_answer": "Done."}
+    return {"json": answer, "json_strict": answer, "react": "Final Answer: Done."}.get(
         contestant.removeprefix("reinloop_"), "Done.")
 
 
@@ -139,7 +140,7 @@ def test_each_contestant_is_judged_by_bfcl_on_two_items_of_each_category(contest
         outcome = bfcl.run_item(contestant, item, ScriptedChatModel(replies=script(contestant, item)))
         assert outcome.run.ending != "crash", outcome.run.detail
         verdicts[item.id] = outcome.correct
-    one_call_a_reply = contestant in ("reinloop_json", "reinloop_react")
+    one_call_a_reply = contestant in ("reinloop_json", "reinloop_json_strict", "reinloop_react")
     # the JSON and ReAct protocols make one call a reply: a parallel item's first reply holds one of its calls
     assert verdicts == {i.id: not (one_call_a_reply and i.category == "parallel") for i in items}
 
