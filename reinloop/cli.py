@@ -222,18 +222,73 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"thread {thread_id}")
             console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
 
-    with console or contextlib.nullcontext():
-        live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
-        try:
-            outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                          progress=None if args.json or args.quiet else print_index_progress, on_start=header,
-                          on_token=console.token if live else None)
-        except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
-            raise exc if started else usage_error(exc)
-    if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
-        outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
+    with interrupts_said(args):
+        with console or contextlib.nullcontext():
+            live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
+            try:
+                outcome = run(args.task, spec, db=args.db, thread_id=thread_id,
+                              on_event=console.handle if console else None,
+                              progress=None if args.json or args.quiet else print_index_progress, on_start=header,
+                              on_token=console.token if live else None)
+            except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
+                raise exc if started else usage_error(exc)
+        if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
+            outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
+
+
+@contextlib.contextmanager
+def interrupts_said(args: argparse.Namespace) -> Iterator[None]:
+    """Ctrl-C or SIGTERM during a run: it is saved as interrupted; its thread id and the command that resumes it
+    are said (with ``--json`` as an outcome line's fields), and the process ends at once (exit 1).
+
+    The signal's handler hands the saving to a thread of its own and returns: unwound by a ``KeyboardInterrupt``,
+    LangGraph would first wait for the model call in flight. Before a run has started (or after it ended), the
+    signal is a ``KeyboardInterrupt`` as usual.
+    """
+    import signal
+    import threading
+
+    from .runs import owned_runs
+
+    def stop(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if not owned_runs():
+            raise KeyboardInterrupt(name)
+        threading.Thread(target=end_interrupted, args=(args, name), name="reinloop-interrupted").start()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
+def end_interrupted(args: argparse.Namespace, signal_name: str) -> None:
+    """Save the runs of this process as interrupted, say how to resume each, and end the process (exit 1)."""
+    from .runs import resume_command, save_interrupted
+
+    code = EXIT_ERROR
+    try:
+        for thread_id in save_interrupted():
+            command = resume_command(thread_id, args.db)
+            if getattr(args, "json", False):
+                say(safe_json({"type": "outcome", "status": "interrupted", "thread_id": thread_id, "signal": signal_name,
+                               "resume_command": command, "exit_code": code}))
+            say(f"reinloop: interrupted by {signal_name}: run {thread_id} is saved as interrupted; "
+                f"go on with: {command}", file=sys.stderr)
+    except ReinloopError as exc:  # the database could not take the mark: the run shows as abandoned instead
+        say(f"reinloop: interrupted by {signal_name}; the run could not be marked: {in_flag_terms(exc)}", file=sys.stderr)
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 def resume_shown(args: argparse.Namespace, thread_id: str, limits: Any, decisions: dict[str, Any]) -> Any:
@@ -328,7 +383,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         shown = shown.replace(max_cost=shown.max_cost + answer.extra_cost)
     console = make_console(args, shown)
     live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
-    with console or contextlib.nullcontext():
+    with interrupts_said(args), console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, on_event=console.handle if console else None,
                          on_token=console.token if live else None, **dataclasses.asdict(answer), **changes)
     print_outcome(outcome, args.json)
