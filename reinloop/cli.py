@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from .cli_options import (
@@ -456,6 +456,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .tools.catalog import BUILTINS, builtin
 
     with checking_input():  # said before anything is shown
+        tasks_file(args.tasks)  # a missing file first: no API key makes it readable
         spec = spec_from(args)
         resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
         spec.tool_settings.check_run_database(db_location(args.db))
@@ -476,14 +477,42 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
+def tasks_file(path: str) -> None:
+    """Refuse a tasks file that is not there, or not a readable file, naming it."""
+    file = Path(path)
+    if not file.is_file() or not os.access(file, os.R_OK):
+        what = "does not exist" if not file.exists() else "is not a file" if not file.is_file() else "cannot be read"
+        raise ConfigurationError(f"the tasks file {path!r} {what}; give a JSONL file with one task a line, e.g. "
+                         '{"task": "What is 6*7?"}')
+
+
 from . import cli_approve  # noqa: E402, F401  (registers `runs pending` and `approve`)
 
 # --- the parser ----------------------------------------------------------------------------------
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage error is two lines: the command's one-line usage and the error.
+
+    argparse prints the whole usage before its error, some 30 lines for ``run``; ``--help`` still has it all.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with ``usage: reinloop run [OPTIONS] task`` and the error (``--help``: every option)."""
+        say(f"{self.short_usage()}   ({self.prog} --help: every option)", file=sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def short_usage(self) -> str:
+        """``usage: PROG [OPTIONS] POSITIONALS``, the positionals as ``--help`` names them."""
+        options = any(a.option_strings and a.help != argparse.SUPPRESS for a in self._actions
+                      if not isinstance(a, argparse._HelpAction))
+        positionals = [a.metavar or a.dest for a in self._actions if not a.option_strings]
+        return " ".join(["usage:", self.prog, *(["[OPTIONS]"] if options else []), *map(str, positionals)])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``reinloop`` command, from :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="reinloop",
         description="A tool-using LLM agent loop on a short rein.",
         epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage; replay: 0 identical, 5 diverged",
