@@ -455,8 +455,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .runs import db_location
     from .tools.catalog import BUILTINS, builtin
 
+    tasks_file(args.tasks)  # a missing file first (exit 1, as batch() says it): no API key makes it readable
     with checking_input():  # said before anything is shown
-        tasks_file(args.tasks)  # a missing file first: no API key makes it readable
         spec = spec_from(args)
         resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
         spec.tool_settings.check_run_database(db_location(args.db))
@@ -478,12 +478,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def tasks_file(path: str) -> None:
-    """Refuse a tasks file that is not there, or not a readable file, naming it."""
-    file = Path(path)
-    if not file.is_file() or not os.access(file, os.R_OK):
-        what = "does not exist" if not file.exists() else "is not a file" if not file.is_file() else "cannot be read"
-        raise ConfigurationError(f"the tasks file {path!r} {what}; give a JSONL file with one task a line, e.g. "
-                         '{"task": "What is 6*7?"}')
+    """Refuse a tasks file that cannot be read, naming it, as :func:`reinloop.batches.read_tasks` would."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the tasks file {path!r}: {exc.strerror or exc}") from None
 
 
 from . import cli_approve  # noqa: E402, F401  (registers `runs pending` and `approve`)

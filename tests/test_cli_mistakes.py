@@ -54,10 +54,9 @@ def test_the_missing_key_of_a_fallback_model_suggests_its_own_endpoint(tmp_path)
 
 def test_batch_says_the_tasks_file_is_missing_before_the_api_key(tmp_path):
     proc = cli("batch", "nofile.jsonl", "--db", str(tmp_path / "runs.db"), cwd=tmp_path)
-    assert (proc.returncode, proc.stdout) == (2, "")
-    assert proc.stderr.splitlines() == [
-        "reinloop: error: the tasks file 'nofile.jsonl' does not exist; give a JSONL file with one task a line, "
-        'e.g. {"task": "What is 6*7?"}']
+    assert (proc.returncode, proc.stdout) == (1, "")
+    assert proc.stderr.splitlines() == ["reinloop: error: cannot read the tasks file 'nofile.jsonl': No such file or "
+                                        "directory"]
 
 
 @pytest.mark.parametrize(("argv", "usage", "error"), [
