@@ -128,8 +128,13 @@ def span_exporter(name: str) -> Any:
         return ConsoleSpanExporter(out=sys.stderr)  # stdout is the run's output (--json's lines)
     from importlib.metadata import entry_points
 
-    name = "otlp_proto_grpc" if name == "otlp" else name
     found = {ep.name: ep for ep in entry_points(group="opentelemetry_traces_exporter")}
+    if name == "otlp" and "otlp_proto_grpc" not in found:
+        raise ConfigurationError(
+            f"the OTLP protocol is {otlp_protocol()!r} (OTEL_EXPORTER_OTLP_PROTOCOL), whose span exporter is not "
+            "installed: pip install opentelemetry-exporter-otlp-proto-grpc, or set the protocol to http/protobuf"
+        )
+    name = "otlp_proto_grpc" if name == "otlp" else name
     if name not in found:
         raise ConfigurationError(
             f"{TRACES_EXPORTER_VARIABLE} names the span exporter {name!r}, which no installed package provides; "
