@@ -29,7 +29,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from .cli_options import (
@@ -222,18 +222,73 @@ def cmd_run(args: argparse.Namespace) -> int:
             console.print(f"thread {thread_id}")
             console.print(f"memory: {spec.memory.describe()}; tokens counted by {active_counter(spec.memory.encoding)}")
 
-    with console or contextlib.nullcontext():
-        live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
-        try:
-            outcome = run(args.task, spec, db=args.db, thread_id=thread_id, on_event=console.handle if console else None,
-                          progress=None if args.json or args.quiet else print_index_progress, on_start=header,
-                          on_token=console.token if live else None)
-        except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
-            raise exc if started else usage_error(exc)
-    if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
-        outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
+    with interrupts_said(args):
+        with console or contextlib.nullcontext():
+            live = isinstance(console, RunConsole) and console.live_enabled and spec.stream  # a terminal shows the reply
+            try:
+                outcome = run(args.task, spec, db=args.db, thread_id=thread_id,
+                              on_event=console.handle if console else None,
+                              progress=None if args.json or args.quiet else print_index_progress, on_start=header,
+                              on_token=console.token if live else None)
+            except ConfigurationError as exc:  # before the header: an unknown tool, read_file without --sandbox ...
+                raise exc if started else usage_error(exc)
+        if interactive(args):  # a person at a terminal: ask about each waiting call, and go on
+            outcome = answer_inline(outcome, lambda decisions: resume_shown(args, thread_id, spec.limits, decisions))
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
+
+
+@contextlib.contextmanager
+def interrupts_said(args: argparse.Namespace) -> Iterator[None]:
+    """Ctrl-C or SIGTERM during a run: it is saved as interrupted; its thread id and the command that resumes it
+    are said (with ``--json`` as an outcome line's fields), and the process ends at once (exit 1).
+
+    The signal's handler hands the saving to a thread of its own and returns: unwound by a ``KeyboardInterrupt``,
+    LangGraph would first wait for the model call in flight. Before a run has started (or after it ended), the
+    signal is a ``KeyboardInterrupt`` as usual.
+    """
+    import signal
+    import threading
+
+    from .runs import owned_runs
+
+    def stop(signum: int, frame: Any) -> None:
+        name = signal.Signals(signum).name
+        if not owned_runs():
+            raise KeyboardInterrupt(name)
+        threading.Thread(target=end_interrupted, args=(args, name), name="reinloop-interrupted").start()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {number: signal.signal(number, stop) for number in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+
+
+def end_interrupted(args: argparse.Namespace, signal_name: str) -> None:
+    """Save the runs of this process as interrupted, say how to resume each, and end the process (exit 1)."""
+    from .runs import resume_command, save_interrupted
+
+    code = EXIT_ERROR
+    try:
+        for thread_id in save_interrupted():
+            command = resume_command(thread_id, args.db)
+            if getattr(args, "json", False):
+                say(safe_json({"type": "outcome", "status": "interrupted", "thread_id": thread_id, "signal": signal_name,
+                               "resume_command": command, "exit_code": code}))
+            say(f"reinloop: interrupted by {signal_name}: run {thread_id} is saved as interrupted; "
+                f"go on with: {command}", file=sys.stderr)
+    except ReinloopError as exc:  # the database could not take the mark: the run shows as abandoned instead
+        say(f"reinloop: interrupted by {signal_name}; the run could not be marked: {in_flag_terms(exc)}", file=sys.stderr)
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
 
 
 def resume_shown(args: argparse.Namespace, thread_id: str, limits: Any, decisions: dict[str, Any]) -> Any:
@@ -328,7 +383,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         shown = shown.replace(max_cost=shown.max_cost + answer.extra_cost)
     console = make_console(args, shown)
     live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
-    with console or contextlib.nullcontext():
+    with interrupts_said(args), console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, on_event=console.handle if console else None,
                          on_token=console.token if live else None, **dataclasses.asdict(answer), **changes)
     print_outcome(outcome, args.json)
@@ -400,6 +455,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     from .runs import db_location
     from .tools.catalog import BUILTINS, builtin
 
+    tasks_file(args.tasks)  # a missing file first (exit 1, as batch() says it): no API key makes it readable
     with checking_input():  # said before anything is shown
         spec = spec_from(args)
         resolve_model(spec.model, base_url=spec.base_url, timeout=spec.retry.timeout)  # say which API key is missing first
@@ -421,14 +477,42 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return int(report.exit_code)
 
 
+def tasks_file(path: str) -> None:
+    """Refuse a tasks file that cannot be read, naming it, as :func:`reinloop.batches.read_tasks` would."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the tasks file {path!r}: {exc.strerror or exc}") from None
+
+
 from . import cli_approve  # noqa: E402, F401  (registers `runs pending` and `approve`)
 
 # --- the parser ----------------------------------------------------------------------------------
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage error is two lines: the command's one-line usage and the error.
+
+    argparse prints the whole usage before its error, some 30 lines for ``run``; ``--help`` still has it all.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Exit 2 with ``usage: reinloop run [OPTIONS] task`` and the error (``--help``: every option)."""
+        say(f"{self.short_usage()}   ({self.prog} --help: every option)", file=sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+    def short_usage(self) -> str:
+        """``usage: PROG [OPTIONS] POSITIONALS``, the positionals as ``--help`` names them."""
+        options = any(a.option_strings and a.help != argparse.SUPPRESS for a in self._actions
+                      if not isinstance(a, argparse._HelpAction))
+        positionals = [a.metavar or a.dest for a in self._actions if not a.option_strings]
+        return " ".join(["usage:", self.prog, *(["[OPTIONS]"] if options else []), *map(str, positionals)])
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``reinloop`` command, from :data:`COMMANDS`."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="reinloop",
         description="A tool-using LLM agent loop on a short rein.",
         epilog="exit codes: 0 done, 3 broken by a guard, 4 waiting for approval, 1 error, 2 usage; replay: 0 identical, 5 diverged",

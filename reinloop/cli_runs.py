@@ -28,7 +28,7 @@ def runs_list_options(p: argparse.ArgumentParser) -> None:
     add_db_flag(p)
 
 
-RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 8), ("STEPS", 5), ("COST", 9), ("UPDATED", 19), ("TASK", 40), ("OUTCOME", 40))
+RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 11), ("STEPS", 5), ("COST", 9), ("UPDATED", 19), ("TASK", 40), ("OUTCOME", 40))
 """``runs list``'s columns and their widths in terminal cells (a CJK character takes two)."""
 
 
@@ -36,11 +36,12 @@ RUNS_COLUMNS = (("THREAD", 14), ("STATUS", 8), ("STEPS", 5), ("COST", 9), ("UPDA
          example="reinloop runs list --status broken --json")
 def cmd_runs_list(args: argparse.Namespace) -> int:
     from .pricing import spent
-    from .rundb import list_runs
+    from .rundb import RESUMABLE, list_runs, resume_command
 
     records = list_runs(args.db, status=args.status)
-    if args.json:
-        say(safe_json([r.as_dict() for r in records]))
+    if args.json:  # a run whose process stopped mid-run has the command that goes on with it
+        say(safe_json([{**r.as_dict(), **({"resume_command": resume_command(r.thread_id, args.db)}
+                                          if r.status in RESUMABLE else {})} for r in records]))
         return EXIT_DONE
     if not records:
         say("no runs" + (f" with status {args.status}" if args.status else ""))
@@ -48,6 +49,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
         outcome = r.answer if r.status == "done" else r.break_reason or ""
+        outcome = f"go on: {resume_command(r.thread_id, args.db)}" if r.status in RESUMABLE else outcome
         say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
                        (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))
     return EXIT_DONE
@@ -88,20 +90,28 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
         write_output(safe_json(data, default=str), args.output)
         return EXIT_DONE
-    print_detail(detail)
+    print_detail(detail, args.db)
     return EXIT_DONE
 
 
-def print_detail(detail: Any) -> None:
+def print_detail(detail: Any, db: str | None = None) -> None:
     """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
     from .pricing import cost_breakdown
 
     from .approval import waiting_calls
 
+    from .rundb import process_gone, resume_command
+
     state, record = detail.state, detail.run
     status = state.get("status", record.status if record else "?")  # named as `runs list` names it
     status = "paused" if state.get("decision") == "pause" else "waiting" if waiting_calls(state) else status
-    say(f"thread {detail.thread_id}: {status}" + (" (at a break: `reinloop resume` goes on)" if status == "paused" else ""))
+    if (status == "running" or status is None) and record is not None:  # its process stopped, or is gone, mid-run
+        status = "interrupted" if record.status == "interrupted" else "abandoned" if process_gone(record) else status
+    said = {"paused": " (at a break: `reinloop resume` goes on)",
+            "interrupted": f" (stopped by a signal; go on with: {resume_command(detail.thread_id, db)})",
+            "abandoned": f" (its process, {record.owner_pid if record else '?'} on {record.owner_host if record else '?'}, "
+                         f"is gone; go on with: {resume_command(detail.thread_id, db)})"}
+    say(f"thread {detail.thread_id}: {status}{said.get(status, '') if isinstance(status, str) else ''}")
     say(f"task: {state.get('task', record.task if record else '')}")
     if detail.spec is not None:
         spec = RunSpec.from_dict(detail.spec)

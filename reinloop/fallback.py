@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from .errors import ConfigurationError, ModelCallError
+from .errors import ConfigurationError, ModelCallError, ModelSetupError
 
 if TYPE_CHECKING:  # RunSpec reads this module, and imports no LangChain
     from .protocols.base import OutputProtocol
@@ -152,5 +152,13 @@ def chain_models(refs: Sequence[str], objects: Sequence[Any], timeout: float | N
         if url is not None and is_redacted(url):
             raise ConfigurationError(f"fallback model {model} used the endpoint {url}, whose credentials reinloop never "
                                      "stores; pass the fallback again with --fallback-model MODEL@URL")
-        models.append(resolve_model(model, base_url=url, timeout=timeout))
+        try:
+            models.append(resolve_model(model, base_url=url, timeout=timeout))
+        except ModelSetupError as exc:
+            if exc.key_variable is None or url is not None:
+                raise
+            raise ModelSetupError(  # --base-url is the primary model's: a fallback names its own endpoint
+                f"fallback model {model!r} needs an API key: set {exc.key_variable} (or give it a local "
+                f"OpenAI-compatible server as MODEL@URL: --fallback-model {model}@http://127.0.0.1:8080/v1)",
+                model=model, key_variable=exc.key_variable) from None
     return models

@@ -26,7 +26,7 @@ from .callbacks import watched
 from .pricing import check_call_cost
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
-from .redact import origin, scrub
+from .redact import origin, redact_url, scrub
 from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
 from .retry import call_with_retries, endpoint_of, model_call_error, model_url
 from .tools.registry import ToolRegistry
@@ -72,6 +72,9 @@ def resolve_model(
         if base_url is not None:
             raise ConfigurationError("base_url applies to model strings only; configure the model object instead")
         return model
+    check_model_name(model)
+    if base_url is not None:
+        check_endpoint(base_url, model)
     from langchain.chat_models import init_chat_model
 
     provider = _provider(model)
@@ -89,6 +92,11 @@ def resolve_model(
     except ImportError as exc:
         raise ModelSetupError(f"model {model!r}: {exc}", model=model) from None
     except ValueError as exc:
+        if ":" not in model:  # LangChain infers a provider from a few prefixes only (gpt-, claude-, ...)
+            raise ModelSetupError(
+                f"model {model!r} names no provider, and none can be inferred from the name: write "
+                f"'provider:model', e.g. 'openai:{model}' (also for an OpenAI-compatible server with --base-url), "
+                f"'ollama:{model}' or 'anthropic:{model}'", model=model) from None
         first = scrub(str(exc), base_url).splitlines()[0]
         raise ModelSetupError(
             f"model {model!r}: {first} Use 'provider:model', e.g. 'openai:gpt-4o-mini'.", model=model
@@ -102,6 +110,32 @@ def resolve_model(
             ) from None
         raise ModelSetupError(f"model {model!r} could not be created: {scrub(str(exc), base_url)}",
                               model=model) from None
+
+
+def check_model_name(model: str) -> None:
+    """Refuse a model string with nothing on one side of its ``provider:`` colon, before any client is made."""
+    provider, colon, name = model.strip().partition(":")
+    if not model.strip() or (colon and not name.strip()) or (colon and not provider.strip()):
+        example = f"'{provider.strip() or 'openai'}:gpt-4o-mini'"
+        raise ModelSetupError(f"model {model!r} names no model{' after its provider' if provider.strip() else ''}: "
+                              f"write 'provider:model', e.g. {example}", model=model)
+
+
+def check_endpoint(base_url: str, model: str) -> None:
+    """Refuse a base URL that is not an ``http(s)://HOST...`` URL, before any call is made (and retried)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url.strip())
+        host = parts.hostname
+    except ValueError:
+        parts, host = None, None
+    if parts is None or parts.scheme not in ("http", "https") or not host:
+        why = ("it has no http:// or https:// scheme" if parts is None or parts.scheme not in ("http", "https")
+               else "it names no host")
+        raise ModelSetupError(f"base URL {redact_url(base_url)!r} is not a URL the client can call ({why}): write "
+                              "http(s)://HOST[:PORT]/v1, e.g. http://127.0.0.1:11434/v1 (Ollama) or "
+                              "http://127.0.0.1:8000/v1 (vLLM)", model=model)
 
 
 def prepare_model(

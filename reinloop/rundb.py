@@ -7,6 +7,7 @@ or graph code (:mod:`reinloop.runs` re-exports every name here).
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,13 +57,21 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
-STATUSES = ("running", "waiting", "paused", "done", "broken")
+STATUSES = ("running", "waiting", "paused", "interrupted", "abandoned", "done", "broken")
 """What ``runs list`` says a run is, and what ``--status`` takes: the same names.
 
-``waiting``: calls wait for an operator's approval (``reinloop approve``); ``paused``: a guard broke it and it
-waits at the break for ``reinloop resume``; ``broken``: a guard broke it for good. ``--status broken`` also
+``running``: its process is alive; ``waiting``: calls wait for an operator's approval (``reinloop approve``);
+``paused``: a guard broke it and it waits at the break for ``reinloop resume``; ``interrupted``: Ctrl-C or
+SIGTERM stopped it, ``abandoned``: its process died mid-run (killed, crashed, its machine lost), and
+``reinloop resume`` goes on with either; ``broken``: a guard broke it for good. ``--status broken`` also
 lists the paused runs (each was broken by a guard), ``--status paused`` only those.
 """
+RESUMABLE = ("interrupted", "abandoned")
+"""The statuses of a run whose process stopped mid-run: ``reinloop resume THREAD`` continues it."""
+HEARTBEAT_SECONDS = 10.0
+"""How often the process that runs a run says so (``runs.heartbeat_at``)."""
+STALE_SECONDS = 60.0
+"""A run whose heartbeat is older than this is abandoned (on another host, where its pid cannot be checked)."""
 
 
 def list_runs(db: str | Path | None = None, *, status: str | None = None) -> list[RunRecord]:
@@ -109,6 +118,8 @@ def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) ->
             if shown == "running":
                 latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
                 shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
+            if shown == "running" and process_gone(record):
+                shown = "abandoned"
             records.append(dataclasses.replace(record, status=shown))
     return records
 
@@ -118,3 +129,45 @@ def filtered(records: list[RunRecord], status: str | None) -> list[RunRecord]:
     if status is None:
         return records
     return [r for r in records if r.status == status or (status == "broken" and r.status == "paused")]
+
+
+def process_gone(record: RunRecord) -> bool:
+    """True when the process that ran ``record`` is gone: on this host its pid is dead, anywhere its heartbeat stopped.
+
+    A run stored before schema 8, or by a process that records no owner, is never said to be gone.
+    """
+    from datetime import datetime, timezone
+
+    if record.owner_pid is None:
+        return False
+    if record.owner_host == socket.gethostname() and not pid_alive(record.owner_pid):
+        return True
+    try:
+        beat = datetime.fromisoformat(record.heartbeat_at or "")
+    except ValueError:
+        return True
+    return (datetime.now(timezone.utc) - beat).total_seconds() > STALE_SECONDS
+
+
+def pid_alive(pid: int) -> bool:
+    """True when a process ``pid`` runs on this host (a zombie, dead but not yet reaped, is not alive)."""
+    if pid <= 0:  # 0 and below name process groups, never one process
+        return False
+    try:
+        os.kill(pid, 0)
+    except PermissionError:  # another user's process
+        pass
+    except (OSError, OverflowError):  # no such process; a pid no process can have
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def resume_command(thread_id: str, db: str | Path | None = None) -> str:
+    """The command that continues a stopped run, ``--db`` included when one was given."""
+    import shlex
+
+    return f"reinloop resume {shlex.quote(thread_id)}" + (f" --db {shlex.quote(str(db))}" if db else "")

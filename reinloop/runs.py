@@ -22,9 +22,12 @@ beside the spec, by the same names (``model=``, ``tools=``).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace as replaced
 from pathlib import Path
 from typing import Any
@@ -46,7 +49,8 @@ from .pending import answer_claim
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
 from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
-    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
+    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, HEARTBEAT_SECONDS, db_location, db_timeout, list_runs, open_db,
+    resume_command, thread_config,
 )
 from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
 from .tools.catalog import BUILTINS, builtins
@@ -231,9 +235,69 @@ def run_with(
         if on_start is not None:
             on_start(thread_id)
         record_spec(saver, thread_id, spec)
-        return stream_stored(graph, {"task": task}, thread_id, on_event, on_token)
+        with owned(saver, thread_id, task):
+            return stream_stored(graph, {"task": task}, thread_id, on_event, on_token)
     finally:
         close_mcp(opened_here(tools, given))
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a stored run, which is saved as ``interrupted``: ``reinloop resume THREAD`` goes on from its
+    last checkpoint. Fields: ``thread_id``, ``signal``."""
+
+    def __init__(self, thread_id: str, signal: str = "SIGINT") -> None:
+        super().__init__(f"run {thread_id} interrupted by {signal}; it is saved: `reinloop resume {thread_id}` goes on")
+        self.thread_id, self.signal = thread_id, signal
+
+
+_OWNED: dict[str, tuple[Database, str]] = {}
+"""The runs this process runs now: thread id -> (run database, task)."""
+
+
+@contextlib.contextmanager
+def owned(saver: Database, thread_id: str, task: str) -> Iterator[None]:
+    """The run is this process's inside: its host and pid are recorded, with a heartbeat every
+    :data:`~reinloop.rundb.HEARTBEAT_SECONDS`, so ``runs list`` can tell when the process is gone; a
+    ``KeyboardInterrupt`` saves the run as ``interrupted`` and becomes :class:`RunInterrupted`."""
+    saver.runs.claim(thread_id, socket.gethostname(), os.getpid())
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_SECONDS):
+            try:
+                saver.runs.beat(thread_id, os.getpid())
+            except Exception:  # noqa: BLE001 - the database closed or failed: the run's own writes say so
+                return
+
+    threading.Thread(target=beat, name=f"reinloop-heartbeat-{thread_id}", daemon=True).start()
+    _OWNED[thread_id] = (saver, task)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        stop.set()
+        saver.runs.interrupted(thread_id, task)
+        raise RunInterrupted(thread_id, str(exc) if str(exc).startswith("SIG") else "SIGINT") from None
+    finally:
+        stop.set()
+        _OWNED.pop(thread_id, None)
+
+
+def owned_runs() -> list[str]:
+    """The thread ids of the runs this process runs now."""
+    return list(_OWNED)
+
+
+def save_interrupted() -> list[str]:
+    """Mark every run this process runs now as ``interrupted``, from any thread; their thread ids.
+
+    For a signal handler that ends the process at once instead of unwinding the run (LangGraph would first
+    wait for the model call in flight).
+    """
+    saved = []
+    for thread_id, (saver, task) in list(_OWNED.items()):
+        saver.runs.interrupted(thread_id, task)
+        saved.append(thread_id)
+    return saved
 
 
 def record_spec(saver: Database, thread_id: str, spec: RunSpec) -> None:
@@ -291,10 +355,11 @@ def resume_with(
         state = graph.get_state(thread_config(thread_id))
         if resumed_with is None and not state.next and not state.tasks:
             raise NotResumableError(f"run {thread_id!r} has nothing left to run (status {values.get('status')!r})")
-        if decisions is None:
-            return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
-        with answer_claim(saver, thread_id, decisions):  # one answer per waiting checkpoint, whoever else answers
-            return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
+        with owned(saver, thread_id, str(values.get("task") or "")):
+            if decisions is None:
+                return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
+            with answer_claim(saver, thread_id, decisions):  # one answer per waiting checkpoint, whoever else answers
+                return stream_stored(graph, resumed_with, thread_id, on_event, on_token)
     finally:  # the MCP servers the stored spec named, connected to again by this resume
         close_mcp(opened_here(list(graph.reinloop_context.tools), Given(tools=tuple(changes.get("tools") or ()))))
 

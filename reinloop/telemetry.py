@@ -34,19 +34,23 @@ Message texts, tool arguments and results are recorded only with
 from __future__ import annotations
 
 import json
+import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import TelemetrySetupError
+from .errors import ConfigurationError, TelemetrySetupError
 from .events import ActionRecord, NodeEvent
 from .models import OUTPUT_CAP_FIELDS
 from .spec import RunSpec
 
 try:
     from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
     from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 except ImportError as exc:  # reinloop runs without the extra; only switching telemetry on needs it
     raise TelemetrySetupError(exc.name or "opentelemetry") from None
@@ -63,27 +67,129 @@ COUNTERS = ("steps", "llm_calls", "prompt_tokens", "completion_tokens", "errors"
 """Run counters put on the run span, as ``reinloop.counters.<name>``."""
 
 
+TRACES_EXPORTER_VARIABLE = "OTEL_TRACES_EXPORTER"
+"""The standard variable that names the span exporters (``otlp`` unless it says otherwise; ``none``: no export)."""
+EXPORT_TIMEOUT = 2.0
+"""Seconds one export to the OTLP collector may take, retries included, unless ``OTEL_EXPORTER_OTLP_TIMEOUT`` (or
+``..._TRACES_TIMEOUT``) says otherwise: the SDK's 10 s of retries on a collector that is not there delayed exit."""
+_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+_QUIET_LOGGERS = ("opentelemetry.exporter.otlp.proto.http.trace_exporter", "opentelemetry.exporter.otlp.common.http")
+logger = logging.getLogger(__name__)
+
+
 def tracer_provider(given: Any = None) -> Any:
     """The provider spans go to: ``given``, else the global one the caller set, else reinloop's own (set global).
 
-    Reinloop's own exports over OTLP/HTTP in batches; the exporter reads ``OTEL_EXPORTER_OTLP_*``
-    (endpoint, headers, timeout, compression), the resource ``OTEL_SERVICE_NAME`` and
-    ``OTEL_RESOURCE_ATTRIBUTES``, the batch processor ``OTEL_BSP_*``: the SDK's own handling.
+    Reinloop's own exports in batches to the exporters ``OTEL_TRACES_EXPORTER`` names, as the SDK's own
+    configuration reads it (``otlp``, the default: OTLP/HTTP; ``console``: the spans as JSON on stderr;
+    ``none``; any exporter an installed package registers); ``OTEL_SDK_DISABLED=true`` exports nothing. The OTLP
+    exporter reads ``OTEL_EXPORTER_OTLP_*`` (endpoint, headers, timeout, compression), the resource
+    ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES``, the batch processor ``OTEL_BSP_*``: the SDK's own
+    handling. A collector that cannot be reached is said once (a warning of this module's logger) and the
+    run's later spans are dropped at once, not retried.
     """
     if given is not None:
         return given
     if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         return trace.get_tracer_provider()
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
     except ImportError as exc:
         raise TelemetrySetupError(exc.name or "opentelemetry.sdk") from None
     provider = TracerProvider()  # flushed at exit (shutdown_on_exit)
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    for exporter in span_exporters():
+        provider.add_span_processor(BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return trace.get_tracer_provider()
+
+
+def span_exporters() -> list[Any]:
+    """The exporters ``OTEL_TRACES_EXPORTER`` names (``otlp`` when unset), each made as the SDK would make it."""
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return []
+    names = [n.strip() for n in (os.environ.get(TRACES_EXPORTER_VARIABLE) or "otlp").split(",") if n.strip()]
+    return [exporter for name in names if name.lower() != "none" for exporter in [span_exporter(name)]]
+
+
+def span_exporter(name: str) -> Any:
+    """One exporter by its name: ``otlp`` (and ``otlp_proto_http``) is reinloop's bounded OTLP/HTTP exporter,
+    ``console`` the SDK's on stderr, any other name the ``opentelemetry_traces_exporter`` entry point of that name."""
+    if name in ("otlp", "otlp_proto_http") and otlp_protocol() != "grpc":
+        try:
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        except ImportError as exc:
+            raise TelemetrySetupError(exc.name or "opentelemetry.exporter.otlp.proto.http") from None
+        timeout = None if any(os.environ.get(v) for v in _TIMEOUT_VARIABLES) else EXPORT_TIMEOUT
+        return ReachableOnce(OTLPSpanExporter(timeout=timeout))
+    if name == "console":
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter(out=sys.stderr)  # stdout is the run's output (--json's lines)
+    from importlib.metadata import entry_points
+
+    found = {ep.name: ep for ep in entry_points(group="opentelemetry_traces_exporter")}
+    if name == "otlp" and "otlp_proto_grpc" not in found:
+        raise ConfigurationError(
+            f"the OTLP protocol is {otlp_protocol()!r} (OTEL_EXPORTER_OTLP_PROTOCOL), whose span exporter is not "
+            "installed: pip install opentelemetry-exporter-otlp-proto-grpc, or set the protocol to http/protobuf"
+        )
+    name = "otlp_proto_grpc" if name == "otlp" else name
+    if name not in found:
+        raise ConfigurationError(
+            f"{TRACES_EXPORTER_VARIABLE} names the span exporter {name!r}, which no installed package provides; "
+            f"choose among: {', '.join(sorted({'otlp', 'none', *found}))}"
+        )
+    return found[name].load()()
+
+
+def otlp_protocol() -> str:
+    """The OTLP protocol the standard variables ask for (``http/protobuf`` unless they say ``grpc``)."""
+    return (os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "http/protobuf").strip()
+
+
+class ReachableOnce(SpanExporter):
+    """An OTLP exporter that tries the collector until it fails once: then it says so, once, and drops the spans
+    that follow at once (no retries, no warnings at each batch, no seconds added at exit).
+
+    The exporter's own retry warnings are dropped: this class says what they would.
+    """
+
+    def __init__(self, exporter: Any) -> None:
+        self.exporter = exporter
+        self.unreachable = False
+        for name in _QUIET_LOGGERS:
+            logging.getLogger(name).addFilter(_drop)
+
+    @property
+    def endpoint(self) -> str:
+        """Where the spans go (the exporter's endpoint, from the variables)."""
+        return str(getattr(self.exporter, "_endpoint", None) or "the OTLP endpoint")
+
+    def export(self, spans: Any) -> SpanExportResult:
+        """Send ``spans``; after one failure, drop them at once."""
+        if self.unreachable:
+            return SpanExportResult.FAILURE
+        result = self.exporter.export(spans)
+        if result is not SpanExportResult.SUCCESS:
+            self.unreachable = True
+            logger.warning("reinloop: the OpenTelemetry collector at %s could not be reached; this run's spans are "
+                           "dropped (OTEL_EXPORTER_OTLP_ENDPOINT says where it is, OTEL_TRACES_EXPORTER=none stops "
+                           "the export)", self.endpoint)
+        return result
+
+    def shutdown(self) -> None:
+        """Shut the exporter down."""
+        self.exporter.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Nothing is held here: the exporter's own answer."""
+        return bool(self.exporter.force_flush(timeout_millis))
+
+
+def _drop(record: logging.LogRecord) -> bool:
+    return False
 
 
 def traceparent(context: SpanContext) -> str:

@@ -40,3 +40,21 @@ def test_readme_setup_commands_match_ci():
     assert tests.strip() in ci
     assert "reinloop demo" in setup
     assert setup.split("&&")[0].strip() == "./install.sh" and "\n./install.sh\n" in ci  # one install, both places
+
+
+@pytest.mark.slow
+def test_readme_test_command_ends_with_the_pass_and_fail_count(tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(__file__).parent.parent
+    (_, tests) = code_blocks("bash")[:2]
+    words = tests.split()
+    assert words[:3] == [".venv/bin/python", "-m", "pytest"]
+    (tmp_path / "test_two.py").write_text("def test_passes():\n    pass\n\n\ndef test_fails():\n    assert False\n")
+    # the project's own configuration (its addopts), on a two-test file instead of the suite
+    command = [sys.executable, *words[1:], "-c", str(root / "pyproject.toml"), "--rootdir", str(tmp_path),
+               "-p", "no:cacheprovider", str(tmp_path / "test_two.py")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "1 failed, 1 passed" in done.stdout.splitlines()[-1]

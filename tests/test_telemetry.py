@@ -25,7 +25,7 @@ from reinloop.checkpoints import open_database
 from reinloop.errors import TelemetrySetupError
 from reinloop.testing import tool_call
 
-from .local_net import LocalHTTPServer
+from .local_net import LocalHTTPServer, free_port
 from .openai_server import completion
 
 SECRET = "the launch code is 4417"
@@ -345,6 +345,49 @@ def test_the_cli_exports_over_otlp_http_to_the_endpoint_the_standard_variables_n
     assert chat["gen_ai.request.model"].string_value == "gpt-4o-mini"
     assert chat["gen_ai.usage.input_tokens"].int_value == 12
     assert list(chat["gen_ai.response.finish_reasons"].array_value.values)[0].string_value in ("tool_calls", "stop")
+
+
+
+def otel_run(openai_server, tmp_path, *flags: str, **variables: str) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``reinloop run`` to the scripted server in a new process, with ``variables`` set; the process and its seconds."""
+    openai_server.responses.append(completion("6"))
+    env = {**os.environ, "OPENAI_API_KEY": "not-needed", **variables}
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "2*3?", "--base-url", openai_server.base_url,
+                           "--db", str(tmp_path / "runs.db"), "--no-color", *flags],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return proc, time.monotonic() - started
+
+
+def test_an_unreachable_collector_is_said_once_and_adds_no_seconds_at_exit(openai_server, tmp_path):
+    closed = f"http://127.0.0.1:{free_port()}"
+    _, without = otel_run(openai_server, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=closed)
+    proc, with_otel = otel_run(openai_server, tmp_path, "--otel", OTEL_EXPORTER_OTLP_ENDPOINT=closed)
+    assert proc.stderr.splitlines() == [
+        f"reinloop: the OpenTelemetry collector at {closed}/v1/traces could not be reached; this run's spans are "
+        "dropped (OTEL_EXPORTER_OTLP_ENDPOINT says where it is, OTEL_TRACES_EXPORTER=none stops the export)"]
+    assert "answer: 6" in proc.stdout
+    assert with_otel - without < 5, f"--otel took {with_otel:.1f} s, without it {without:.1f} s"  # was 9-16 s more
+
+
+def test_otel_traces_exporter_console_prints_the_spans_on_stderr(openai_server, tmp_path):
+    proc, _ = otel_run(openai_server, tmp_path, "--otel", "--json", "-q", OTEL_TRACES_EXPORTER="console")
+    assert json.loads(proc.stdout)["answer"] == "6"  # stdout keeps the run's own lines
+    assert '"name": "invoke_agent reinloop"' in proc.stderr and '"name": "chat gpt-4o-mini"' in proc.stderr
+
+
+def test_otel_traces_exporter_none_exports_nothing_and_an_unknown_exporter_is_named(openai_server, tmp_path):
+    proc, _ = otel_run(openai_server, tmp_path, "--otel", OTEL_TRACES_EXPORTER="none",
+                       OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{free_port()}")
+    assert proc.stderr == ""
+    bad = subprocess.run([sys.executable, "-m", "reinloop", "run", "2*3?", "--base-url", openai_server.base_url,
+                          "--db", str(tmp_path / "runs.db"), "--otel"], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "OPENAI_API_KEY": "not-needed", "OTEL_TRACES_EXPORTER": "zipkin_json"})
+    assert bad.returncode != 0 and bad.stdout == ""
+    assert bad.stderr.splitlines() == [
+        "reinloop: error: OTEL_TRACES_EXPORTER names the span exporter 'zipkin_json', which no installed package "
+        "provides; choose among: console, none, otlp, otlp_proto_http"]
 
 
 def reinloop_cli(command: list[str], collector: Collector, code: int) -> None:

@@ -101,6 +101,33 @@ class RunStore:
             "limits": spec.limits.as_dict(), "system_prompt": spec.system_prompt, "spec": spec.stored(),
         })
 
+    def claim(self, thread_id: str, host: str, pid: int) -> None:
+        """Record that the process ``pid`` on ``host`` runs ``thread_id`` now, with its first heartbeat."""
+        now = now_iso()
+        with self.db.write() as tx:
+            tx.execute(
+                "INSERT INTO runs (thread_id, created_at, updated_at, owner_host, owner_pid, heartbeat_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE SET owner_host = excluded.owner_host, "
+                "owner_pid = excluded.owner_pid, heartbeat_at = excluded.heartbeat_at",
+                (str(thread_id), now, now, host, int(pid), now),
+            )
+
+    def beat(self, thread_id: str, pid: int) -> None:
+        """The heartbeat of the process ``pid`` that runs ``thread_id`` (none once another process took it over)."""
+        with self.db.write() as tx:
+            tx.execute("UPDATE runs SET heartbeat_at = ? WHERE thread_id = ? AND owner_pid = ?",
+                       (now_iso(), str(thread_id), int(pid)))
+
+    def interrupted(self, thread_id: str, task: str) -> None:
+        """Mark a run that Ctrl-C or SIGTERM stopped while it ran as ``interrupted`` (``reinloop resume`` goes on)."""
+        now = now_iso()
+        with self.db.write() as tx:
+            tx.execute(
+                "UPDATE runs SET status = 'interrupted', task = COALESCE(task, ?), updated_at = ?, heartbeat_at = NULL "
+                "WHERE thread_id = ? AND (status IS NULL OR status IN ('running', 'interrupted'))",
+                (task, now, str(thread_id)),
+            )
+
     def get(self, thread_id: str) -> RunRecord | None:
         """The ``runs`` row of a thread, or None."""
         rows = self.db.query("SELECT * FROM runs WHERE thread_id = ?", (str(thread_id),))
@@ -157,11 +184,11 @@ def text_columns(row: Mapping[str, Any], table: str, names: Sequence[str], kind:
 
 def run_record(row: Mapping[str, Any]) -> RunRecord:
     """A :class:`RunRecord` from a ``runs`` row (URLs redacted, also those an older reinloop stored whole)."""
-    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec", "steps")
+    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec", "steps", "owner_pid")
     try:
         return RunRecord(
             **text_columns(row, "runs", [k for k in RunRecord.__dataclass_fields__ if k not in plain]),
-            steps=text_columns(row, "runs", ["steps"], int)["steps"],
+            **text_columns(row, "runs", ["steps", "owner_pid"], int),
             paused=bool(row["paused"]),
             counters=json_value(row["counters"], {}, "runs.counters", dict),
             tools=json_value(row["tools"], None, "runs.tools", list),

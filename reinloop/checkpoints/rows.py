@@ -122,6 +122,12 @@ class RunRecord:
     spec: dict[str, Any] | None = None
     """The run's :class:`~reinloop.RunSpec` in its JSON form (schema 6 on; ``None`` for older runs).
     ``model`` ... ``system_prompt`` above are copies of its fields, for SQL readers."""
+    owner_host: str | None = None
+    """The host of the process that runs it, or ran it last (schema 8 on)."""
+    owner_pid: int | None = None
+    """That process's id on ``owner_host``."""
+    heartbeat_at: str | None = None
+    """When that process last said it was alive (every few seconds while the run runs)."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-able dict."""

@@ -311,6 +311,9 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(5, "long strings stored once", (BLOBS,), columns=(("tool_journal", Column("observation_hash")),)),
     Migration(6, "the run spec of each run", (), columns=(("runs", Column("spec", "json")),)),
     Migration(7, "steps renamed node_events: one row per node transition", renames=(("steps", "node_events"),)),
+    Migration(8, "the process that runs each run: its host, pid and heartbeat", columns=(
+        ("runs", Column("owner_host")), ("runs", Column("owner_pid", "integer")), ("runs", Column("heartbeat_at")),
+    )),
 )
 """Every schema change, in order. Append only."""
 
