@@ -76,7 +76,7 @@ def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):
     (action,) = steps[1]["actions"]
     assert action["args"] == {"expression": "1/0"} and action["error"] is True
     assert steps[1]["error"] == "calculator: ERROR: CalculatorError: division by zero"
-    assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃"
+    assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃ (demo data)"
     assert all(s["tokens_in"] == 10 and s["tokens_out"] == 5 and s["latency_ms"] > 0 for s in steps)
     assert [s["decision"] for s in steps] == ["continue", "continue", "continue", "hint", "pause"]
     assert steps[3]["hints"][0].startswith("You already did this")
