@@ -95,8 +95,10 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 
 def print_detail(detail: Any, db: str | None = None) -> None:
-    """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, breaks."""
+    """``reinloop runs show``'s text: status, task, spec, answer, counters, summary, steps, then the run's record
+    (breaks, operators' decisions, calls waiting: :func:`reinloop.run_record.record_entries`)."""
     from .pricing import cost_breakdown
+    from .run_record import record_entries
 
     from .approval import waiting_calls
 
@@ -145,13 +147,8 @@ def print_detail(detail: Any, db: str | None = None) -> None:
     for result in (detail.pending_break or {}).get("observations") or []:
         say(f"in hand at the break: step {result['step']}: {result['tool']} "
             f"{safe_json(result['args'])} -> {short(result['observation'], 100)}")
-
-    for call in waiting_calls(state):
-        say(f"waiting for approval: {call['id']}: {call['tool']} {safe_json(call['args'])} ({call['reason']}); "
-            f"answer with `reinloop approve {detail.thread_id} {call['id']}`")
-    for number, b in enumerate(detail.breaks, 1):  # within the thread: b.id counts across the database
-        resolved = safe_json(b.resolution) if b.resolution else "pending"
-        say(f"break #{number} at {(b.created_at or '')[:19]}: {b.reason}: {b.message} -> {resolved}")
+    for entry in record_entries(detail.thread_id, state, detail.breaks):  # what the HTML report lists too
+        say(entry.text)
 
 
 def runs_prune_options(p: argparse.ArgumentParser) -> None:

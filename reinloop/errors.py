@@ -5,7 +5,8 @@ Errors are split by who has to act::
     ReinloopError                 base of everything reinloop raises
     ├── ConfigurationError        the developer: bad arguments to build_graph, the CLI, a tool
     │   ├── SettingError          a RunSpec setting refused its value (which, why, the value)
-    │   │   └── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
+    │   │   ├── TelemetrySetupError   telemetry asked for, the OpenTelemetry SDK not installed
+    │   │   └── TaskTooLargeError     a task that leaves the steps no room in the prompt budget
     │   ├── DuplicateToolError    two tools share a name
     │   ├── UnknownToolError      a built-in tool name that does not exist
     │   ├── ModelSetupError       a model string or endpoint that cannot be used (no API key, ...)
@@ -145,6 +146,24 @@ class TelemetrySetupError(SettingError):
         self.missing = missing
         super().__init__("RunSpec", "telemetry", f"needs the OpenTelemetry SDK, and {missing!r} is not installed",
                          shown=False, sentence="telemetry {reason}: pip install 'reinloop[otel]' (or run without --otel / {setting})")
+
+
+class TaskTooLargeError(SettingError):
+    """A task too large for the prompt budget (``Memory.max_prompt_tokens``): refused before the run, never cut.
+
+    ``task_tokens`` the task's size, ``fixed_tokens`` the system prompt's and tools', ``reserved`` the least room
+    the steps need, ``budget`` the budget, ``needed`` the least budget that holds them all, ``counter`` the count's encoding.
+    """
+
+    def __init__(self, task_tokens: int, fixed_tokens: int, reserved: int, budget: int, counter: str) -> None:
+        self.task_tokens, self.fixed_tokens, self.reserved, self.budget = task_tokens, fixed_tokens, reserved, budget
+        self.needed, self.counter = task_tokens + fixed_tokens + reserved, counter
+        super().__init__(
+            "Memory", "max_prompt_tokens", f"raise it to at least {self.needed}, or give the long text as a file the run "
+            "reads (read_file, search_docs)", shown=False,
+            sentence=f"the task is {task_tokens:,} tokens ({counter}): with the system prompt and tools ({fixed_tokens:,}) "
+                     f"and {reserved} for the steps it needs {self.needed:,}, more than the prompt budget {{setting}}"
+                     f"={budget:,}; it is refused rather than cut, since a cut task crowds out the tool results; {{reason}}")
 
 
 class RunError(ReinloopError):

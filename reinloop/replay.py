@@ -7,15 +7,22 @@ reads them back, oldest first, one per model call. :func:`replay` builds the
 run's graph again from its stored :class:`~reinloop.RunSpec` on a fresh
 in-memory database, with a :class:`~reinloop.testing.ScriptedChatModel` that
 serves those replies (:func:`reinloop.testing.replay_model`), feeds it the
-run's tasks, answers its breaks as the operator did, and compares the two runs
-step by step. The tools run again, or with ``stub_tools=True`` are served from
-the stored observations, so a replay needs neither the model nor the world.
+run's tasks, answers its breaks and its waiting calls as the operator did
+(:func:`recorded_decisions`: approved, edited, rejected or answered), and
+compares the two runs step by step. The tools run again, or with
+``stub_tools=True`` are served from the stored observations, so a replay needs
+neither the model nor the world.
+
+Each served reply costs what it cost when it was recorded (:class:`RecordedPricing`),
+so a budget (``Limits.max_cost``) warns and breaks at the same step again; the
+calls a replay does not make again (a fallback model's refusal, a summarizer's
+calls) are counted with the step's kept reply.
 
 What is compared, per step and in this order: the prompt (its hash), the
 actions (tool and arguments), their observations, the answer or parse error,
 and the guard's decision; then how the run ended. The first difference is a
 :class:`Divergence`; none means the replay is identical. Costs and timings are
-not compared (a replayed reply costs nothing and takes no time).
+not compared (a replayed reply takes no time).
 
 A step that re-asked the model (``AnswerRules.vary_repeats``:
 a repeat resampled, a known or refused call withheld)
@@ -23,8 +30,8 @@ stored the replies it put aside beside the one it kept (``reply["aside"]``);
 :func:`served_replies` serves them in the order they were asked, so the same
 re-asks happen again. Runs stored before that was recorded replay the kept
 reply alone. Not replayed: a real summarizer's summaries (the scripted model
-writes its own, see :func:`~reinloop.testing.facts_summary`) and operators'
-approval decisions (a replay stops where calls wait).
+writes its own, see :func:`~reinloop.testing.facts_summary`); a call still
+waiting when the recording ended waits in the replay too.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -43,6 +51,7 @@ from langgraph.types import Command
 from .checkpoints import Database, open_database
 from .errors import ConfigurationError, NotReplayableError
 from .outcome import Outcome
+from .pricing import CallCost, Pricing
 from .rundb import open_db, thread_config
 from .spec import NOT_REPLAYED, RunSpec
 from .tools.options import METADATA_KEY, options_of
@@ -167,18 +176,110 @@ def read_recording(saver: Database, thread_id: str) -> Recording:
 
 
 def served_replies(calls: Sequence[ModelCall]) -> list[AIMessage]:
-    """What a replay's model serves, in order: each call's replies put aside by its re-asks, then the one kept."""
-    return [as_message(reply) for call in calls for reply in (*(call.reply.get("aside") or []), call.reply)]
+    """What a replay's model serves, in order: each call's replies put aside by its re-asks, then the one kept,
+    each with the cost it was recorded at (:func:`recorded_costs`)."""
+    served = []
+    for call in calls:
+        aside = list(call.reply.get("aside") or [])
+        kept, aside_costs = recorded_costs(call.reply)
+        served += [as_message(reply, cost) for reply, cost in zip(aside, [*aside_costs, *[None] * len(aside)])]
+        served.append(as_message(call.reply, kept))
+    return served
 
 
-def as_message(reply: Mapping[str, Any]) -> AIMessage:
-    """A stored reply as the chat message that produced it: text, tool calls, usage and finish reason."""
+def recorded_costs(reply: Mapping[str, Any]) -> tuple[CallCost | None, list[CallCost]]:
+    """The recorded cost of a step's kept reply and of its replies put aside (``None``: a run stored without costs).
+
+    A step's costs are stored as its fallback models' refusals, the kept reply, the replies put aside, then the
+    summarizer's calls (:func:`reinloop.nodes.decide.price_step`). A replay makes neither the refused nor the
+    summarizer's calls again, so their dollars are counted with the kept reply: the run's total, and so its budget,
+    stay the recorded ones.
+    """
+    costs = list(reply.get("cost") or [])
+    refused = sum(1 for f in reply.get("fallbacks") or [] if f.get("reason") == "refusal")
+    aside = len(reply.get("aside") or [])
+    if len(costs) <= refused:
+        return None, []
+    kept, put_aside = costs[refused], costs[refused + 1: refused + 1 + aside]
+    others = [*costs[:refused], *costs[refused + 1 + aside:]]
+    if others:
+        usd = None if any(c.get("usd") is None for c in (kept, *others)) else sum(float(c["usd"]) for c in (kept, *others))
+        kept = {**kept, "usd": usd}
+    return kept, put_aside
+
+
+RECORDED_COST = "reinloop_recorded_cost"
+"""Where a served reply carries its recorded cost (``response_metadata``), for :class:`RecordedPricing`."""
+
+
+def as_message(reply: Mapping[str, Any], cost: Mapping[str, Any] | None = None) -> AIMessage:
+    """A stored reply as the chat message that produced it: text, tool calls, usage, finish reason and the
+    cost it was recorded at."""
     usage = {"input_tokens": int(reply.get("prompt_tokens") or 0), "output_tokens": int(reply.get("completion_tokens") or 0)}
     usage["total_tokens"] = usage["input_tokens"] + usage["output_tokens"]
     finish = reply.get("finish_reason")
+    meta = {**({"finish_reason": finish} if finish else {}), **({RECORDED_COST: dict(cost)} if cost else {})}
     return AIMessage(content=reply.get("text") or "", tool_calls=list(reply.get("tool_calls") or []),
                      invalid_tool_calls=list(reply.get("invalid_tool_calls") or []), usage_metadata=usage,
-                     response_metadata={"finish_reason": finish} if finish else {})
+                     response_metadata=meta)
+
+
+@dataclass(frozen=True)
+class RecordedPricing(Pricing):
+    """A replay's pricing: a served reply costs what it was recorded at; any other call is priced as usual; the
+    estimate before a call (under ``max_cost``) is made for the recorded run's model, as it was when recorded."""
+
+    recorded: Any = None
+    """What stands in for the recorded run's model when a call is estimated (``None``: the served model)."""
+
+    @classmethod
+    def of_spec(cls, pricing: Pricing, spec: RunSpec) -> RecordedPricing:
+        """Pricing of ``spec``'s recorded run: its model name and endpoint stand in for the served script."""
+        name = spec.model.split(":", 1)[-1] if spec.model and not spec.model.startswith("<") else None
+        recorded = SimpleNamespace(model_name=name, base_url=spec.base_url) if name else None
+        return cls(pricing.prices, pricing.local_is_free, recorded=recorded)
+
+    def estimate(self, model: Any, prompt_tokens: int, output_tokens: int) -> float | None:
+        """:meth:`Pricing.estimate` for the recorded run's model (the served script says no usage of its own)."""
+        return super().estimate(self.recorded if self.recorded is not None else model, prompt_tokens, output_tokens)
+
+    def price(self, message: Any, model: Any, prompt_tokens: int | None = None) -> CallCost:
+        """The recorded cost a served reply carries, else :meth:`Pricing.price`."""
+        recorded = (getattr(message, "response_metadata", None) or {}).get(RECORDED_COST)
+        if recorded:
+            return CallCost(**recorded)  # type: ignore[typeddict-item]
+        return super().price(message, model, prompt_tokens)
+
+
+# --- operators' decisions ------------------------------------------------------------------------------
+
+
+def recorded_decisions(steps: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``approval id -> the operator's decision`` for every call of the recorded ``steps`` an operator decided on.
+
+    The id binds the call as it waited (thread, run, step, position, tool, the model's arguments), so a
+    replay that asks about the same call gets the same answer: approved, edited (the operator's arguments),
+    rejected (the operator's message) or answered (the operator's text).
+    """
+    from .approval import bound_id
+
+    decisions: dict[str, Any] = {}
+    for step in steps:
+        for index, action in enumerate(step.get("actions") or []):
+            record = action.get("approval") or {}
+            if record.get("by") != "operator":
+                continue
+            asked = {**action, "args": record.get("original_args", action.get("args") or {})}
+            kind = record.get("action")
+            decision: dict[str, Any] = {"action": kind, **({"always": True} if record.get("always") else {})}
+            if kind == "edit":
+                decision["args"] = action.get("args") or {}
+            elif kind == "reject":
+                decision["message"] = record.get("message") or ""
+            elif kind == "respond":
+                decision["text"] = str(action.get("observation") or "")
+            decisions[bound_id(asked, index, int(step.get("index") or 0))] = decision
+    return decisions
 
 
 # --- stub tools --------------------------------------------------------------------------------------
@@ -277,6 +378,8 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
             spec = spec.replace(limits={"max_observation_chars": longest})
     with open_database(":memory:") as saver:
         graph = _graph(saver, spec, Given(model, tuple(built), given.protocol), built, model)
+        graph.reinloop_context = dataclasses.replace(
+            graph.reinloop_context, pricing=RecordedPricing.of_spec(graph.reinloop_context.pricing, spec))
         error = drive(graph, recording)
         replayed = read_recording_after(saver, recording.thread_id)
     divergence = compare(recording, replayed, error)
@@ -324,18 +427,25 @@ class StoredNameError(ConfigurationError):
 
 
 def drive(graph: Any, recording: Recording) -> str | None:
-    """Feed the replay the recording's tasks and break answers; the exception it stopped on, if any."""
+    """Feed the replay the recording's tasks, break answers and operators' decisions on waiting calls;
+    the exception it stopped on, if any."""
     from .runs import stream_run
 
-    answers = list(recording.answers)
+    answers, decided = list(recording.answers), recorded_decisions(recording.steps)
     try:
         for task in recording.tasks:
             outcome = stream_run(graph, {"task": task}, recording.thread_id)
-            while outcome.paused and answers:
-                outcome = stream_run(graph, Command(resume=answers.pop(0)), recording.thread_id)
+            while (outcome.paused and answers) or (outcome.waiting and waiting_decided(outcome.waiting, decided)):
+                answer = {"decisions": waiting_decided(outcome.waiting, decided)} if outcome.waiting else answers.pop(0)
+                outcome = stream_run(graph, Command(resume=answer), recording.thread_id)
     except Exception as exc:  # noqa: BLE001 - a replay that fails has diverged; the report says how
         return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or ['(no message)'])[0]}"
     return None
+
+
+def waiting_decided(waiting: Sequence[Mapping[str, Any]], decided: Mapping[str, Any]) -> dict[str, Any]:
+    """The recorded decisions on the calls that wait (none: the recording never decided on them)."""
+    return {str(call["id"]): decided[str(call["id"])] for call in waiting if str(call.get("id")) in decided}
 
 
 def read_recording_after(saver: Database, thread_id: str) -> Recording:

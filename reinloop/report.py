@@ -3,8 +3,10 @@
 :func:`run_report` gathers everything known about a thread into plain data
 (what ``--format json`` prints): the outcome of each task run on it, the graph
 with how often each node ran and each edge was taken, the path of the latest
-run, and a timeline of steps (thought, actions with arguments, observations,
-tokens, latency, memory events, guard decisions, errors).
+run, a timeline of steps (thought, actions with arguments, observations,
+tokens, latency, memory events, guard decisions, errors), and the run's record
+(breaks, operators' decisions, waiting calls: :mod:`reinloop.run_record`, the
+list ``reinloop runs show`` prints).
 
 It reads two sources. The ``node_events`` table of a run database
 (:class:`~reinloop.runlog.RunLog`) is the full record. Without it, the events
@@ -37,6 +39,7 @@ from .errors import ConfigurationError, ThreadNotFoundError
 from .events import NodeEvent, protocol_switches
 from .graph import ROUTES
 from .models import endpoint_host, model_label
+from .run_record import RecordEntry, read_record, record_entries
 from .runlog import read_events
 from .pricing import call_flags, cost_breakdown
 from .terminal import safe_html, safe_json
@@ -297,7 +300,18 @@ def run_report(graph: Any = None, thread_id: str = "", *, db: str | Path | sqlit
     nodes = [{"id": n, "visits": walk["visits"][n], "errors": walk["errors"][n]} for n in drawable.nodes]
     return {"thread_id": thread_id, "source": source, "latest": runs[-1], "runs": runs,
             "graph": {"nodes": nodes, "edges": edges}, "path": walk["path"],
-            "steps": timeline(events), "events": events}
+            "steps": timeline(events), "record": [e.as_dict() for e in stored_record(graph, thread_id, db, state)],
+            "events": events}
+
+
+def stored_record(graph: Any, thread_id: str, db: Any, state: dict[str, Any]) -> list[RecordEntry]:
+    """The run's record (breaks, operators' decisions, waiting calls), as ``runs show`` prints it: from the run
+    database, else the graph's checkpointer when it is one, else the graph's state without the breaks table."""
+    target = db if db is not None else getattr(graph, "checkpointer", None)
+    try:
+        return read_record(target, thread_id) if target is not None else record_entries(thread_id, state, [])
+    except ConfigurationError:  # a checkpointer that is no run database (LangGraph's in-memory saver)
+        return record_entries(thread_id, state, [])
 
 
 # --- HTML ------------------------------------------------------------------------------------
@@ -461,6 +475,14 @@ def _outcome_html(latest: dict[str, Any]) -> str:
     return out
 
 
+def _record_html(record: list[dict[str, Any]]) -> str:
+    """The run's record as ``runs show`` prints it: breaks (resumed ones too), operators' decisions, waiting calls."""
+    if not record:
+        return ""
+    items = "".join(f'<li class="{_e(e["kind"])}">{_e(e["text"])}</li>' for e in record)
+    return f'\n<h2>Breaks and operators\' decisions</h2>\n<ul id="record">{items}</ul>'
+
+
 def render_html(report: dict[str, Any], graph: Any = None) -> str:
     """A run report as one self-contained HTML page: outcome, the graph with the path drawn, the timeline."""
     drawable = (graph if graph is not None else default_graph()).get_graph()
@@ -481,6 +503,7 @@ def render_html(report: dict[str, Any], graph: Any = None) -> str:
         "<thead><tr><th>step</th><th>thought, actions, "
         "observations</th><th>tokens in/out, cost</th><th>latency</th><th>memory</th><th>guard</th></tr></thead>\n"
         f"<tbody>\n{rows}\n</tbody></table>"
+        + _record_html(report.get("record") or [])
     )
     return safe_html(html_page(f"reinloop run {report['thread_id']}", body, REPORT_STYLE))
 

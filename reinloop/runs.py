@@ -43,6 +43,7 @@ from .checkpoints.rows import break_interrupts
 from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
 from .graph import ReinloopGraph, graph_for
 from .limits import Limits
+from .memory.prompt import check_task
 from .models import resolve_model
 from .outcome import Outcome
 from .pending import answer_claim
@@ -232,6 +233,7 @@ def run_with(
     tools = tool_list(spec, given)
     try:
         graph = _graph(saver, spec, given, tools, chat_model_of(spec, given))
+        check_task(graph.reinloop_context, task)  # a task the prompt cannot hold whole is refused, never cut
         if on_start is not None:
             on_start(thread_id)
         record_spec(saver, thread_id, spec)

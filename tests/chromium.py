@@ -29,7 +29,7 @@ def executable() -> str:
     exe = shutil.which("chromium") or shutil.which("chromium-browser")
     if exe is None:
         pytest.fail("headless Chromium is needed and not installed: apt-get install -y chromium "
-                    "(bash .ci/run installs it when missing)")
+                    "(./install.sh --test installs it when missing)")
     return exe
 
 

@@ -112,3 +112,30 @@ def test_a_newcomer_runs_the_demo_then_reads_its_runs_back(demo_db):
         assert "demo-3" in shown.stdout
     assert json.loads(subprocess.run([str(SCRIPT), "runs", "show", "demo-3", "--db", str(demo_db), "--json"],
                                      capture_output=True, text=True).stdout)["thread_id"] == "demo-3"
+
+
+def test_a_100_kb_task_is_refused_before_the_run_with_its_size_and_the_budget_then_runs_whole_under_a_raised_one(
+        openai_server, tmp_path):
+    import re
+
+    task = "Count the words of this text: " + "lorem ipsum dolor sit amet " * 3800 + "THE END"  # 100 KB
+    assert len(task.encode()) > 100_000
+    db = str(tmp_path / "runs.db")
+    proc = cli("run", task, "--base-url", openai_server.base_url, "--db", db)
+    assert proc.returncode == 2 and proc.stdout == ""
+    [line] = proc.stderr.splitlines()
+    found = re.fullmatch(r"reinloop: error: the task is ([\d,]+) tokens \(tiktoken:o200k_base\): with the system prompt "
+                         r"and tools \([\d,]+\) and 200 for the steps it needs ([\d,]+), more than the prompt budget "
+                         r"--max-prompt-tokens=8,000; it is refused rather than cut, since a cut task crowds out the tool "
+                         r"results; raise it to at least (\d+), or give the long text as a file the run reads "
+                         r"\(read_file, search_docs\)", line)
+    assert found, line
+    assert int(found[1].replace(",", "")) > 8000 and found[2].replace(",", "") == found[3]
+    assert openai_server.requests == []  # the model was never called
+    listed = cli("runs", "list", "--json", "--db", db)
+    assert listed.returncode != 0 or json.loads(listed.stdout) == []  # and no run was stored
+    openai_server.responses += [completion("about 19,000 words")]
+    done = cli("run", task, "--base-url", openai_server.base_url, "--db", db, "--max-prompt-tokens", found[3], "-q")
+    assert done.returncode == 0, done.stderr
+    [sent] = [m["content"] for m in openai_server.requests[0]["messages"] if m["role"] == "user"]
+    assert sent == f"Task: {task}"  # whole, never cut

@@ -36,10 +36,11 @@ def test_readme_limits_table_lists_every_limit_with_its_default():
 
 def test_readme_setup_commands_match_ci():
     setup, tests = code_blocks("bash")[:2]
-    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text(encoding="utf-8")
-    assert tests.strip() in ci
-    assert "reinloop demo" in setup
-    assert setup.split("&&")[0].strip() == "./install.sh" and "\n./install.sh\n" in ci  # one install, both places
+    ci = (Path(__file__).parent.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert "reinloop demo" in setup and setup.split("&&")[0].strip() == "./install.sh"  # the demo's install
+    parts = [part.strip() for part in tests.split("&&")]
+    assert parts == ["./install.sh --test", ".venv/bin/python -m pytest -q"]  # the tests' install, then the tests
+    assert [ci.index(part) for part in parts] == sorted(ci.index(part) for part in parts)  # CI runs both, in order
 
 
 @pytest.mark.slow
@@ -49,7 +50,7 @@ def test_readme_test_command_ends_with_the_pass_and_fail_count(tmp_path):
 
     root = Path(__file__).parent.parent
     (_, tests) = code_blocks("bash")[:2]
-    words = tests.split()
+    words = tests.split("&&")[-1].split()
     assert words[:3] == [".venv/bin/python", "-m", "pytest"]
     (tmp_path / "test_two.py").write_text("def test_passes():\n    pass\n\n\ndef test_fails():\n    assert False\n")
     # the project's own configuration (its addopts), on a two-test file instead of the suite

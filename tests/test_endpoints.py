@@ -37,9 +37,9 @@ def test_tool_calls_through_the_real_client(openai_server):
     openai_server.responses += [completion(tool_calls=[{"name": "get_weather", "args": {"city": "上海"}}]),
                                 completion("24")]
     out = graph_for(openai_server).invoke({"task": "上海气温"})
-    assert out["scratchpad"][0]["actions"][0]["observation"] == "上海: 多云, 24℃"
+    assert out["scratchpad"][0]["actions"][0]["observation"] == "上海: 多云, 24℃ (demo data)"
     second = openai_server.requests[1]["messages"]
-    assert second[-1]["role"] == "tool" and second[-1]["content"] == "上海: 多云, 24℃"
+    assert second[-1]["role"] == "tool" and second[-1]["content"] == "上海: 多云, 24℃ (demo data)"
 
 
 def test_json_protocol_through_the_real_client(openai_server):

@@ -77,7 +77,7 @@ def test_langgraph_dev_runs_interrupts_and_resumes_the_demo_graph(server):
     seen = asyncio.run(run_interrupt_resume_and_stream(server))
     assert seen["done"]["status"] == "done" and seen["done"]["answer"] == "71.6"
     assert seen["paused"]["next"] == ["execute"] and seen["paused"]["values"]["status"] == "running"
-    assert seen["resumed"]["status"] == "done" and seen["resumed"]["answer"] == "杭州: 多云, 22℃"
+    assert seen["resumed"]["status"] == "done" and seen["resumed"]["answer"] == "杭州: 多云, 22℃ (demo data)"
     events = seen["events"]
     assert [e["node"] for e in events][:6] == ["decide", "parse", "validate", "execute", "memorize", "guard"]
     assert events[3]["actions"][0]["observation"] == "8" and all(e["latency_ms"] >= 0 for e in events)
@@ -105,7 +105,7 @@ def test_langgraph_dev_clients_answer_an_approval_through_the_interrupt_api(serv
     state, waiting, final = seen["approve"]
     assert state["next"] == ["approve"] and waiting["kind"] == "reinloop.approval"
     assert [(c["tool"], c["args"]) for c in waiting["calls"]] == [("get_weather", {"city": "杭州"})]
-    assert final["status"] == "done" and final["answer"] == "杭州: 多云, 22℃"
+    assert final["status"] == "done" and final["answer"] == "杭州: 多云, 22℃ (demo data)"
     _, _, rejected = seen["reject"]
     observations = [a["observation"] for step in rejected["scratchpad"] for a in step["actions"]]
     assert "not today" in observations[0] and "多云" not in rejected["answer"]

@@ -188,3 +188,40 @@ def test_a_kept_reply_that_still_repeats_replays_without_shifting_the_later_repl
     report = replay("v2", run_db, tools=[lookup])
     assert report.identical, report.divergence
     assert report.model_calls == calls == len(openai_server.requests)
+
+
+def replay_cli(run_db, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "REINLOOP_DB": str(run_db)}
+    env.pop("OPENAI_API_KEY", None)  # a replay never calls the model
+    return subprocess.run([sys.executable, "-m", "reinloop", "replay", *argv], capture_output=True, text=True, env=env)
+
+
+def test_a_run_that_hit_its_cost_budget_replays_at_its_recorded_prices(openai_server, run_db):
+    # every call costs (960 + 40) * $20 / 1M = $0.02: the warning near the budget, then the break (the estimate of
+    # the next call would cross it), come again
+    openai_server.responses += [calc("1+1"), calc("2+2"), calc("3+3")]
+    outcome = run("add up", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",
+                  thread_id="cost", prices={"gpt-4o-mini": {"input": 20, "output": 20}}, limits=Limits(max_cost=0.05))
+    assert outcome.break_reason == "cost_budget" and outcome.counters["cost_usd"] >= 0.04
+    proc = replay_cli(run_db, "cost", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["identical"] and report["outcome"]["break_reason"] == "cost_budget"
+    assert report["outcome"]["counters"]["cost_usd"] == pytest.approx(outcome.counters["cost_usd"])
+
+
+def test_a_run_whose_call_the_operator_edited_replays_the_edited_call(openai_server, run_db, tmp_path):
+    from reinloop.pending import approve
+
+    (tmp_path / "box").mkdir()
+    write = {"name": "write_file", "args": {"path": "note.txt", "content": "hello"}, "id": "w1"}
+    openai_server.responses += [completion(tool_calls=[write])]
+    waiting = run("write a note", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="write_file",
+                  thread_id="ed", tool_settings={"sandbox": str(tmp_path / "box")}, approve="side-effects")
+    assert waiting.status == "waiting"
+    openai_server.responses += [completion("written")]
+    done = approve("ed", waiting.waiting[0]["id"], edit={"path": "other.txt", "content": "edited"})
+    assert done.answer == "written" and (tmp_path / "box" / "other.txt").read_text() == "edited"
+    proc = replay_cli(run_db, "ed")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout == "replay of ed: identical (2 steps, 2 model calls)\n"

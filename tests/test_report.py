@@ -77,7 +77,7 @@ def test_report_timeline_has_one_entry_per_step_with_what_happened(troubled):
     (action,) = steps[1]["actions"]
     assert action["args"] == {"expression": "1/0"} and action["error"] is True
     assert steps[1]["error"] == "calculator: ERROR: CalculatorError: division by zero"
-    assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃"
+    assert steps[2]["thought"] == "look it up" and steps[2]["actions"][0]["observation"] == "北京: 晴, 18℃ (demo data)"
     assert all(s["tokens_in"] == 10 and s["tokens_out"] == 5 and s["latency_ms"] > 0 for s in steps)
     assert [s["decision"] for s in steps] == ["continue", "continue", "continue", "hint", "pause"]
     assert steps[3]["hints"][0].startswith("You already did this")
@@ -299,3 +299,42 @@ def test_the_report_shows_each_model_fallback_in_its_step(tmp_path):
     assert [(f["reason"], f["to_model"]) for f in step["fallbacks"]] == [("retries_exhausted", "ScriptedChatModel")]
     page = visualize(graph, thread_id="moved", db=log.db)
     assert "model fallback: ScriptedChatModel &rarr; ScriptedChatModel (retries_exhausted)" in page
+
+
+def test_runs_show_text_and_html_list_the_same_record_a_resumed_break_and_an_operators_edit(openai_server, run_db,
+                                                                                             tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from reinloop.pending import approve
+    from reinloop.runs import resume, run
+
+    from .openai_server import completion
+
+    (tmp_path / "box").mkdir()
+    write = {"name": "write_file", "args": {"path": "note.txt", "content": "hello"}, "id": "w1"}
+    calc = {"name": "calculator", "args": {"expression": "6*7"}, "id": "c1"}
+    openai_server.responses += [completion(tool_calls=[write])]
+    waiting = run("write a note, then multiply", model="openai:gpt-4o-mini", base_url=openai_server.base_url,
+                  tools=["write_file", "calculator"], thread_id="rec", approve="side-effects",
+                  tool_settings={"sandbox": str(tmp_path / "box")}, limits={"max_steps": 2})
+    openai_server.responses += [completion(tool_calls=[calc])]
+    assert approve("rec", waiting.waiting[0]["id"], edit={"path": "other.txt", "content": "edited"}).paused
+    openai_server.responses += [completion("42")]
+    assert resume("rec", extra_steps=1).answer == "42"
+
+    def show(*flags: str) -> str:
+        env = {**os.environ, "REINLOOP_DB": str(run_db)}
+        proc = subprocess.run([sys.executable, "-m", "reinloop", "runs", "show", "rec", *flags], capture_output=True,
+                              text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    text, page = show(), html.unescape(show("--format", "html"))
+    broke = re.search(r'^break #1 at .*: max_steps: reached the step limit: 2 of 2 steps -> \{"action": "continue", "extra_steps": 1, .*\}$',
+                      text, re.M)
+    edited = re.search(r'^operator edited write_file at run 1 step 1: \{"path": "other.txt", "content": "edited"\} '
+                       r'\(the model asked \{"path": "note.txt", "content": "hello"\}\)$', text, re.M)
+    assert broke and edited, text
+    assert broke.group(0) in page and edited.group(0) in page

@@ -20,7 +20,7 @@ def test_seed_000_user_age_times_two_with_json_protocol(make_graph):
     assert out["status"] == "done"
     assert out["answer"] == "60"
     observations = [a["observation"] for s in out["scratchpad"] for a in s["actions"]]
-    assert observations == ["查询结果: 张三, 年龄30", "60"]
+    assert observations == ["查询结果: 张三, 年龄30 (demo data)", "60"]
     assert "db_query" in model.prompts[0][0].content  # tools are described in the prompt
 
 
@@ -52,4 +52,4 @@ def test_seed_002_temperature_difference_with_react_protocol(make_graph):
     out = graph.invoke({"task": "北京和上海的气温相差多少度？"})
     assert out["status"] == "done"
     assert out["answer"] == "6"
-    assert out["scratchpad"][1]["actions"][0]["observation"] == "上海: 多云, 24℃"
+    assert out["scratchpad"][1]["actions"][0]["observation"] == "上海: 多云, 24℃ (demo data)"

@@ -14,5 +14,5 @@ def test_the_planner_looks_up_each_city_then_computes():
 
 def test_the_served_graph_answers_run_after_run():
     answers = [graph.invoke({"task": task})["answer"] for task in ["What is 2+3*4?", "北京天气？", "hello"] * 3]
-    assert answers[:3] == ["14", "北京: 晴, 18℃", "(demo model) I have no tool for this task: hello"]
+    assert answers[:3] == ["14", "北京: 晴, 18℃ (demo data)", "(demo model) I have no tool for this task: hello"]
     assert answers[3:] == answers[:3] * 2

@@ -7,6 +7,11 @@ The data does not depend on how a name is written: ``北京``, ``北京市``,
 ``Beijing`` and ``beijing`` are one city (same condition, same temperature;
 the reply is worded in the query's language), ``users``, ``user``, ``Users``
 and ``用户`` one table, ``"1"``, ``1`` and ``"01"`` one key.
+
+The data are made up, and a real model given these tools (they are the command
+line's default tools) must not take them for facts: every result ends with
+:data:`DEMO_LABEL`, and a city without demo data is an error observation
+(``no data for 'Paris' ...``), never an invented forecast.
 """
 
 from __future__ import annotations
@@ -54,8 +59,8 @@ DEMO_WEATHER: dict[str, tuple[str, int]] = {
 }
 """Seeds 001 and 002's weather: condition and temperature in °C."""
 
-DEMO_DEFAULT_WEATHER = ("晴", 20)
-"""The weather of any city not in :data:`DEMO_WEATHER`."""
+DEMO_LABEL = " (demo data)"
+"""What ends every result of ``get_weather`` and ``db_query``: their data are the demo's, not the world's."""
 
 CITY_NAMES: dict[str, str] = {zh: GLOSSARY[zh] for zh in DEMO_WEATHER}
 """The demo cities' English names, as the translator knows them (matched without case or spaces)."""
@@ -79,15 +84,27 @@ _CITY_KEYS: dict[str, str] = {
 }
 
 
+class NoDemoDataError(LookupError):
+    """``get_weather`` was asked about a city the demo has no data for (``city``); ``known`` lists the ones it has."""
+
+    def __init__(self, city: str, known: list[str]) -> None:
+        self.city, self.known = city, known
+        super().__init__(f"no data for {city!r}: get_weather is a demo tool with made-up weather for "
+                         f"{', '.join(known)} only; it knows nothing about other cities")
+
+
 def demo_weather(city: str) -> str:
-    """The demo weather of ``city``, however it is written; worded in Chinese or English like the query."""
+    """The demo weather of ``city``, however it is written; worded in Chinese or English like the query.
+
+    A city without demo data raises :class:`NoDemoDataError`: the model reads that there is no data."""
     name = city.strip()
     canonical = _CITY_KEYS.get(_name_key(name))
-    condition, temperature = DEMO_WEATHER.get(canonical or "", DEMO_DEFAULT_WEATHER)
+    if canonical is None:
+        raise NoDemoDataError(name, [f"{zh} ({CITY_NAMES[zh]})" for zh in DEMO_WEATHER])
+    condition, temperature = DEMO_WEATHER[canonical]
     if _CJK.search(name):
-        return f"{canonical or name}: {condition}, {temperature}℃"
-    english = CITY_NAMES.get(canonical or "", name)
-    return f"{english}: {GLOSSARY.get(condition, condition)}, {temperature}℃"
+        return f"{canonical}: {condition}, {temperature}℃{DEMO_LABEL}"
+    return f"{CITY_NAMES[canonical]}: {GLOSSARY.get(condition, condition)}, {temperature}℃{DEMO_LABEL}"
 
 
 class DbQueryInput(BaseModel):
@@ -104,13 +121,13 @@ def _db_query(table: str, key: str | int) -> str:
         raise ValueError(f"unknown table {table!r}; tables: {', '.join(DEMO_ROWS)}")
     wanted = str(key).strip()
     wanted = wanted.lstrip("0") or wanted if wanted.isdigit() else wanted
-    return f"查询结果: {rows.get(wanted, '未找到记录')}"
+    return f"查询结果: {rows.get(wanted, '未找到记录')}{DEMO_LABEL}"
 
 
 db_query: BaseTool = function_tool(
     _db_query,
     name="db_query",
-    description="Look up one row of the demo database (tables users and orders) by primary key.",
+    description="Look up one row of the demo database (made-up tables users and orders) by primary key.",
     args_schema=DbQueryInput,
     parallel_safe=True,
     transient=(),
@@ -137,7 +154,8 @@ def make_weather_tool(failure_rate: float = 0.0, seed: int | None = None) -> Bas
     return function_tool(  # its ConnectionError is transient: retried
         get_weather,
         name="get_weather",
-        description="Current weather of a city: condition and temperature in °C. Use only for weather questions.",
+        description="Demo weather of a city (made-up data, not live): condition and temperature in °C. Use only "
+                    "for weather questions.",
         args_schema=WeatherInput,
         parallel_safe=True,
     )

@@ -15,7 +15,10 @@ message list. Its parts, in order of priority:
 Every part is counted with the active counter (:func:`~reinloop.memory.tokens.active_counter`)
 and the sum never exceeds ``Memory.max_prompt_tokens``: when the fixed parts
 alone are too big, the oldest earlier tasks go first, then the middle of the
-task and hints are cut with a marker. The counts are returned per part so each
+hints is cut with a marker. The task is never cut: one that leaves the steps
+less than ``RESERVED_TOKENS`` is refused before the run (:func:`check_task`,
+:class:`~reinloop.errors.TaskTooLargeError`), since a task cut to fit would
+take the room of the tool results. The counts are returned per part so each
 step records where its tokens went.
 """
 
@@ -29,7 +32,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ..protocols.base import answer_form
-from ..errors import SettingError
+from ..errors import SettingError, TaskTooLargeError
 from ..state import Step
 from .config import Memory
 from .ledger import LEDGER_HEADER, newest_lines_within
@@ -47,7 +50,7 @@ from .tokens import (
 )
 from .window import current_steps, fit_window, hidden_duplicates, rolling_cap, unfolded_steps
 
-__all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "current_steps"]
+__all__ = ["Assembly", "assemble", "build_prompt", "check_fixed_parts", "check_task", "current_steps"]
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful assistant that completes the user's task step by step with the "
@@ -128,6 +131,26 @@ def check_fixed_parts(ctx: Any) -> None:
             sentence=f"the system prompt ({system} tokens) and tool descriptions ({tools} tokens, {counter}) leave "
             f"less than {RESERVED_TOKENS} of {{setting}}{{reason}}",
         )
+
+
+def task_message(task: str) -> HumanMessage:
+    """The task as every prompt shows it."""
+    return HumanMessage(content=f"Task: {task}")
+
+
+def check_task(ctx: Any, task: str) -> None:
+    """Refuse a task that, with the system prompt and tools, leaves the steps less than ``RESERVED_TOKENS`` of the
+    prompt budget (:class:`~reinloop.errors.TaskTooLargeError`: its size, the budget, the budget it needs)."""
+    memory = memory_of(ctx)
+    if memory.max_prompt_tokens is None:
+        return
+    if fixed_upper_bound(ctx) + len(task.encode()) + MESSAGE_OVERHEAD + RESERVED_TOKENS <= memory.max_prompt_tokens:
+        return  # no exact count needed: a token covers at least one byte
+    counter = active_counter(memory.encoding)
+    system, tools = fixed_system_tokens(ctx, counter)
+    size = count_message_tokens([task_message(task)], counter)
+    if system + tools + size + RESERVED_TOKENS > memory.max_prompt_tokens:
+        raise TaskTooLargeError(size, system + tools, RESERVED_TOKENS, memory.max_prompt_tokens, str(counter))
 
 
 def turn_text(turn: Mapping[str, Any]) -> str:
@@ -227,10 +250,12 @@ def fixed_messages(
     state: Mapping[str, Any], ctx: Any, counter: TokenCounter, budget: Budget
 ) -> tuple[list[BaseMessage], list[BaseMessage], list[dict[str, Any]]]:
     """The messages every prompt has (head and trailing hints), cut to the budget if needed."""
+    if not current_steps(state):  # the run's first prompt: refused before the model is called (a graph invoked
+        check_task(ctx, str(state["task"]))  # without run()'s own check)
     system, tools = fixed_system_tokens(ctx, counter)
     budget.spend("system", system)
     budget.spend("tools", tools)
-    task = HumanMessage(content=f"Task: {state['task']}")
+    task = task_message(state["task"])
     hints = [m for m in [hints_message(state.get("hints") or []), next_step_message(ctx)] if m is not None]
     need = count_message_tokens([task, *hints], counter)
     events: list[dict[str, Any]] = []
@@ -239,11 +264,15 @@ def fixed_messages(
         turns = turns[1:]  # the oldest earlier task goes first
     if len(turns) < len(state.get("history") or []):
         events.append({"event": "clipped", "part": "history", "dropped": len(state.get("history") or []) - len(turns)})
-    if need > budget.left:  # the task and hints alone overflow: cut their middles, hints first
+    if need > budget.left:  # the task and hints alone overflow: cut the hints' middle, never the task
+        room = budget.left - count_message_tokens([task], counter)
+        if room < 0:  # a budget lowered on resume
+            raise TaskTooLargeError(count_message_tokens([task], counter), system + tools, 0,
+                                    memory_of(ctx).max_prompt_tokens, str(counter))
         if hints:
-            hints = [clip_message("\n".join(str(h.content) for h in hints), budget.left / 4, counter)]
-        task = clip_message(str(task.content), budget.left - count_message_tokens(hints, counter), counter)
-        events.append({"event": "clipped", "part": "task"})
+            cap = min(room, budget.left / 4)
+            hints = [clip_message("\n".join(str(h.content) for h in hints), cap, counter)] if cap > MESSAGE_OVERHEAD else []
+            events.append({"event": "clipped", "part": "hints"})
     head: list[BaseMessage] = [system_message(ctx)]
     if (earlier := history_message(turns)) is not None:
         head.append(earlier)

@@ -9,8 +9,8 @@ from reinloop.testing import prompt_text
 
 def test_the_correction_of_a_failed_step_the_window_cannot_show_still_reaches_the_next_prompt(make_graph):
     memory = Memory(max_prompt_tokens=1500, summarize=False)
-    task = "2+2? " + "pad " * 1000  # leaves too little room for the failed step itself
-    graph, model = make_graph(["word " * 3000, {"final_answer": "4"}], protocol="json", memory=memory)
+    task = "2+2? " + "pad " * 860  # leaves the steps room (a task that did not is refused), but not for this one
+    graph, model = make_graph(["很长的回答" * 3000, {"final_answer": "4"}], protocol="json", memory=memory)
     out = graph.invoke({"task": task})
     assert out["answer"] == "4"
     second = prompt_text(model.prompts[1])

@@ -62,15 +62,25 @@ def test_a_budget_the_system_prompt_fills_is_refused_with_the_fix():
                     memory=Memory(max_prompt_tokens=250))
 
 
-def test_a_task_longer_than_the_budget_is_cut_in_the_middle():
+def test_a_task_longer_than_the_budget_is_refused_before_the_model_is_called_never_cut():
+    from reinloop.errors import TaskTooLargeError
+
     model = ScriptedChatModel(replies=["ok"], usage=None)
     task = "开头 " + "很长的任务描述 " * 2000 + " 结尾"
-    out = build_graph(model, memory=Memory(max_prompt_tokens=1000)).invoke({"task": task})
-    step = out["scratchpad"][0]
-    assert step["prompt_parts"]["total"] <= 1000
-    sent = str(model.prompts[0][-1].content)
-    assert sent.startswith("Task: 开头") and sent.endswith("结尾") and "cut to fit the prompt budget" in sent
-    assert step["memory"] == [{"event": "clipped", "part": "task"}]
+    with pytest.raises(TaskTooLargeError, match=r"the task is [\d,]+ tokens \(tiktoken:o200k_base\): .* more than the "
+                                                r"prompt budget Memory.max_prompt_tokens=1,000; .*raise it to at least \d+") as info:
+        build_graph(model, memory=Memory(max_prompt_tokens=1000)).invoke({"task": task})
+    error = info.value
+    assert error.task_tokens > 1000 and error.budget == 1000
+    assert error.needed == error.task_tokens + error.fixed_tokens + error.reserved
+    assert model.prompts == []
+
+
+def test_a_task_that_fits_with_room_for_the_steps_is_sent_whole():
+    model = ScriptedChatModel(replies=["ok"], usage=None)
+    task = "开头 " + "很长的任务描述 " * 100 + " 结尾"
+    out = build_graph(model, memory=Memory(max_prompt_tokens=2000)).invoke({"task": task})
+    assert str(model.prompts[0][-1].content) == f"Task: {task}" and out["scratchpad"][0]["memory"] == []
 
 
 def test_a_second_task_on_a_thread_sees_the_first_answer_and_summary():

@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reinloop import Limits, build_graph
+from reinloop.errors import TaskTooLargeError
 from reinloop.memory import Memory, active_counter, prepare_prompt
 from reinloop.memory.summary import SHARED_RULES
 from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
@@ -95,7 +96,11 @@ def scenarios(draw):
 def test_prompt_never_exceeds_the_budget_and_never_splits_a_step(scenario):
     protocol, steps, memory, extra = scenario
     ctx = context(protocol, memory)
-    prepared = prepare_prompt(state_of(steps, **extra), ctx)
+    try:
+        prepared = prepare_prompt(state_of(steps, **extra), ctx)
+    except TaskTooLargeError as refused:  # a task the budget cannot hold whole is refused, never cut
+        assert refused.needed > memory.max_prompt_tokens == refused.budget
+        return
     sent = total_sent(prepared.messages, protocol)
     assert sent == prepared.parts["total"]  # the recorded parts are what is sent
     assert sent <= memory.max_prompt_tokens

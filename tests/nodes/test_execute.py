@@ -69,7 +69,7 @@ def test_several_tool_calls_in_one_reply_run_in_order(make_graph):
     graph, model = make_graph([reply, "6"])
     out = graph.invoke({"task": "t"})
     actions = out["scratchpad"][0]["actions"]
-    assert [a["observation"] for a in actions] == ["北京: 晴, 18℃", "上海: 多云, 24℃", "6"]
+    assert [a["observation"] for a in actions] == ["北京: 晴, 18℃ (demo data)", "上海: 多云, 24℃ (demo data)", "6"]
     assert out["counters"]["steps"] == 2  # three calls in one step, then the answer
     replay = model.prompts[1][-4:]  # the AI message, then one tool result per call id, in order
     assert isinstance(replay[0], AIMessage) and [c["id"] for c in replay[0].tool_calls] == ["a", "b", "c"]
@@ -337,7 +337,7 @@ def test_the_execute_event_lists_reused_and_run_calls_in_the_models_order(make_g
 
 
 def test_a_tool_not_declared_cacheable_runs_at_every_repeat(make_graph):
-    weather = tool_call("get_weather", {"city": "Paris"})
+    weather = tool_call("get_weather", {"city": "Hangzhou"})
     graph, _ = make_graph([[weather], [weather], "done"])
     events = [e for _, e in graph.stream({"task": "t"}, stream_mode=["custom"]) if e["node"] == "execute"]
     assert [r["status"] for e in events for r in e["actions"]] == ["ok", "ok"]

@@ -53,7 +53,7 @@ def test_wrong_typed_argument_is_reported_with_the_value(make_graph):
 def test_bare_string_argument_fills_a_single_parameter_tool(make_graph):
     graph, _ = make_graph(["Thought: t\nAction: get_weather\nAction Input: 上海", "Final Answer: 24"], protocol="react")
     out = graph.invoke({"task": "t"})
-    assert out["scratchpad"][0]["actions"][0]["observation"] == "上海: 多云, 24℃"
+    assert out["scratchpad"][0]["actions"][0]["observation"] == "上海: 多云, 24℃ (demo data)"
 
 
 def test_bare_string_for_a_multi_parameter_tool_is_refused(make_graph):

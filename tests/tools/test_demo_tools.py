@@ -16,7 +16,7 @@ def test_weather_failures_are_transient_and_retried():
     result = run_tool(always, {"city": "杭州"}, Limits(tool_retries=2))
     assert result.observation == "ERROR: ConnectionError: weather service unavailable (simulated failure) (gave up after 3 attempts)"
     sometimes = configure_fast(builtin("get_weather", failure_rate=0.5, seed=3))
-    assert run_tool(sometimes, {"city": "杭州"}, Limits(tool_retries=5)).observation == "杭州: 多云, 22℃"
+    assert run_tool(sometimes, {"city": "杭州"}, Limits(tool_retries=5)).observation == "杭州: 多云, 22℃ (demo data)"
 
 
 def configure_fast(tool):
@@ -84,11 +84,11 @@ def test_wait_gives_its_worker_back_soon_after_its_deadline():
 @pytest.mark.parametrize("city", ["北京", "北京市", " 北京 ", "Beijing", "beijing", "BEIJING", "Beijing City", "Peking"])
 def test_weather_is_the_same_for_every_way_of_writing_a_city(city):
     weather = builtin("get_weather")
-    expected = "北京: 晴, 18℃" if "北京" in city else "Beijing: sunny, 18℃"
+    expected = "北京: 晴, 18℃ (demo data)" if "北京" in city else "Beijing: sunny, 18℃ (demo data)"
     assert weather.invoke({"city": city}) == expected
 
 
-@pytest.mark.parametrize(("zh", "en"), [("杭州", "Hangzhou"), ("上海", "Shanghai"), ("深圳", "Shenzhen"), ("巴黎", "Paris")])
+@pytest.mark.parametrize(("zh", "en"), [("杭州", "Hangzhou"), ("上海", "Shanghai"), ("深圳", "Shenzhen")])
 def test_weather_in_chinese_and_english_carries_the_same_data(zh, en):
     weather = builtin("get_weather")
     in_zh, in_en = weather.invoke({"city": zh}), weather.invoke({"city": en})
@@ -100,9 +100,40 @@ def test_weather_in_chinese_and_english_carries_the_same_data(zh, en):
 
 @pytest.mark.parametrize(("table", "key"), [("users", "1"), ("user", "1"), ("Users", 1), ("用户", "01"), (" USERS ", " 1 ")])
 def test_db_query_finds_the_same_row_under_any_table_alias_or_key_form(table, key):
-    assert run_tool(builtin("db_query"), {"table": table, "key": key}).observation == "查询结果: 张三, 年龄30"
+    assert run_tool(builtin("db_query"), {"table": table, "key": key}).observation == "查询结果: 张三, 年龄30 (demo data)"
 
 
 def test_db_query_still_refuses_an_unknown_table():
     result = run_tool(builtin("db_query"), {"table": "products", "key": "1"})
     assert result.error and "unknown table 'products'; tables: users, orders" in result.observation
+
+
+@pytest.mark.parametrize("city", ["Paris", "巴黎", "Atlantis"])
+def test_weather_of_a_city_without_demo_data_is_an_error_never_an_invented_forecast(city):
+    result = run_tool(builtin("get_weather"), {"city": city})
+    assert result.error and result.observation.startswith(f"ERROR: NoDemoDataError: no data for {city!r}: get_weather "
+                                                          "is a demo tool with made-up weather for 杭州 (Hangzhou), ")
+
+
+def test_a_real_model_reads_that_the_default_tools_data_are_demo_data_or_missing(openai_server, tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.openai_server import completion
+
+    openai_server.responses += [
+        completion(tool_calls=[{"name": "get_weather", "args": {"city": "Paris"}, "id": "a"},
+                               {"name": "get_weather", "args": {"city": "Beijing"}, "id": "b"},
+                               {"name": "db_query", "args": {"table": "users", "key": "1"}, "id": "c"}]),
+        completion("no data for Paris"),
+    ]
+    env = {**os.environ, "OPENAI_API_KEY": "test-key", "NO_COLOR": "1"}
+    proc = subprocess.run([sys.executable, "-m", "reinloop", "run", "weather in Paris and Beijing; user 1", "-q",
+                           "--base-url", openai_server.base_url, "--db", str(tmp_path / "runs.db")],
+                          capture_output=True, text=True, env=env, timeout=120)  # the default tools
+    assert proc.returncode == 0, proc.stderr
+    seen = {m["tool_call_id"]: m["content"] for m in openai_server.requests[-1]["messages"] if m["role"] == "tool"}
+    assert seen["a"].startswith("ERROR: NoDemoDataError: no data for 'Paris'"), json.dumps(seen, ensure_ascii=False)
+    assert (seen["b"], seen["c"]) == ("Beijing: sunny, 18℃ (demo data)", "查询结果: 张三, 年龄30 (demo data)")

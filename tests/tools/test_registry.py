@@ -70,7 +70,7 @@ def test_weather_failure_rate_makes_it_fail():
     always = builtin("get_weather", failure_rate=1.0)
     with pytest.raises(ConnectionError, match="simulated failure"):
         always.invoke({"city": "杭州"})
-    assert builtin("get_weather").invoke({"city": "深圳"}) == "深圳: 小雨, 29℃"
+    assert builtin("get_weather").invoke({"city": "深圳"}) == "深圳: 小雨, 29℃ (demo data)"
 
 
 def test_a_name_differing_only_in_case_separators_or_a_copied_signature_resolves_to_its_tool():
