@@ -23,8 +23,9 @@ from their second step), so one-time costs are not spread over the
 iterations; those costs are in the start table instead.
 
 ``--check`` measures only the per-iteration runs (N = 200 by default, 20
-with ``--quick``; 3 repeats; savers ``none`` and ``sqlite``) and compares
-each CPU ratio to create_agent with the bound stored for its saver and N in
+with ``--quick``; 3 repeats; savers ``none`` and ``sqlite``), takes each
+side's fastest run (on a shared machine load only adds CPU time) and compares
+their CPU ratio with the bound stored for its saver and N in
 ``benchmarks/overhead_ratios.json`` (``--ratios FILE`` reads another): a
 ratio above its bound by more than the file's tolerance (10%) is named with
 its figures and the script exits 1.
@@ -747,6 +748,11 @@ def node_times(steps: int) -> None:
     print(f"  {(total - sum(spent.values())) / steps * 1e3:6.3f} ms  LangGraph and the rest")
 
 
+def least(runs: list[dict[str, Any]]) -> float:
+    """The CPU per iteration of the least disturbed run: on a shared machine load only ever adds time."""
+    return min(r["cpu"] for r in runs)
+
+
 class RatioBounds:
     """The stored bounds of ``--check``: ``{"tolerance": 0.1, "ratios": {saver: {N: ratio}}}``."""
 
@@ -767,12 +773,12 @@ class RatioBounds:
         for saver in savers:
             for n in steps:
                 bound = self.ratios.get((saver, n))
-                ratio = med(found[("reinloop", saver, n)], "cpu") / med(found[("create_agent", saver, n)], "cpu")
+                ratio = least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
                 if bound is None:
                     passed.append(f"{saver}, N = {n}: CPU ratio {ratio:.2f}, no stored bound in {self.path.name} (not checked)")
                     continue
                 limit = bound * (1 + self.tolerance)
-                line = (f"{saver}, N = {n}: CPU ratio reinloop/create_agent {ratio:.2f}, stored {bound:.2f} "
+                line = (f"{saver}, N = {n}: CPU ratio reinloop/create_agent {ratio:.2f} (fastest runs), stored {bound:.2f} "
                         f"(limit {limit:.2f} with {self.tolerance:.0%})")
                 if ratio > limit:
                     failed.append(f"{line}: {ratio / bound - 1:.0%} above the stored ratio, "

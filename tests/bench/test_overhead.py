@@ -69,7 +69,7 @@ def test_the_quick_check_holds_both_ratios_to_their_stored_bounds(tmp_path):
     proc = run_check(tmp_path, "--quick")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for saver in ("none", "sqlite"):
-        assert re.search(rf"^  ok    {saver}, N = 20: CPU ratio reinloop/create_agent [\d.]+, stored [\d.]+ "
+        assert re.search(rf"^  ok    {saver}, N = 20: CPU ratio reinloop/create_agent [\d.]+ \(fastest runs\), stored [\d.]+ "
                          rf"\(limit [\d.]+ with 10%\)$", proc.stdout, re.M), proc.stdout
 
 
@@ -78,7 +78,7 @@ def test_the_check_fails_naming_the_ratio_past_an_impossibly_low_stored_bound(tm
     bounds.write_text(json.dumps({"tolerance": 0.1, "ratios": {"none": {"5": 0.01}}}))
     proc = run_check(tmp_path, "--quick", "--steps", "5", "--repeats", "1", "--savers", "none", "--ratios", str(bounds))
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    failed = re.search(r"none, N = 5: CPU ratio reinloop/create_agent ([\d.]+), stored 0\.01 \(limit 0\.01 with 10%\): "
+    failed = re.search(r"none, N = 5: CPU ratio reinloop/create_agent ([\d.]+) \(fastest runs\), stored 0\.01 \(limit 0\.01 with 10%\): "
                        r"(\d+)% above the stored ratio, (\d+)% past the limit", proc.stderr)
     assert failed, proc.stderr
     assert float(failed[1]) > 0.5 and int(failed[2]) > int(failed[3]) > 1000  # by how much, both ways
