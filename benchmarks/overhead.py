@@ -6,6 +6,8 @@
     python benchmarks/overhead.py --nodes 200        # CPU per node and for LangGraph, without a profiler
     python benchmarks/overhead.py --calls 200        # function calls per iteration on both sides, by package
     python benchmarks/overhead.py --floor            # the same calls through reinloop's six nodes, no reinloop work
+    python benchmarks/overhead.py --check            # exit 1 when a CPU ratio passes its stored bound by > 10%
+    python benchmarks/overhead.py --quick --check    # the same at N = 20 (CI: under a minute)
 
 Both sides get the same scripted replies: one tool call per iteration to a
 trivial tool that returns 2 KB of text, then a final answer. reinloop runs
@@ -19,6 +21,14 @@ one-step task on each side and loads reinloop's exact tokenizer (a one-step
 prompt is small enough to be made by its bytes, these runs' prompts need it
 from their second step), so one-time costs are not spread over the
 iterations; those costs are in the start table instead.
+
+``--check`` measures only the per-iteration runs (N = 200 by default, 20
+with ``--quick``; 3 repeats; savers ``none`` and ``sqlite``), takes each
+side's fastest run (on a shared machine load only adds CPU time) and compares
+their CPU ratio with the bound stored for its saver and N in
+``benchmarks/overhead_ratios.json`` (``--ratios FILE`` reads another): a
+ratio above its bound by more than the file's tolerance (10%) is named with
+its figures and the script exits 1.
 
 Configurations, each in its own subprocess (so peak RSS is its own):
 
@@ -70,6 +80,9 @@ SIDES = ("reinloop", "create_agent")
 SAVERS = ("none", "sqlite", "sqlite-full")
 FULL_STEPS = (10, 50, 200, 1000)
 QUICK_STEPS = (5, 20)
+CHECK_STEPS, QUICK_CHECK_STEPS = (200,), (20,)
+RATIOS = Path(__file__).with_name("overhead_ratios.json")
+"""The CPU ratios ``--check`` holds reinloop to, per saver and N, with the tolerance."""
 THREAD = {"configurable": {"thread_id": "bench", "checkpoint_ns": ""}}
 
 
@@ -735,6 +748,67 @@ def node_times(steps: int) -> None:
     print(f"  {(total - sum(spent.values())) / steps * 1e3:6.3f} ms  LangGraph and the rest")
 
 
+def least(runs: list[dict[str, Any]]) -> float:
+    """The CPU per iteration of the least disturbed run: on a shared machine load only ever adds time."""
+    return min(r["cpu"] for r in runs)
+
+
+class RatioBounds:
+    """The stored bounds of ``--check``: ``{"tolerance": 0.1, "ratios": {saver: {N: ratio}}}``."""
+
+    def __init__(self, path: Path) -> None:
+        try:
+            data = json.loads(path.read_text())
+            self.tolerance = float(data["tolerance"])
+            self.ratios = {(saver, int(n)): float(r) for saver, by_n in data["ratios"].items() for n, r in by_n.items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise SystemExit(f"cannot read the stored ratios {path}: {exc}; it holds "
+                             '{"tolerance": 0.1, "ratios": {"none": {"200": 1.5}}}') from exc
+        self.path = path
+
+    def failures(self, found: dict[tuple[str, str, int], list[dict[str, Any]]], steps: tuple[int, ...],
+                 savers: tuple[str, ...]) -> tuple[list[str], list[str]]:
+        """Lines for the ratios within their bounds and for those past them (with by how much)."""
+        passed, failed = [], []
+        for saver in savers:
+            for n in steps:
+                bound = self.ratios.get((saver, n))
+                ratio = least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
+                if bound is None:
+                    passed.append(f"{saver}, N = {n}: CPU ratio {ratio:.2f}, no stored bound in {self.path.name} (not checked)")
+                    continue
+                limit = bound * (1 + self.tolerance)
+                line = (f"{saver}, N = {n}: CPU ratio reinloop/create_agent {ratio:.2f} (fastest runs), stored {bound:.2f} "
+                        f"(limit {limit:.2f} with {self.tolerance:.0%})")
+                if ratio > limit:
+                    failed.append(f"{line}: {ratio / bound - 1:.0%} above the stored ratio, "
+                                  f"{ratio / limit - 1:.0%} past the limit")
+                else:
+                    passed.append(line)
+        return passed, failed
+
+
+def check(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], bounds: RatioBounds) -> int:
+    """The per-iteration runs only, their table, and each CPU ratio against its stored bound; 1 if one is past it."""
+    load = os.getloadavg()
+    with tempfile.TemporaryDirectory() as tmp:
+        found = measure(steps, repeats, savers, Path(tmp))
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, load average "
+          f"{load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {repeats} repeat(s), median (min–max)\n")
+    print_runs(found, steps, savers)
+    passed, failed = bounds.failures(found, steps, savers)
+    print(f"\ncheck against {bounds.path}:")
+    for line in passed:
+        print(f"  ok    {line}")
+    for line in failed:
+        print(f"  FAIL  {line}")
+    if failed:
+        print(f"overhead check failed: {len(failed)} CPU ratio(s) past the stored bound by more than "
+              f"{bounds.tolerance:.0%}:\n" + "\n".join(failed), file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
@@ -750,7 +824,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, metavar="N", help="function calls per iteration on both sides over N steps instead")
     parser.add_argument("--floor", action="store_true",
                         help="CPU per iteration of reinloop's six nodes doing no reinloop work, beside both sides, instead")
+    parser.add_argument("--check", action="store_true",
+                        help="per-iteration runs only (N = 200, or 20 with --quick; 3 repeats); exit 1 when a CPU ratio "
+                             "passes its stored bound by more than the stored tolerance")
+    parser.add_argument("--ratios", type=Path, default=RATIOS, metavar="FILE",
+                        help=f"the stored bounds --check reads (default {RATIOS.name} beside this script)")
     args = parser.parse_args(argv)
+    if args.check:
+        steps = tuple(args.steps or (QUICK_CHECK_STEPS if args.quick else CHECK_STEPS))
+        savers = tuple(args.savers or ("none", "sqlite"))
+        raise SystemExit(check(steps, args.repeats or 3, savers, RatioBounds(args.ratios)))
     if args.calls:
         print_calls(args.calls)
         return

@@ -79,11 +79,13 @@ def results(steps: Iterable[Step]) -> list[Result]:
     return sorted(found.values(), key=lambda r: r["step"])
 
 
-def newest_results(steps: Sequence[Step]) -> Iterator[tuple[Mapping[str, Any], Result]]:
+def newest_results(steps: Sequence[Step], skip: Collection[int] = ()) -> Iterator[tuple[Mapping[str, Any], Result]]:
     """:func:`results` newest first, lazily, each with the action it was read from: a prompt's ledger needs only
-    the newest few of a long run."""
+    the newest few of a long run. Steps whose ``id`` is in ``skip`` are passed over."""
     seen = CallSet()
     for step in reversed(steps):
+        if skip and id(step) in skip:
+            continue
         for action in reversed(step.get("actions") or []):
             if action.get("error") or action.get("observation") is None or action.get("reused"):
                 continue
@@ -157,7 +159,9 @@ def newest_lines_within(steps: Sequence[Step], shown: Sequence[Step], max_tokens
     lines: list[str] = []
     left = max_tokens
     in_window = window_calls(shown)
-    for action, result in newest_results(steps):
+    # The shown steps' own results are all in the window: passed over unread. An older copy of one of them is
+    # still left out, by ``in_window``, as when they were read first and kept it out as already seen.
+    for action, result in newest_results(steps, {id(s) for s in shown}):
         if result in in_window:
             continue
         line, tokens = LINES.get((action, counter), (result["step"], task),

@@ -34,8 +34,9 @@ class IdentityMemo(Generic[T]):
         """The value remembered for ``objects`` (the same objects, not equal ones) and ``extra``, else ``compute()``'s."""
         key = (*map(id, objects), hash(extra))
         hit = self._found.get(key)
-        if hit is not None and len(hit[0]) == len(objects) + 1 and hit[0][-1] == extra \
-                and all(a is b for a, b in zip(hit[0], objects)):
+        # Equal ids are the same objects: the entry holds its objects alive, and the caller holds these, and
+        # two objects alive at once never share an id. Only ``extra``, keyed by its hash, is compared.
+        if hit is not None and hit[0][-1] == extra:
             return hit[1]
         value = compute()
         with self._lock:

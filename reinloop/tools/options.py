@@ -101,6 +101,10 @@ OPTION_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ToolOpt
 """The options :func:`configure` accepts."""
 
 
+DEFAULT_OPTIONS = ToolOptions()
+"""The options of a tool never configured: one frozen value, not one made and checked at every call of every step."""
+
+
 def options_of(tool: BaseTool) -> ToolOptions:
     """The reinloop options of ``tool`` (defaults when it was never configured)."""
     stored = (tool.metadata or {}).get(METADATA_KEY)
@@ -108,7 +112,7 @@ def options_of(tool: BaseTool) -> ToolOptions:
         return stored
     if isinstance(stored, dict):
         return ToolOptions(**stored)
-    return ToolOptions()
+    return DEFAULT_OPTIONS
 
 
 def configure(tool: BaseTool | None = None, /, **options: Any) -> Any:

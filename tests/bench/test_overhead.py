@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -57,3 +58,36 @@ def test_the_floor_runs_the_same_calls_through_six_nodes_beside_both_sides(tmp_p
         assert floor > 0 and ours > 0 and theirs > 0
         assert abs(float(floor_ratio) - floor / theirs) < 0.01 + 0.02 * floor / theirs
         assert abs(float(our_ratio) - ours / theirs) < 0.01 + 0.02 * ours / theirs
+
+
+def run_check(tmp_path, *args):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / "overhead.py"), "--check", *args],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=600)
+
+
+def test_the_quick_check_holds_both_ratios_to_their_stored_bounds(tmp_path):
+    proc = run_check(tmp_path, "--quick")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for saver in ("none", "sqlite"):
+        assert re.search(rf"^  ok    {saver}, N = 20: CPU ratio reinloop/create_agent [\d.]+ \(fastest runs\), stored [\d.]+ "
+                         rf"\(limit [\d.]+ with 10%\)$", proc.stdout, re.M), proc.stdout
+
+
+def test_the_check_fails_naming_the_ratio_past_an_impossibly_low_stored_bound(tmp_path):
+    bounds = tmp_path / "ratios.json"
+    bounds.write_text(json.dumps({"tolerance": 0.1, "ratios": {"none": {"5": 0.01}}}))
+    proc = run_check(tmp_path, "--quick", "--steps", "5", "--repeats", "1", "--savers", "none", "--ratios", str(bounds))
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    failed = re.search(r"none, N = 5: CPU ratio reinloop/create_agent ([\d.]+) \(fastest runs\), stored 0\.01 \(limit 0\.01 with 10%\): "
+                       r"(\d+)% above the stored ratio, (\d+)% past the limit", proc.stderr)
+    assert failed, proc.stderr
+    assert float(failed[1]) > 0.5 and int(failed[2]) > int(failed[3]) > 1000  # by how much, both ways
+    assert "overhead check failed: 1 CPU ratio(s) past the stored bound by more than 10%" in proc.stderr
+
+
+def test_the_check_refuses_a_stored_file_it_cannot_read(tmp_path):
+    bounds = tmp_path / "ratios.json"
+    bounds.write_text("{}")
+    proc = run_check(tmp_path, "--ratios", str(bounds))
+    assert proc.returncode == 1
+    assert f"cannot read the stored ratios {bounds}" in proc.stderr and '"tolerance": 0.1' in proc.stderr
