@@ -340,10 +340,13 @@ class Rewriter:
             return None
         names = ", ".join(a.name + (f" as {a.asname}" if a.asname else "") for a in node.names)
         if as_modules:
-            if len(as_modules) != len(node.names):
-                raise Refused(f"`from {target} import ...` mixes moved modules and names; split it first")
             out = []
-            for a in node.names:
+            rest = [a for a in node.names if a not in as_modules]
+            if rest:  # the names stay imported from the same place; the modules each get their own import
+                here = relative(self._rename(target), new_pkg) if new_pkg is not None else self._rename(target)
+                out.append(f"from {here} import " + ", ".join(a.name + (f" as {a.asname}" if a.asname else "")
+                                                             for a in rest))
+            for a in as_modules:
                 new = self.module(f"{target}.{a.name}")
                 parent, _, last = new.rpartition(".")
                 alias = a.asname or a.name
