@@ -560,6 +560,7 @@ def write_shims(root: Path, moves: dict[str, str | None], names: dict[str, set[s
     """Old module paths keep working for one release: a finder in ``reinloop/__init__.py`` and,
     where an old module's name is now a package (``reinloop.runs``), a forwarding ``__getattr__``."""
     new_modules = {m for m in moves.values() if m}
+    new_modules |= {m.rsplit(".", i)[0] for m in list(new_modules) for i in range(1, m.count(".") + 1)}
     aliased = {old: new for old, new in sorted(moves.items()) if new and new != PACKAGE and old not in new_modules}
     init = root / PACKAGE / "__init__.py"
     body = "{\n" + "".join(f"    {k!r}: {v!r},\n" for k, v in aliased.items()) + "}"
