@@ -69,7 +69,7 @@ MOVES: dict[str, str | None] = {
     "tools.journal": "checkpoints.journal",
     "memory.store": "checkpoints.memories",
     "runlog": "checkpoints.runlog",
-    "redact": "checkpoints.redact",
+
     # nodes/: what a node reads besides the state
     "context": "nodes.context",
     # runs/: the run's description (spec, limits) and what starts, keeps and answers runs
@@ -88,6 +88,7 @@ MOVES: dict[str, str | None] = {
     "location": "observe.location",
     "callbacks": "observe.callbacks",
     "terminal": "observe.terminal",
+    "redact": "observe.redact",
     "console": "observe.console",
     "report": "observe.report",
     "drawing": "observe.drawing",
@@ -228,6 +229,8 @@ def top_names(path: Path) -> set[str]:
                 names.update(n.id for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "EXPORTS" for t in node.targets):
+            names.update(k.value for k in getattr(node.value, "keys", []) if isinstance(k, ast.Constant))
     return names
 
 
