@@ -138,7 +138,7 @@ def chain_models(refs: Sequence[str], objects: Sequence[Any], timeout: float | N
     """The fallback chat models: each string built (no client retries, as the primary), each label given as an object."""
     from .models import resolve_model
     from .redact import is_redacted
-    from .spec import is_object_label
+    from .settings import is_object_label
 
     given, models = list(objects), []
     for ref in refs:

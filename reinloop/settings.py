@@ -22,6 +22,11 @@ def replace_known(settings: T, changes: dict[str, Any], *, unknown: str, valid: 
     return dataclasses.replace(settings, **changes)  # type: ignore[type-var]
 
 
+def is_object_label(value: Any) -> bool:
+    """True for a name :func:`object_label` made: the object has to be given again."""
+    return isinstance(value, str) and value.startswith("<") and value.endswith(" object>")
+
+
 DEFAULT_MAX_OUTPUT_TOKENS = 1024
 """Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
 final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles

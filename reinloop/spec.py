@@ -41,7 +41,7 @@ from .memory.config import Memory
 from .output import output_field, output_form, read_schema_file
 from .pricing import Pricing
 from .retry import RetryPolicy
-from .settings import DEFAULT_MAX_OUTPUT_TOKENS, TOOL_DETAILS, replace_known  # re-exported: RunSpec's defaults
+from .settings import DEFAULT_MAX_OUTPUT_TOKENS, TOOL_DETAILS, is_object_label, replace_known  # re-exported: RunSpec's defaults
 from .tools.mcpconfig import config_field, secret_free
 from .tools.settings import BUILTIN_NAMES, DEFAULT_TOOLS, ToolSettings
 
@@ -62,11 +62,6 @@ GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, 
 def object_label(value: Any) -> str:
     """How the spec names an object it cannot hold (a chat model, embeddings): ``"<ClassName object>"``."""
     return f"<{type(value).__name__} object>"
-
-
-def is_object_label(value: Any) -> bool:
-    """True for a name :func:`object_label` made: the object has to be given again."""
-    return isinstance(value, str) and value.startswith("<") and value.endswith(" object>")
 
 
 @dataclass(frozen=True, kw_only=True)
