@@ -76,7 +76,7 @@ MOVES: dict[str, str | None] = {
     "spec": "runs.spec",
     "limits": "runs.limits",
     "settings": "runs.settings",
-    "runs": "runs.run",
+    "runs": "runs.api",  # not runs.run: reinloop.runs.run stays the function (forwarded, see write_shims)
     "batches": "runs.batches",
     "breaks": "runs.breaks",
     "outcome": "runs.outcome",
@@ -95,7 +95,7 @@ MOVES: dict[str, str | None] = {
     "raster": "observe.raster",
     "telemetry": "observe.telemetry",
     # cli/: the command
-    "cli": "cli.main",
+    "cli": "cli.app",  # not cli.main: reinloop.cli.main stays the function (forwarded, see write_shims)
     "cli_approve": "cli.approve",
     "cli_options": "cli.options",
     "cli_runs": "cli.runs",
@@ -573,6 +573,10 @@ def write_shims(root: Path, moves: dict[str, str | None], names: dict[str, set[s
             package = root / Path(*old.split(".")) / "__init__.py"
             if package.exists():
                 public = sorted(n for n in names.get(old, set()) if not n.startswith("_"))
+                shadowed = [n for n in public if (package.parent / f"{n}.py").exists() or (package.parent / n).is_dir()]
+                if shadowed:  # `from reinloop.runs import run` would give the submodule, not the old function
+                    raise Refused(f"{old} had names that are now submodules of the package {old}: "
+                                  f"{', '.join(shadowed)}; give those modules other names in MOVES")
                 package.write_text(package.read_text(encoding="utf-8") + FORWARD.format(old=old, new=new, names=public),
                                    encoding="utf-8")
 
