@@ -63,6 +63,7 @@ MOVES: dict[str, str | None] = {
     # tools/: registry, executor, built-ins, MCP (already there), and the bounds and approval gates of calls
     "approval": "tools.approval",
     "bounds": "tools.bounds",
+    "memory.gist": "tools.gist",  # a long result cut to the lines that matter: the executor and the ledger use it
     "demo": None,
     "demo.tools": "tools.demo",
     # checkpoints/: every store of the run database lives there
