@@ -42,11 +42,10 @@ from .graph import ReinloopGraph, graph_for
 from .limits import Limits
 from .models import resolve_model
 from .outcome import Outcome
-from .pending import answer_claim
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
 from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
-    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, db_location, db_timeout, list_runs, open_db, thread_config,
+    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, answer_claim, db_location, db_timeout, list_runs, open_db, thread_config,
 )
 from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
 from .tools.catalog import BUILTINS, builtins
