@@ -60,6 +60,7 @@ MOVES: dict[str, str | None] = {
     "pricing": "models.pricing",
     "local_models": "models.local",
     "simulation": "models.simulation",
+    "scripted": "models.scripted",  # reinloop.testing re-exports it
     # tools/: registry, executor, built-ins, MCP (already there), and the bounds and approval gates of calls
     "approval": "tools.approval",
     "bounds": "tools.bounds",
