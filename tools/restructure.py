@@ -558,7 +558,8 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
     warnings.warn(f"{old}.{{name}} moved to {new}.{{name}}; import it from there (the old path goes in the "
                   "next release)", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module("{new}"), name)
+    value = globals()[name] = getattr(importlib.import_module("{new}"), name)  # warned once
+    return value
 '''
 
 
