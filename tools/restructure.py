@@ -264,9 +264,7 @@ class Rewriter:
             first = rest[1:].split(".")[0] if rest else ""
             module_context = bool(colon) or re.search(r"(-m\s+|-m\",\s*\"|sys\.modules\[\"|import_module\(\"|"
                                                       r"from\s+|import\s+|patch\(\"|:mod:`|setattr\(\")$", before)
-            if rest and first in self.names.get(old, set()) or module_context or (old + rest) in self.moves:
-                if (old + rest) in self.moves:  # the longest match is itself a module: rewrite it whole
-                    return self.module(old + rest) + (colon or "")
+            if rest and first in self.names.get(old, set()) or module_context:
                 return self.module(old) + rest + (colon or "")
             self.bare.append(f"{where}: {match.group(0)}")
             return match.group(0)
