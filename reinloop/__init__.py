@@ -8,12 +8,35 @@ By role: :func:`run`, :func:`resume`, :func:`list_runs` and :func:`batch` start
 and keep runs, :func:`pending_runs` and :func:`approve` answer the calls that wait for approval; :class:`RunSpec` says how a run is made (with :class:`Limits`,
 :class:`Memory`, :class:`RetryPolicy`); :class:`Outcome` is how it ended;
 :func:`build_graph` is the loop itself, for LangGraph users. Names load on first
-use (:mod:`reinloop.lazy`), so ``import reinloop`` stays cheap.
+use (:func:`exports`, PEP 562), so ``import reinloop`` stays cheap.
 """
 
-from .lazy import exports
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
 
 __version__ = "0.1.0"
+
+
+def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """``__getattr__``, ``__dir__`` and the sorted ``__all__`` of ``package``: name -> relative module (``".runs"``) defining it."""
+
+    def __getattr__(name: str) -> Any:
+        try:
+            module = where[name]
+        except KeyError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        value = getattr(importlib.import_module(module, package), name)
+        setattr(importlib.import_module(package), name, value)  # found directly next time
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(where)
+
+    return __getattr__, __dir__, sorted(where)
+
 
 EXPORTS = {
     "Action": ".state",

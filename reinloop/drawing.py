@@ -305,7 +305,7 @@ def html_page(title: str, body: str, style: str = "") -> str:
 def default_graph() -> Any:
     """A graph to draw when none is given: the shape does not depend on the model or tools."""
     from .graph import build_graph
-    from .testing import ScriptedChatModel
+    from .scripted import ScriptedChatModel
     from .tools.catalog import builtins
 
     return build_graph(ScriptedChatModel(), builtins("calculator"))

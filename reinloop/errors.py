@@ -35,7 +35,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from .terminal import counted
 
 HTTP_FIXES = {
     400: "the request was rejected: check the model name, the protocol (try --protocol json) and the parameters",
@@ -52,6 +51,12 @@ CONTEXT_CODES = frozenset({"context_length_exceeded"})
 
 StoppedBy = Literal["permanent", "attempts", "deadline"]
 """Why a failed model call was not tried again: the failure cannot pass, the attempts or the run's time ran out."""
+
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 step``, ``2 steps``: a count with its noun, plural when it is not one."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 class ReinloopError(Exception):

@@ -36,30 +36,20 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any
 
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
+from .state import Fallback, FallbackReason  # noqa: F401  (re-exported: the state records them)
 
 if TYPE_CHECKING:  # RunSpec reads this module, and imports no LangChain
     from .protocols.base import OutputProtocol
 
-FallbackReason = Literal["retries_exhausted", "context_length", "tools_unsupported", "refusal"]
-"""Why a run moved on to its next model."""
 
 REFUSAL_FINISHES = frozenset({"content_filter"})
 """Finish reasons (lower-cased) that mean the provider withheld the reply."""
 
 ENDPOINT = re.compile(r"@(?=https?://)")
 """Where a fallback's endpoint starts: the first ``@`` before ``http://`` or ``https://`` (model names may hold ``@``)."""
-
-
-class Fallback(TypedDict):
-    """One move to the next model, as recorded on the step and its decide event."""
-
-    from_model: str  # the model that failed, by its name
-    to_model: str  # the model the run moved to
-    reason: FallbackReason
-    problem: str  # what the failing model's endpoint said, or that the model refused
 
 
 @dataclass(frozen=True)
@@ -138,7 +128,7 @@ def chain_models(refs: Sequence[str], objects: Sequence[Any], timeout: float | N
     """The fallback chat models: each string built (no client retries, as the primary), each label given as an object."""
     from .models import resolve_model
     from .redact import is_redacted
-    from .spec import is_object_label
+    from .settings import is_object_label
 
     given, models = list(objects), []
     for ref in refs:

@@ -21,9 +21,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.graph import Graph
 from langchain_core.tools import BaseTool
-from langgraph._internal._runnable import RunnableCallable  # what create_agent wraps its edges in, untraced
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Interrupt
@@ -167,6 +167,21 @@ def check_answer(resume: Any, pending: Sequence[Interrupt], context: AgentContex
             read_decisions(answer, item.value.get("calls") or [], context.tools.validate_args)
 
 
+class Untraced(RunnableLambda):
+    """A router as an edge LangGraph calls without tracing it, as ``create_agent``'s edges are.
+
+    A plain function would be wrapped in a traced runnable that opens a child run per call; this one
+    calls the router and nothing else (LangGraph's own untraced wrapper is private). It stays a
+    ``RunnableLambda`` so LangGraph still reads the router's annotation: each router reads only its channel.
+    """
+
+    def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        return self.func(input)
+
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:  # noqa: A002
+        return self.func(input)
+
+
 ROUTES: dict[str, tuple[Any, dict[str, str]]] = {
     "decide": (route_after_decide, {"reply": "parse", "not_called": "guard"}),
     "parse": (route_after_parse, {"actions": "validate", "answer": "memorize", "error": "memorize"}),
@@ -189,7 +204,7 @@ def wire(builder: StateGraph) -> StateGraph:  # type: ignore[type-arg]
     builder.add_edge("memorize", "guard")
     for source, (router, path_map) in ROUTES.items():
         # untraced, as create_agent's edges: a plain function would open a traced child run per call
-        builder.add_conditional_edges(source, RunnableCallable(router, trace=False), path_map)
+        builder.add_conditional_edges(source, Untraced(router), path_map)
     return builder
 
 

@@ -27,7 +27,7 @@ from .pricing import check_call_cost
 from .errors import ConfigurationError, ModelCallError, ModelSetupError
 from .protocols.base import OutputProtocol
 from .redact import origin, redact_url, scrub
-from .spec import DEFAULT_MAX_OUTPUT_TOKENS  # the default lives with RunSpec; re-exported here
+from .settings import DEFAULT_MAX_OUTPUT_TOKENS  # RunSpec's default, kept below both; re-exported here
 from .retry import call_with_retries, endpoint_of, model_call_error, model_url
 from .tools.registry import ToolRegistry
 

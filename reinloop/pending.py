@@ -10,7 +10,7 @@ in this process with one decision, for one call or for every waiting call,
 and runs it to its next stop (which may be another approval).
 
 Two processes may answer the same run at once (two ``reinloop approve`` in
-two terminals): :func:`answer_claim` lets exactly one of them go on, by one
+two terminals): :func:`reinloop.rundb.answer_claim` lets exactly one of them go on, by one
 insert in the tool journal that fails on a duplicate
 (:meth:`~reinloop.tools.journal.ToolJournal.decide`); the other is refused
 with :class:`~reinloop.errors.AlreadyAnsweredError` before it runs anything,
@@ -20,16 +20,13 @@ so a call runs once and the thread has one history.
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .approval import waiting_calls
-from .errors import AlreadyAnsweredError, ConfigurationError
+from .errors import ConfigurationError
 from .outcome import Outcome
 from .rundb import open_db, thread_config
 
@@ -119,54 +116,3 @@ def waiting_of(thread_id: str, db: str | Path | None) -> list[dict[str, Any]]:
     with open_db(db) as saver:
         latest = saver.checkpointer.get_tuple(thread_config(thread_id))
     return waiting_calls(dict(latest.checkpoint["channel_values"])) if latest is not None else []
-
-
-def process_mark() -> dict[str, Any]:
-    """Who claims an answer: this process's id and host."""
-    return {"pid": os.getpid(), "host": socket.gethostname()}
-
-
-def gone(by: Mapping[str, Any]) -> bool:
-    """Is the process that made a claim gone (on this host, its pid no longer runs)?"""
-    if by.get("host") != socket.gethostname() or not isinstance(by.get("pid"), int):
-        return False
-    try:
-        os.kill(by["pid"], 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-@contextmanager
-def answer_claim(saver: Any, thread_id: str, decisions: Mapping[str, Any]) -> Iterator[None]:
-    """Claim the answer to the calls run ``thread_id`` waits for, then let the block resume it.
-
-    The claim is one insert keyed by the waiting checkpoint: a second process answering the same checkpoint
-    gets :class:`~reinloop.errors.AlreadyAnsweredError` and runs nothing; a claim whose process is gone (killed
-    before its answer was stored) is taken over. If the block fails before the run moved on, the claim is
-    dropped, so the calls can be answered again.
-    """
-    latest = saver.checkpointer.get_tuple(thread_config(thread_id))
-    values = dict(latest.checkpoint["channel_values"]) if latest is not None else {}
-    waiting = waiting_calls(values)
-    unknown = sorted(set(decisions) - {c["id"] for c in waiting})
-    if unknown:  # the run moved on since the caller read it (another answer came first)
-        raise ConfigurationError(f"no call {', '.join(map(repr, unknown))} waits for approval; waiting: "
-                                 f"{', '.join(c['id'] for c in waiting) or '(none)'} (a decision names one waiting "
-                                 "call by its id)")
-    step, run, answered = waiting[0]["step"], values.get("run", 0), latest.checkpoint["id"] if latest else ""
-    by = process_mark()
-    first = saver.journal.decide(thread_id, run, step, answered, decisions, by)
-    if first is not None:
-        earlier = json.loads(first.observation or "{}")
-        if not (gone(earlier) and saver.journal.take_over(first, by)):
-            raise AlreadyAnsweredError(thread_id, step, earlier)
-    try:
-        yield
-    except BaseException:
-        head = saver.checkpointer.get_tuple(thread_config(thread_id))
-        if head is not None and head.checkpoint["id"] == answered:  # nothing was stored: the calls still wait
-            saver.journal.release(thread_id, run, step, answered, by)
-        raise

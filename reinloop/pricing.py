@@ -52,11 +52,12 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, NotRequired, TypedDict
+from typing import Any
 from urllib.parse import urlsplit
 
 from .bounds import token_count
 from .errors import ConfigurationError
+from .state import CallCost, ModelCost  # noqa: F401  (re-exported: the state's counters hold them)
 from .retry import model_url
 
 logger = logging.getLogger(__name__)
@@ -102,31 +103,6 @@ class Price:
         cached = self.input if self.cached_input is None else self.cached_input
         fresh = max(0, input_tokens - cached_tokens)
         return (fresh * self.input + cached_tokens * cached + output_tokens * self.output) / 1_000_000
-
-
-class CallCost(TypedDict):
-    """One priced (or unpriceable) model call, as plain data."""
-
-    model: str  # the model name the price was looked up by
-    input_tokens: int  # all input tokens, cached ones included
-    cached_tokens: int
-    output_tokens: int
-    usd: float | None  # None: the call could not be priced
-    source: str  # "prices", "local", "genai-prices" or "unpriced"
-    problem: NotRequired[str]  # why it could not be priced
-    flags: NotRequired[list[str]]  # what was corrected or assumed in pricing it (the usage, the name, a local $0)
-    counted: NotRequired[bool]  # the usage was replaced by reinloop's own counts (the step's tokens are those)
-
-
-class ModelCost(TypedDict):
-    """Running totals for one model, kept in the counters."""
-
-    calls: int
-    input_tokens: int
-    cached_tokens: int
-    output_tokens: int
-    usd: float
-    unpriced_calls: int
 
 
 def as_price(model: str, value: Price | Mapping[str, float]) -> Price:

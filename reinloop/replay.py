@@ -362,7 +362,7 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
                      side_effects: bool = False, start_mcp: bool = False, **changes: Any) -> ReplayReport:
     """:func:`replay` on a recording already read."""
     from .runs import Given, _graph, tool_list, with_objects
-    from .testing import ScriptedChatModel
+    from .scripted import ScriptedChatModel
 
     model = ScriptedChatModel(replies=served_replies(recording.calls), usage=None)
     spec, given = with_objects(recording.spec, changes)

@@ -34,6 +34,7 @@ from tenacity.wait import wait_base
 from .errors import ConfigurationError, ModelCallError, ScriptExhaustedError, SettingError, StoppedBy
 from .redact import redact_url, scrub
 from .terminal import safe_text
+from .tools.attempts import first_then_retried  # noqa: F401  (re-exported: tool calls share it)
 
 logger = logging.getLogger(__name__)
 
@@ -187,28 +188,6 @@ class stop_at_deadline(stop_base):  # noqa: N801 - tenacity's naming
     def __call__(self, retry_state: RetryCallState) -> bool:
         left = self.seconds_left()
         return left is not None and (retry_state.upcoming_sleep or 0.0) >= left
-
-
-def first_then_retried(call: Callable[[], Any], retrying: Callable[[], Retrying]) -> Any:
-    """``retrying()(call)``, with the first attempt made before tenacity is set up.
-
-    Most calls succeed at once, and tenacity's set-up and bookkeeping cost more
-    Python calls than a scripted model's whole reply. A first failure (any
-    exception, as tenacity catches) is handed to tenacity as the outcome of its
-    first attempt, so what follows is tenacity's as before: which errors are
-    retried, the waits, the stops and the attempt numbers.
-    """
-    try:
-        return call()
-    except BaseException as exc:  # noqa: BLE001 - tenacity decides what it means, as when it made the attempt
-        failed = [exc]
-
-    def attempt() -> Any:
-        if failed:
-            raise failed.pop()
-        return call()
-
-    return retrying()(attempt)
 
 
 def call_with_retries(

@@ -46,12 +46,11 @@ from .limits import Limits
 from .memory.prompt import check_task
 from .models import resolve_model
 from .outcome import Outcome
-from .pending import answer_claim
 from .protocols import OutputProtocol
 from .redact import is_redacted, redact_url
 from .rundb import (  # noqa: F401 (the run database's names, re-exported: one module per CLI command group)
-    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, HEARTBEAT_SECONDS, db_location, db_timeout, list_runs, open_db,
-    resume_command, thread_config,
+    BASE_URL_VARIABLE, DB_VARIABLE, DEFAULT_DB, HEARTBEAT_SECONDS, answer_claim, db_location, db_timeout, list_runs,
+    open_db, resume_command, thread_config,
 )
 from .spec import GROUPS, RunSpec, is_object_label, object_label, protocol_change
 from .tools.catalog import BUILTINS, builtins

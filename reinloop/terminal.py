@@ -31,6 +31,8 @@ import os
 import re
 from typing import Any
 
+from .errors import counted  # noqa: F401  (re-exported: it lives below the errors that use it)
+
 UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u061c\u180e\u200b\u200e\u200f\u2028-\u202e\u2060-\u206f"
     "\ufeff\ufff9-\ufffb\ud800-\udfff\U000e0000-\U000e007f]"
@@ -47,11 +49,6 @@ def safe_text(value: Any) -> str:
     """``value`` as text a terminal shows as it is: every :data:`UNSAFE` character as a visible escape."""
     text = value if isinstance(value, str) else str(value)
     return UNSAFE.sub(_escape, text)
-
-
-def counted(n: int, noun: str) -> str:
-    """``1 step``, ``2 steps``: a count with its noun, plural when it is not one."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def safe_json(value: Any, **kwargs: Any) -> str:

@@ -1,42 +1,23 @@
-"""Output protocols: how the model says what it wants to do."""
+"""Output protocols: how the model says what it wants to do.
+
+Names load on first use (:func:`reinloop.exports`), so a module of this package
+(``reinloop.answers`` once it moves here) can be imported without LangChain.
+"""
 
 from __future__ import annotations
 
-from ..errors import ConfigurationError
-from .auto import AutoProtocol
-from .base import OutputProtocol
-from .json_protocol import JsonProtocol, StrictJsonProtocol
-from .react import ReactProtocol
-from .tool_calling import ToolCallingProtocol
+from ..lazy import exports
 
-PROTOCOLS: dict[str, type[OutputProtocol]] = {
-    "tool_calling": ToolCallingProtocol,
-    "json": JsonProtocol,
-    "react": ReactProtocol,
-    "auto": AutoProtocol,
-    "json_strict": StrictJsonProtocol,
+EXPORTS = {
+    "PROTOCOLS": ".catalog",
+    "AutoProtocol": ".auto",
+    "JsonProtocol": ".json_protocol",
+    "OutputProtocol": ".base",
+    "ReactProtocol": ".react",
+    "StrictJsonProtocol": ".json_protocol",
+    "ToolCallingProtocol": ".tool_calling",
+    "get_protocol": ".catalog",
 }
+"""Each public name -> the module defining it; loaded on first use."""
 
-
-def get_protocol(name: str | OutputProtocol) -> OutputProtocol:
-    """The protocol called ``name`` (or ``name`` itself if it already is one)."""
-    if isinstance(name, OutputProtocol):
-        return name
-    try:
-        return PROTOCOLS[name]()
-    except (KeyError, TypeError):
-        raise ConfigurationError(
-            f"unknown protocol {name!r}; choose one of: {', '.join(PROTOCOLS)}"
-        ) from None
-
-
-__all__ = [
-    "PROTOCOLS",
-    "AutoProtocol",
-    "JsonProtocol",
-    "OutputProtocol",
-    "ReactProtocol",
-    "StrictJsonProtocol",
-    "ToolCallingProtocol",
-    "get_protocol",
-]
+__getattr__, __dir__, __all__ = exports(__name__, EXPORTS)

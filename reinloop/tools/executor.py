@@ -52,7 +52,7 @@ from tenacity import (
 from ..bounds import clean_text, describe_exception, exception_message
 from ..callbacks import CallHook, watched
 from ..limits import Limits
-from ..retry import first_then_retried
+from .attempts import first_then_retried
 from .journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
 from .pool import WorkerPool, WorkersExhausted

@@ -79,6 +79,22 @@ class ToolSettings:
 
     def check_run_database(self, run_db: str | os.PathLike[str] | None) -> None:
         """Refuse a tool database that is the run database ``run_db`` (:class:`~reinloop.ToolDatabaseError`)."""
-        from .sql import refuse_run_database
-
         refuse_run_database(self.db, run_db)
+
+
+REFUSAL = ("the model would read every thread's runs and could write reinloop's own tables; "
+           "give --db-tool a database of your own, not the run database --db")
+
+
+def refuse_run_database(tool_db: str | os.PathLike[str] | None, run_db: str | os.PathLike[str] | None) -> None:
+    """Refuse a tool database that is the run database: the same file (device and inode), however it is spelled."""
+    if tool_db is None or run_db is None or "://" in str(run_db) or str(run_db) == ":memory:":
+        return
+    try:
+        tool_stat, run_stat = os.stat(Path(tool_db).expanduser()), os.stat(Path(run_db).expanduser())
+    except OSError:  # one of them does not exist yet: not the same file
+        return
+    if (tool_stat.st_dev, tool_stat.st_ino) == (run_stat.st_dev, run_stat.st_ino):
+        from ..errors import ToolDatabaseError  # the errors load only when a run is refused, as above
+
+        raise ToolDatabaseError(f"--db-tool {str(tool_db)!r} is the run database --db {str(run_db)!r}: {REFUSAL}", str(tool_db))

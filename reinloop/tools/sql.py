@@ -63,7 +63,7 @@ MAX_QUERY_SECONDS = 5.0
 KILL_GRACE_SECONDS = 0.5
 """How long after its time limit a query process that did not stop by itself is killed."""
 ENGINE = Path(sqlengine.__file__)
-from .settings import MAX_INSERT_VALUE_BYTES  # noqa: E402 (the default lives with ToolSettings)
+from .settings import MAX_INSERT_VALUE_BYTES, REFUSAL, refuse_run_database  # noqa: E402, F401 (defaults live with ToolSettings; re-exported)
 
 
 class QueryError(ValueError):
@@ -227,10 +227,6 @@ def _database(tool: str, path: str | os.PathLike[str] | None, option: str = "pat
     return file.resolve()
 
 
-REFUSAL = ("the model would read every thread's runs and could write reinloop's own tables; "
-           "give --db-tool a database of your own, not the run database --db")
-
-
 def refuse_reinloop_schema(file: Path, tool: str) -> None:
     """Refuse a tool database that carries reinloop's schema (its ``migrations`` table and a table of its own)."""
     names = set(list_tables(file))
@@ -239,18 +235,6 @@ def refuse_reinloop_schema(file: Path, tool: str) -> None:
         raise ToolDatabaseError(
             f"{str(file)!r} is a reinloop run database (tables {MIGRATIONS_TABLE}, {', '.join(ours[:3])}, ...); "
             f"tool {tool!r} may not use it: {REFUSAL}", str(file))
-
-
-def refuse_run_database(tool_db: str | os.PathLike[str] | None, run_db: str | os.PathLike[str] | None) -> None:
-    """Refuse a tool database that is the run database: the same file (device and inode), however it is spelled."""
-    if tool_db is None or run_db is None or "://" in str(run_db) or str(run_db) == ":memory:":
-        return
-    try:
-        tool_stat, run_stat = os.stat(Path(tool_db).expanduser()), os.stat(Path(run_db).expanduser())
-    except OSError:  # one of them does not exist yet: not the same file
-        return
-    if (tool_stat.st_dev, tool_stat.st_ino) == (run_stat.st_dev, run_stat.st_ino):
-        raise ToolDatabaseError(f"--db-tool {str(tool_db)!r} is the run database --db {str(run_db)!r}: {REFUSAL}", str(tool_db))
 
 
 def sql_query_tool(path: str | os.PathLike[str] | None = None, max_rows: int = MAX_ROWS, max_seconds: float = MAX_QUERY_SECONDS) -> BaseTool:
