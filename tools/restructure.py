@@ -85,6 +85,7 @@ MOVES: dict[str, str | None] = {
     "pending": "runs.pending",
     "replay": "runs.replay",
     "rundb": "runs.rundb",
+    "run_record": "runs.run_record",
     # observe/: events and where they come from, and everything that shows a run
     "events": "observe.events",
     "location": "observe.location",
