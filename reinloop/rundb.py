@@ -56,12 +56,13 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
-STATUSES = ("running", "waiting", "paused", "done", "broken")
+STATUSES = ("running", "waiting", "paused", "done", "broken", "damaged")
 """What ``runs list`` says a run is, and what ``--status`` takes: the same names.
 
 ``waiting``: calls wait for an operator's approval (``reinloop approve``); ``paused``: a guard broke it and it
 waits at the break for ``reinloop resume``; ``broken``: a guard broke it for good. ``--status broken`` also
-lists the paused runs (each was broken by a guard), ``--status paused`` only those.
+lists the paused runs (each was broken by a guard), ``--status paused`` only those. ``damaged``: its row or its
+latest state was changed outside reinloop and cannot be read (``RunRecord.damage`` says what).
 """
 
 
@@ -101,13 +102,19 @@ def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) ->
     import dataclasses
 
     from .approval import waiting_calls
+    from .checkpoints.records import damaged_record
+    from .errors import StoredDataError
 
     with open_db(db) as saver:
         records = []
         for record in saver.runs.list() if stored is None else stored:
             shown = stored_status(record)
             if shown == "running":
-                latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
+                try:
+                    latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
+                except StoredDataError as exc:  # one damaged run is marked, the others still listed
+                    records.append(damaged_record(record.thread_id, exc))
+                    continue
                 shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
             records.append(dataclasses.replace(record, status=shown))
     return records

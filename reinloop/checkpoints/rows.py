@@ -122,6 +122,9 @@ class RunRecord:
     spec: dict[str, Any] | None = None
     """The run's :class:`~reinloop.RunSpec` in its JSON form (schema 6 on; ``None`` for older runs).
     ``model`` ... ``system_prompt`` above are copies of its fields, for SQL readers."""
+    damage: str | None = None
+    """What of the run cannot be read (a :class:`~reinloop.errors.StoredDataError`'s field and problem), its
+    status then ``"damaged"``; ``None`` for a run that can."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-able dict."""

@@ -343,7 +343,8 @@ def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai
 
     monkeypatch.setenv("NOTES_FILE", str(tmp_path / "notes.txt"))  # the value the stored config refers to
     openai_server.responses += [completion(tool_calls=[{"name": "lookup", "args": {"key": "gamma"}}]), completion("3")]
-    code = main(["resume", "m1", "--base-url", openai_server.base_url, "--extra-steps", "2", "--json", "--quiet", "--db", db])
+    code = main(["resume", "m1", "--base-url", openai_server.base_url, "--extra-steps", "2", "--json", "--quiet", "--db", db,
+                 "--start-mcp"])
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (code, out["status"], out["answer"]) == (0, "done", "3")
     assert out["observations"][-1]["observation"] == "3"
@@ -396,7 +397,7 @@ def test_a_run_given_mcp_as_an_option_closes_its_servers_and_a_credential_it_los
     assert b"t0ps3cret" not in db.read_bytes()
 
     with pytest.raises(ConfigurationError, match="'notes' was stored without a credential in its arguments"):
-        resume("t", db=db, model=ScriptedChatModel(replies=[]), extra_steps=2)
+        resume("t", db=db, model=ScriptedChatModel(replies=[]), extra_steps=2, start_mcp=True)
     done = resume("t", db=db, model=ScriptedChatModel(replies=[[tool_call("lookup", {"key": "beta"}, id="c")], "2"]),
                   extra_steps=2, mcp=config)
     assert (done.status, done.answer, notes(tmp_path)) == ("done", "2", ["one"])
