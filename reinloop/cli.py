@@ -364,6 +364,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
 def resume_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("thread", help="the run's thread id")
     add_answer_flags(p)
+    p.add_argument("--start-mcp", action="store_true",
+                   help="start the MCP servers the stored run names (its spec shows them: `reinloop runs show`)")
     add_output_flags(p)
     add_db_flag(p)
     add_spec_flags(p, defaults="stored")  # each given flag overrides the run's stored spec
@@ -385,7 +387,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     live = isinstance(console, RunConsole) and console.live_enabled and changes.get("stream", True) is not False
     with interrupts_said(args), console or contextlib.nullcontext():
         outcome = resume(args.thread, db=args.db, on_event=console.handle if console else None,
-                         on_token=console.token if live else None, **dataclasses.asdict(answer), **changes)
+                         on_token=console.token if live else None, start_mcp=args.start_mcp,
+                         **dataclasses.asdict(answer), **changes)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
 

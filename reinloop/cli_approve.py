@@ -137,6 +137,8 @@ def approve_options(p: argparse.ArgumentParser) -> None:
     what.add_argument("--respond", metavar="TEXT", help="do not run it; the model reads TEXT as the tool's result")
     p.add_argument("--always", action="store_true",
                    help="approve (or with --reject, reject) this tool's calls for the rest of the thread")
+    p.add_argument("--start-mcp", action="store_true",
+                   help="start the MCP servers the stored run names (its spec shows them: `reinloop runs show`)")
     add_output_flags(p)
     add_db_flag(p)
 
@@ -150,7 +152,8 @@ def cmd_approve(args: argparse.Namespace) -> int:
     console = make_console(args, run_limits(args.thread, args.db))
     with console or _nothing():
         outcome = approve(args.thread, args.call_id, edit=args.edit, reject=args.reject, respond=args.respond,
-                          always=args.always, db=args.db, on_event=console.handle if console else None)
+                          always=args.always, db=args.db, on_event=console.handle if console else None,
+                          start_mcp=args.start_mcp)
     print_outcome(outcome, args.json)
     return int(outcome.exit_code)
 

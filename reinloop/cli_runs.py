@@ -48,7 +48,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return EXIT_DONE
     say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
-        outcome = r.answer if r.status == "done" else r.break_reason or ""
+        outcome = r.answer if r.status == "done" else r.damage if r.status == "damaged" else r.break_reason or ""
         outcome = f"go on: {resume_command(r.thread_id, args.db)}" if r.status in RESUMABLE else outcome
         say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
                        (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))

@@ -374,7 +374,8 @@ def replay_recording(recording: Recording, *, stub: bool = False, tools: Sequenc
     if stub or not side_effects:
         built = stub_tools(built, recording.steps, only_side_effects=not stub)
         longest = max((len(str(a.get("observation") or "")) for s in recording.steps for a in s.get("actions") or []), default=0)
-        if longest > spec.limits.max_observation_chars:  # a stored observation is served whole, never cut again
+        cap = spec.limits.max_observation_chars
+        if cap is not None and longest > cap:  # a stored observation is served whole, never cut again
             spec = spec.replace(limits={"max_observation_chars": longest})
     with open_database(":memory:") as saver:
         graph = _graph(saver, spec, Given(model, tuple(built), given.protocol), built, model)
@@ -418,12 +419,13 @@ def server_shown(server: Any) -> str:
 
 
 class StoredNameError(ConfigurationError):
-    """A replay would use what the run database alone names (``field``: MCP servers, a sandbox ...); a flag must say so."""
+    """A replay or resume would use what the run database alone names (``field``: MCP servers, a sandbox ...);
+    a flag must say so."""
 
-    def __init__(self, thread_id: str, field: str, named: str, flag: str) -> None:
+    def __init__(self, thread_id: str, field: str, named: str, flag: str, command: str = "replay") -> None:
         self.thread_id, self.field, self.named, self.flag = thread_id, field, named, flag
-        super().__init__(f"run {thread_id!r} stored spec.{field} = {named}; a replay does not use what only the run "
-                         f"database names: pass {flag}")
+        super().__init__(f"run {thread_id!r} stored spec.{field} = {named}; a {command} does not use what only the "
+                         f"run database names: pass {flag}")
 
 
 def drive(graph: Any, recording: Recording) -> str | None:

@@ -60,14 +60,15 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
 
 
-STATUSES = ("running", "waiting", "paused", "interrupted", "abandoned", "done", "broken")
+STATUSES = ("running", "waiting", "paused", "interrupted", "abandoned", "done", "broken", "damaged")
 """What ``runs list`` says a run is, and what ``--status`` takes: the same names.
 
 ``running``: its process is alive; ``waiting``: calls wait for an operator's approval (``reinloop approve``);
 ``paused``: a guard broke it and it waits at the break for ``reinloop resume``; ``interrupted``: Ctrl-C or
 SIGTERM stopped it, ``abandoned``: its process died mid-run (killed, crashed, its machine lost), and
 ``reinloop resume`` goes on with either; ``broken``: a guard broke it for good. ``--status broken`` also
-lists the paused runs (each was broken by a guard), ``--status paused`` only those.
+lists the paused runs (each was broken by a guard), ``--status paused`` only those. ``damaged``: its row or its
+latest state was changed outside reinloop and cannot be read (``RunRecord.damage`` says what).
 """
 RESUMABLE = ("interrupted", "abandoned")
 """The statuses of a run whose process stopped mid-run: ``reinloop resume THREAD`` continues it."""
@@ -113,13 +114,19 @@ def running_or_waiting(db: str | Path | None, stored: list[RunRecord] | None) ->
     import dataclasses
 
     from .approval import waiting_calls
+    from .checkpoints.records import damaged_record
+    from .errors import StoredDataError
 
     with open_db(db) as saver:
         records = []
         for record in saver.runs.list() if stored is None else stored:
             shown = stored_status(record)
             if shown == "running":
-                latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
+                try:
+                    latest = saver.checkpointer.get_tuple(thread_config(record.thread_id))
+                except StoredDataError as exc:  # one damaged run is marked, the others still listed
+                    records.append(damaged_record(record.thread_id, exc))
+                    continue
                 shown = "waiting" if latest and waiting_calls(dict(latest.checkpoint["channel_values"])) else shown
             if shown == "running" and process_gone(record):
                 shown = "abandoned"

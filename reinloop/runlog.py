@@ -26,15 +26,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from .checkpoints import Database, database_for, is_postgres_url, open_database
 from .checkpoints.blobs import PREVIEW_CHARS, preview_value
 from .checkpoints.schema import NODE_EVENTS
+from .checkpoints.shapes import check
 from .checkpoints.sql import insert_sql
 from .checkpoints.sqlitedb import is_read_only
-from .errors import StorageError
+from .errors import StorageError, StoredDataError
 from .events import NodeEvent
+from .fallback import Fallback
+from .pricing import CallCost
+from .state import Counters
 
 TABLE = NODE_EVENTS.name
 
@@ -63,12 +67,39 @@ def to_row(event: NodeEvent) -> dict[str, Any]:
     return row
 
 
+class EventData(TypedDict, total=False):
+    """The keys of an event's ``data`` that reports read, with their types (other keys are let through)."""
+
+    cost: list[CallCost]
+    model: str
+    fallbacks: list[Fallback]
+    feedback: str
+    task: str
+    wrapped_up: str | None
+    decisions: list[dict[str, Any]]
+    waiting: list[dict[str, Any]]
+    prompt_parts: dict[str, int]
+
+
 def from_row(row: dict[str, Any]) -> NodeEvent:
-    """A ``node_events`` row as an event: JSON decoded (PostgreSQL's come decoded), empty columns dropped."""
+    """A ``node_events`` row as an event: JSON decoded (PostgreSQL's come decoded), empty columns dropped.
+
+    A column that is not what an event holds is a :class:`~reinloop.errors.StoredDataError` naming it.
+    """
     event = {k: v for k, v in row.items() if v is not None}
-    for key in JSON_COLUMNS:
-        if isinstance(event.get(key), str):
-            event[key] = json.loads(event[key])
+    try:
+        for key in JSON_COLUMNS:
+            if isinstance(event.get(key), str):
+                try:
+                    event[key] = json.loads(event[key])
+                except ValueError as exc:
+                    raise StoredDataError(key, f"it is not JSON ({exc})") from None
+        check(event, NodeEvent, "")
+        check(event.get("data"), EventData | None, "data")
+        # an older log kept fewer counters: those it kept have their types
+        check(event.get("counters"), Counters | None, "counters", counts=True, partial=True)
+    except StoredDataError as exc:
+        raise exc.at(f"node_events row {row.get('id')}", thread_id=row.get("thread_id")) from None
     return event  # type: ignore[return-value]
 
 

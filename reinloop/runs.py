@@ -40,7 +40,9 @@ from .approval import waiting_calls
 from .breaks import BreakAnswer
 from .checkpoints import BreakRecord, Database, RunRecord
 from .checkpoints.rows import break_interrupts
-from .errors import ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, ThreadNotFoundError
+from .errors import (
+    ConfigurationError, NotResumableError, ReinloopError, RunError, RunStoppedError, StoredDataError, ThreadNotFoundError,
+)
 from .graph import ReinloopGraph, graph_for
 from .limits import Limits
 from .memory.prompt import check_task
@@ -313,6 +315,7 @@ def resume(
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     on_token: TokenHandler | None = None,
+    start_mcp: bool = False,
     **changes: Any,
 ) -> Outcome:
     """Continue a stored run: answer its pending break or approvals, or re-run the step its dead process was in.
@@ -329,9 +332,13 @@ def resume(
     ``retry=RetryPolicy(...)``, ``memory={"window_steps": 5}``, ``model=`` a string
     or a chat model, ``tools=`` names or tool objects); the changed spec is stored,
     so a later resume starts from it.
+
+    The MCP servers the stored spec names are started again only with ``start_mcp=True`` (or replaced by
+    ``mcp=`` or MCP tools in ``tools``): the run database alone never starts a process.
     """
     with open_db(db, write=True) as saver:
-        return resume_with(saver, thread_id, decisions=decisions, on_event=on_event, on_token=on_token, **changes)
+        return resume_with(saver, thread_id, decisions=decisions, on_event=on_event, on_token=on_token,
+                           start_mcp=start_mcp, **changes)
 
 
 def resume_with(
@@ -341,6 +348,7 @@ def resume_with(
     decisions: Mapping[str, Any] | None = None,
     on_event: EventHandler | None = None,
     on_token: TokenHandler | None = None,
+    start_mcp: bool = False,
     **changes: Any,
 ) -> Outcome:
     """:func:`resume` on an open run database."""
@@ -349,7 +357,7 @@ def resume_with(
     resumed_with = _approval_payload(thread_id, values, decisions)
     if resumed_with is None:
         resumed_with = _resume_payload(thread_id, values, answer)
-    graph = _rebuild(saver, thread_id, changes, state=values)
+    graph = _rebuild(saver, thread_id, changes, state=values, start_mcp=start_mcp)
     try:
         # a node may have finished (its writes saved) just before the process died: then `next` is empty, but
         # the step still has its task, and invoking resumes after it
@@ -418,12 +426,51 @@ def calls_of(state: Mapping[str, Any]) -> dict[tuple[int, str], Mapping[str, Any
 
 
 def stored_spec(record: RunRecord | None) -> RunSpec:
-    """The spec a run was stored with; a run stored by reinloop 0.1 (schema 5, no ``spec``) from its settings."""
+    """The spec a run was stored with; a run stored by reinloop 0.1 (schema 5, no ``spec``) from its settings.
+
+    A stored spec that is no spec is a :class:`~reinloop.errors.StoredDataError` naming its field.
+    """
     if record is None:
         return RunSpec()
-    if record.spec is not None:
-        return RunSpec.from_dict(record.spec)
-    return spec_from_settings(record)
+    if (huge := huge_number(record.spec)) is not None:
+        raise StoredDataError("runs.spec." + ".".join(map(str, huge)), "it is an integer of more than 64 bits",
+                              thread_id=record.thread_id)
+    try:
+        return RunSpec.from_dict(record.spec) if record.spec is not None else spec_from_settings(record)
+    except Exception as exc:  # noqa: BLE001  (whatever a stored value makes a spec raise, the database is at fault)
+        field = "runs.spec" + ("" if record.spec is None else "".join(f".{k}" for k in faulty_field(record.spec)))
+        problem = str(exc) if isinstance(exc, ReinloopError) else f"{type(exc).__name__}: {exc}"
+        raise StoredDataError(field, problem[:300], thread_id=record.thread_id) from None
+
+
+def huge_number(data: Any, path: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The path of the first integer in ``data`` that no 64-bit setting holds, or None."""
+    if type(data) is int and not -(2**63) <= data < 2**63:
+        return path
+    items = data.items() if isinstance(data, Mapping) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        if (found := huge_number(value, (*path, key))) is not None:
+            return found
+    return None
+
+
+def faulty_field(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """The first field of a stored spec that alone makes it unreadable, or ``()`` when none does alone."""
+    def readable(part: Mapping[str, Any]) -> bool:
+        try:
+            RunSpec.from_dict(part)
+        except Exception:  # noqa: BLE001
+            return False
+        return True
+
+    for key, value in data.items() if isinstance(data, Mapping) else ():
+        if key in GROUPS and isinstance(value, Mapping):
+            for inner, setting in value.items():
+                if not readable({key: {inner: setting}}):
+                    return (key, inner)
+        if not readable({key: value}):
+            return (key,)
+    return ()
 
 
 def spec_from_settings(record: RunRecord) -> RunSpec:
@@ -456,10 +503,17 @@ def spec_from_settings(record: RunRecord) -> RunSpec:
 
 def _rebuild(
     saver: Database, thread_id: str, changes: Mapping[str, Any], state: Mapping[str, Any] | None = None,
+    start_mcp: bool = False,
 ) -> ReinloopGraph:
-    """The run's graph from its stored spec, with ``changes``."""
+    """The run's graph from its stored spec, with ``changes``; stored MCP servers start only with ``start_mcp``."""
     stored = stored_spec(saver.runs.get(thread_id))
     spec, given = with_objects(stored, changes)
+    if stored.mcp is not None and not start_mcp and changes.get("mcp") is None and not mcp_tools_in(given.tools):
+        from .replay import StoredNameError, server_shown
+
+        servers = "; ".join(f"{name}: {server_shown(server)}" for name, server in (stored.mcp.get("mcpServers") or {}).items())
+        raise StoredNameError(thread_id, "mcp", servers, "--start-mcp (start_mcp=True) to start them, or --mcp FILE "
+                              "(mcp=) to start yours", command="resume")
     if is_object_label(spec.model) and given.model is None:
         raise ConfigurationError(
             f"run {thread_id!r} was started with a model object ({spec.model}), which cannot be stored; "

@@ -18,6 +18,8 @@ import pytest
 
 from reinloop.runs import run
 
+from .stored_edits import Edit, edits
+
 from .openai_server import completion
 
 SANDBOX_CALL = {"path": "out.txt", "content": "6"}
@@ -149,6 +151,36 @@ def test_replay_starts_no_mcp_server_a_stored_spec_names_without_start_mcp(recor
     assert not marker.exists()
 
 
+@pytest.fixture
+def paused(openai_server, run_db) -> Path:
+    """Run ``p1``: one calculation, then paused at its step limit (resumable)."""
+    openai_server.responses += [reply("calculator", {"expression": "2*3"})]
+    outcome = run("compute", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",
+                  limits={"max_steps": 1}, thread_id="p1")
+    assert outcome.paused, outcome
+    return run_db
+
+
+def test_resume_starts_no_mcp_server_a_stored_spec_names_without_start_mcp(paused, openai_server, tmp_path):
+    marker = tmp_path / "started"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    with sqlite3.connect(paused) as conn:
+        spec = json.loads(conn.execute("SELECT spec FROM runs WHERE thread_id = 'p1'").fetchone()[0])
+        spec["mcp"] = {"mcpServers": {"evil": {"command": command[0], "args": command[1:]}}}
+        conn.execute("UPDATE runs SET spec = ? WHERE thread_id = 'p1'", (json.dumps(spec),))
+    for argv in (["resume", "p1", "--extra-steps", "1"], ["resume", "p1", "--extra-steps", "1", "--json"]):
+        line = one_error_line(cli(paused, *argv))
+        assert "spec.mcp" in line and "evil: " + " ".join(command)[:60] in line, line
+        assert "a resume does not use what only the run database names" in line and "--start-mcp" in line, line
+    assert not marker.exists()
+    openai_server.responses += [completion("6")]
+    mine = tmp_path / "mine.json"  # the user's own servers replace the stored ones: none here
+    mine.write_text(json.dumps({"mcpServers": {}}))
+    done = cli(paused, "resume", "p1", "--extra-steps", "1", "--mcp", str(mine), "--base-url", openai_server.base_url)
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert not marker.exists()
+
+
 def test_replay_writes_in_no_sandbox_a_stored_spec_names(recorded, tmp_path):
     elsewhere, mine = tmp_path / "elsewhere", tmp_path / "mine"
     elsewhere.mkdir(), mine.mkdir()
@@ -180,34 +212,37 @@ def test_replay_serves_side_effecting_calls_from_the_store_unless_told_to_run_th
     assert orders(shop) == ["tea", "tea"]
 
 
+def test_runs_list_lists_the_other_runs_and_marks_a_damaged_one(recorded, openai_server):
+    openai_server.responses.append(completion("fine"))
+    assert run("say fine", model="openai:gpt-4o-mini", base_url=openai_server.base_url, thread_id="t2").status == "done"
+    tamper = [("UPDATE runs SET task = ? WHERE thread_id = 't1'", (b"\xc1\xff",), "runs.task"),
+              ("UPDATE runs SET counters = ? WHERE thread_id = 't1'", ('{"steps": "x"}',), "runs.counters"),
+              ("UPDATE runs SET status = 'running' WHERE thread_id = 't1'", (), None),  # read through its state:
+              ("UPDATE channel_values SET value = '[1]' WHERE thread_id = 't1' AND channel = 'counters'", (),
+               "channel 'counters'")]
+    for sql, params, field in tamper:
+        with sqlite3.connect(recorded) as conn:
+            conn.execute(sql, params)
+        if field is None:
+            continue
+        done = cli(recorded, "runs", "list", "--json")
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        listed = {r["thread_id"]: r for r in json.loads(done.stdout)}
+        assert listed["t2"]["status"] == "done" and listed["t2"]["damage"] is None
+        assert listed["t1"]["status"] == "damaged" and field in listed["t1"]["damage"], listed["t1"]
+        text = cli(recorded, "runs", "list")
+        assert text.returncode == 0 and "damaged" in text.stdout and "t2" in text.stdout, text.stderr
+        with sqlite3.connect(recorded) as conn:  # mended again: the next tampering is the only one
+            conn.execute("UPDATE runs SET task = 'compute, write, order', counters = '{}' WHERE thread_id = 't1'")
+    damaged = cli(recorded, "runs", "list", "--status", "damaged", "--json")
+    assert [r["thread_id"] for r in json.loads(damaged.stdout)] == ["t1"]
+
+
 # --- a tampered field is a one-line error, never a traceback ----------------------------------------
 
-FIELDS = [  # (table, column, where): every row the commands below read
-    ("runs", "task", "thread_id = 't1'"), ("runs", "status", "thread_id = 't1'"), ("runs", "steps", "thread_id = 't1'"),
-    ("runs", "counters", "thread_id = 't1'"), ("runs", "spec", "thread_id = 't1'"), ("runs", "answer", "thread_id = 't1'"),
-    ("runs", "updated_at", "thread_id = 't1'"),
-    *[("channel_values", "value", f"channel = '{c}'") for c in ("task", "scratchpad", "counters", "status", "reply",
-                                                                  "run", "answer", "extensions")],
-    ("checkpoints", "checkpoint", "1 = 1"), ("checkpoints", "metadata", "1 = 1"),
-    ("checkpoint_writes", "value", "1 = 1"),
-    ("node_events", "actions", "actions IS NOT NULL"), ("node_events", "data", "data IS NOT NULL"),
-    ("node_events", "decision", "node = 'guard'"), ("node_events", "step", "1 = 1"),
-]
-VALUES = {"null": None, "number": 12345, "text": "x", "bad JSON": "{not json", "huge": str(10**30),
-          "bad msgpack": b"\xc1\xff", "list": "[1, [2]]", "object": '{"a": {"b": 1}}', "float": 1e308}
-COMMANDS = [["runs", "list"], ["runs", "show", "t1"], ["runs", "show", "t1", "--json"],
-            ["runs", "show", "t1", "--format", "html"], ["replay", "t1", "--stub-tools"], ["resume", "t1"]]
-EDITS = [(t, c, w, v, cmd) for (t, c, w) in FIELDS for v in VALUES for cmd in range(len(COMMANDS))]
-
-
-def check_edit(db: Path, table: str, column: str, where: str, value: str, command: list[str]) -> None:
-    with sqlite3.connect(db) as conn:
-        conn.execute(f"UPDATE {table} SET {column} = ? WHERE thread_id = 't1' AND {where}", (VALUES[value],))
-    done = cli(db, *command)
-    assert "Traceback" not in done.stderr, f"{table}.{column} = {value}: {command}\n{done.stderr[-2000:]}"
-    if done.returncode in (1, 2):
-        lines = done.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("reinloop: error: "), (table, column, value, done.stderr)
+COMMANDS = [["runs", "list"], ["runs", "show", "t1"], ["runs", "show", "t1", "--json"], ["replay", "t1", "--stub-tools"],
+            ["resume", "t1"]]
+MORE_COMMANDS = [["runs", "show", "t1", "--format", "html"]]
 
 
 @pytest.fixture(scope="module")
@@ -228,15 +263,74 @@ def pristine(tmp_path_factory) -> Path:
     return where / "runs.db"
 
 
-@pytest.fixture
-def recording(pristine, tmp_path) -> Path:
-    """A copy of the recorded run database to edit, made fresh for each edit."""
-    copy = tmp_path / "runs.db"
+def edited(pristine: Path, edit: Edit, where: Path) -> Path | None:
+    """A copy of the recorded run database in ``where`` with ``edit`` made; None when there was nothing to edit."""
+    where.mkdir(parents=True, exist_ok=True)
+    copy = where / "runs.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{copy}{suffix}").unlink(missing_ok=True)
     copy.write_bytes(pristine.read_bytes())
-    return copy
+    return copy if edit.apply(copy) else None
 
 
-@pytest.mark.parametrize("edit", EDITS[::53], ids=lambda e: f"{e[0]}.{e[1]}[{e[2]}]={e[3]}:{' '.join(COMMANDS[e[4]])}")
-def test_one_field_edits_end_in_an_answer_or_one_error_line(recording, edit):
-    table, column, where, value, command = edit
-    check_edit(recording, table, column, where, value, COMMANDS[command])
+def in_process(db: Path, argv: list[str]) -> tuple[int, str]:
+    """``reinloop ARGV --db DB`` in this process: its exit code and stderr (a traceback if it raised)."""
+    import contextlib
+    import io
+    import traceback
+
+    from reinloop.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*argv, "--db", str(db)])
+    except BaseException:  # noqa: BLE001  (what the test looks for)
+        return 99, err.getvalue() + traceback.format_exc()
+    return code, err.getvalue()
+
+
+def problem(edit: Edit, argv: list[str], code: int, stderr: str) -> str | None:
+    """What is wrong with how a command ended on an edited database, or None: an answer or one clear error line."""
+    if "Traceback" in stderr or code not in (0, 1, 2, 3, 4, 5):
+        return f"{edit}: {' '.join(argv)} exited {code} with a traceback:\n{stderr[-1500:]}"
+    lines = stderr.strip().splitlines()
+    if code in (1, 2) and (len(lines) != 1 or not lines[0].startswith("reinloop: error: ")):
+        return f"{edit}: {' '.join(argv)} exited {code} without one error line: {stderr[-500:]}"
+    return None
+
+
+def check_in_process(pristine: Path, where: Path, chosen: list[Edit], commands: list[list[str]]) -> list[str]:
+    """The problems of ``commands`` run in this process on each edit of ``chosen``."""
+    found = []
+    for edit in chosen:
+        if (db := edited(pristine, edit, where)) is None:
+            continue
+        for argv in commands:
+            argv = [*argv, "--model-retries", "0"] if argv[0] == "resume" else argv  # a dead endpoint, asked once
+            found.append(problem(edit, argv, *in_process(db, argv)))
+    return [p for p in found if p]
+
+
+def test_a_sample_of_one_field_edits_ends_in_an_answer_or_one_error_line(pristine, tmp_path):
+    chosen = edits(pristine)[::37]
+    assert len(chosen) > 100
+    assert check_in_process(pristine, tmp_path / "edit", chosen, COMMANDS + MORE_COMMANDS) == []
+
+
+def test_a_sample_of_one_field_edits_in_subprocesses_ends_in_one_error_line(pristine, tmp_path):
+    """The CLI as users run it: a few edits of different kinds, in subprocesses."""
+    found = []
+    for edit in edits(pristine)[5::431]:
+        if (db := edited(pristine, edit, tmp_path / "edit")) is None:
+            continue
+        for argv in COMMANDS:
+            done = cli(db, *argv)
+            found.append(problem(edit, argv, done.returncode, done.stderr))
+    assert [p for p in found if p] == []
+
+
+@pytest.mark.slow
+def test_every_one_field_edit_ends_in_an_answer_or_one_error_line(pristine, tmp_path):
+    found = check_in_process(pristine, tmp_path / "edit", edits(pristine), COMMANDS)
+    assert found == [], f"{len(found)} problems:\n" + "\n".join(found[:40])

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, StoredDataError
 from ..redact import redact_urls
+from ..state import Counters
 from .rows import (
     RUN_SETTINGS,
     BreakRecord,
@@ -29,6 +30,7 @@ from .rows import (
     resume_value,
     run_summary,
 )
+from .shapes import check
 
 if TYPE_CHECKING:
     from .database import Database
@@ -134,9 +136,13 @@ class RunStore:
         return run_record(rows[0]) if rows else None
 
     def list(self, *, status: str | None = None) -> list[RunRecord]:
-        """Every run, most recently updated first, optionally only those with ``status``."""
+        """Every run, most recently updated first, optionally only those with ``status``.
+
+        A row that cannot be read is listed as a damaged run (:func:`damaged_record`), not an error of the list.
+        """
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())
-        return [run_record(r) for r in self.db.query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)]
+        rows = self.db.query(f"SELECT * FROM runs {where} ORDER BY updated_at DESC", params)
+        return [readable_record(r) for r in rows]
 
     def breaks(self, thread_id: str) -> list[BreakRecord]:
         """The circuit breaks of a thread, oldest first."""
@@ -173,6 +179,14 @@ def json_value(data: Any, default: Any, field: str = "", kind: type = object) ->
 JSON_KINDS = {dict: "object", list: "list"}
 
 
+def counters_value(data: Any) -> dict[str, Any]:
+    """The ``runs.counters`` column: a state's :class:`~reinloop.state.Counters` (or ``{}``), checked."""
+    counters = json_value(data, {}, "runs.counters", dict)
+    if counters:
+        check(counters, Counters, "runs.counters", counts=True)
+    return counters  # type: ignore[no-any-return]
+
+
 def text_columns(row: Mapping[str, Any], table: str, names: Sequence[str], kind: type | tuple[type, ...] = str) -> dict[str, Any]:
     """``names`` of ``row``, each ``None`` or of ``kind``; another type is a :class:`StoredDataError` naming it."""
     for name in names:
@@ -184,13 +198,13 @@ def text_columns(row: Mapping[str, Any], table: str, names: Sequence[str], kind:
 
 def run_record(row: Mapping[str, Any]) -> RunRecord:
     """A :class:`RunRecord` from a ``runs`` row (URLs redacted, also those an older reinloop stored whole)."""
-    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec", "steps", "owner_pid")
+    plain = ("paused", "counters", "tools", "limits", "options", "base_url", "spec", "steps", "owner_pid", "damage")
     try:
         return RunRecord(
             **text_columns(row, "runs", [k for k in RunRecord.__dataclass_fields__ if k not in plain]),
             **text_columns(row, "runs", ["steps", "owner_pid"], int),
             paused=bool(row["paused"]),
-            counters=json_value(row["counters"], {}, "runs.counters", dict),
+            counters=counters_value(row["counters"]),
             tools=json_value(row["tools"], None, "runs.tools", list),
             limits=json_value(row["limits"], None, "runs.limits", dict),
             options=redact_urls(json_value(row["options"], None, "runs.options", dict)),
@@ -199,6 +213,22 @@ def run_record(row: Mapping[str, Any]) -> RunRecord:
         )
     except StoredDataError as exc:
         raise exc.at(thread_id=str(row["thread_id"])) from None
+
+
+def readable_record(row: Mapping[str, Any]) -> RunRecord:
+    """:func:`run_record`, or for a row that cannot be read the run marked damaged (:func:`damaged_record`)."""
+    try:
+        return run_record(row)
+    except StoredDataError as exc:
+        return damaged_record(str(row["thread_id"]), exc)
+
+
+def damaged_record(thread_id: str, error: StoredDataError) -> RunRecord:
+    """A run that cannot be read, as ``runs list`` shows it: status ``damaged``, what cannot be read as its ``damage``."""
+    return RunRecord(thread_id=thread_id, task=None, status="damaged", paused=False, answer=None, break_reason=None,
+                     break_message=None, steps=None, counters={}, checkpoint_id=None, model=None, base_url=None,
+                     protocol=None, tools=None, limits=None, system_prompt=None, created_at=None, updated_at=None,
+                     damage=f"{error.field} cannot be read: {error.problem}")
 
 
 def break_record(row: Mapping[str, Any]) -> BreakRecord:

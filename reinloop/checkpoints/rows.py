@@ -128,6 +128,9 @@ class RunRecord:
     """That process's id on ``owner_host``."""
     heartbeat_at: str | None = None
     """When that process last said it was alive (every few seconds while the run runs)."""
+    damage: str | None = None
+    """What of the run cannot be read (a :class:`~reinloop.errors.StoredDataError`'s field and problem), its
+    status then ``"damaged"``; ``None`` for a run that can."""
 
     def as_dict(self) -> dict[str, Any]:
         """The record as a JSON-able dict."""

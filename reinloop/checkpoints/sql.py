@@ -41,6 +41,7 @@ from .base import JSON, PROJECTED, BlobKey, ListHead, StoredDataSerializer, Thre
 from .blobs import BLOB_MIN_CHARS, JSON_REFS, as_text, externalize, inline, referenced_in, references
 from .rows import dict_rows
 from .schema import Table, table, thread_tables
+from .shapes import check_channel, check_skeleton, is_reinloop_state
 from .sqlitedb import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -446,9 +447,10 @@ class SqlCheckpointer(ThreadedSaver):
         thread_id, ns, checkpoint_id, parent_id, created_at, type_, data, metadata = row
         try:
             skeleton = decode(self.serde, type_, data)
-            versions = skeleton.get("channel_versions") or {} if isinstance(skeleton, dict) else None
+            versions = skeleton.get("channel_versions") if isinstance(skeleton, dict) else None
             if not isinstance(versions, dict) or not all(isinstance(v, (str, int, float)) for v in versions.values()):
                 raise StoredDataError("", "it is not a checkpoint with channel versions")
+            check_skeleton(skeleton)
             metadata = (json.loads(metadata) if isinstance(metadata, str) else dict(metadata)) if metadata else {}
             if not isinstance(metadata, dict):
                 raise StoredDataError("", f"its metadata is a {type(metadata).__name__}, not an object")
@@ -461,6 +463,7 @@ class SqlCheckpointer(ThreadedSaver):
             "ts": created_at,
             "channel_values": self._values(tx, thread_id, ns, versions, memo),
         }
+        state = is_reinloop_state(versions)  # its channels are checked against reinloop.state (checkpoints.shapes)
         writes = tx.execute(
             "SELECT task_id, channel, type, value, task_path, idx FROM checkpoint_writes "
             "WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?",
@@ -476,13 +479,16 @@ class SqlCheckpointer(ThreadedSaver):
             checkpoint=checkpoint,  # type: ignore[arg-type]
             metadata=metadata,
             parent_config=ref(parent_id) if parent_id else None,
-            pending_writes=[(w[0], w[1], self._write_value(tx, thread_id, w, memo)) for w in writes],
+            pending_writes=[(w[0], w[1], self._write_value(tx, thread_id, w, memo, state)) for w in writes],
         )
 
-    def _write_value(self, tx: Tx, thread_id: str, write: Sequence[Any], memo: Memo) -> Any:
-        """The value of one pending write, or a :class:`StoredDataError` naming its channel."""
+    def _write_value(self, tx: Tx, thread_id: str, write: Sequence[Any], memo: Memo, state: bool) -> Any:
+        """The value of one pending write (of a reinloop ``state``: checked), or a :class:`StoredDataError`."""
         try:
-            return self._decode(tx, thread_id, write[2], write[3], memo)
+            value = self._decode(tx, thread_id, write[2], write[3], memo)
+            if state:
+                check_channel(write[1], value)
+            return value
         except StoredDataError as exc:
             raise exc.at(f"checkpoint_writes.value of channel {write[1]!r}", thread_id=thread_id) from None
 
@@ -499,6 +505,12 @@ class SqlCheckpointer(ThreadedSaver):
             (*[x for pair in pairs for x in pair], thread_id, ns),
         ).fetchall()
         values: dict[str, Any] = {}
+        state = is_reinloop_state(versions)
+        missing = set(versions) - {row[0] for row in rows}
+        if missing:
+            channel = min(missing)
+            raise StoredDataError(f"channel_values.value of channel {channel!r}", f"its version {versions[channel]} "
+                                  "is not stored", thread_id=thread_id)
         for channel, version, kind, type_, data in rows:
             if kind == "empty":
                 continue
@@ -509,6 +521,8 @@ class SqlCheckpointer(ThreadedSaver):
                         self._decode(tx, thread_id, type_, data, memo) if kind == "value"
                         else self._chain(tx, (thread_id, ns, channel), version, known, memo)
                     )
+                    if state:  # a value is checked once, as it is first read
+                        check_channel(channel, known[version])
                 except StoredDataError as exc:
                     raise exc.at(f"channel_values.value of channel {channel!r}", thread_id=thread_id) from None
             value = known[version]
@@ -554,6 +568,8 @@ class SqlCheckpointer(ThreadedSaver):
         for suffix in reversed(suffixes):
             value.extend(suffix)
         for v, _, _, _, length in rows:  # older versions on this chain are prefixes of this value
+            if length is not None and (type(length) is not int or not 0 <= length <= len(value)):
+                raise StoredDataError("", f"the length of version {v} is {length!r}, not a count of its {len(value)} items")
             if length is not None:
                 known.setdefault(v, Prefix(value, length))
         return value

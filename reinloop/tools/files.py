@@ -48,6 +48,7 @@ from .options import function_tool
 MAX_READ_BYTES = 200_000
 from .settings import MAX_FILE_BYTES, WRITE_QUOTA_BYTES  # noqa: E402 (the defaults live with ToolSettings)
 MAX_LINKS = 40
+NAME_MAX = 255  # bytes of one file or directory name, when the file system does not say (Linux, macOS)
 """Symbolic links followed while walking one path (as the kernel's own limit)."""
 QUOTA_KEY = "reinloop_write_quota"
 """The key of ``tool.metadata`` under which ``write_file`` keeps its :class:`WriteQuota`."""
@@ -136,6 +137,10 @@ class Sandbox:
         self.root = path.resolve()
         self.max_read_bytes = max_read_bytes
         self.quota = quota or WriteQuota()
+        try:
+            self.name_max = os.pathconf(self.root, "PC_NAME_MAX")
+        except (OSError, ValueError):
+            self.name_max = NAME_MAX
 
     # -- walking a path ----------------------------------------------------------------------------
 
@@ -150,8 +155,15 @@ class Sandbox:
             inside = self._below_root(relative)
             if inside is None:
                 raise SandboxError(self._outside(relative, "is an absolute path outside the sandbox"), path=relative)
-            return inside
-        return relative.split("/")
+        else:
+            inside = relative.split("/")
+        for name in inside:
+            size = len(name.encode("utf-8", "surrogatepass"))
+            if size > self.name_max:
+                raise SandboxError(f"the name {name[:40]!r}... in the path is too long: {len(name)} characters ({size} "
+                                   f"bytes), and a file or directory name here has at most {self.name_max} bytes; give "
+                                   "a shorter name", path=relative, limit=self.name_max)
+        return inside
 
     def _below_root(self, absolute: str) -> list[str] | None:
         parts = [p for p in absolute.split("/") if p]
@@ -260,7 +272,7 @@ class Sandbox:
 
     def read(self, path: str) -> str:
         """The text of the file at ``path`` (relative to the root)."""
-        with self._walk(path) as place:
+        with told(path, "read"), self._walk(path) as place:
             try:
                 fd = os.open(place.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=place.dir_fd)
             except FileNotFoundError:
@@ -313,7 +325,7 @@ class Sandbox:
     def write(self, path: str, content: str) -> str:
         """Write ``content`` to the file at ``path`` (relative to the root), replacing it."""
         data = content.encode("utf-8")
-        with self._walk(path, create=True) as place:
+        with told(path, "written"), self._walk(path, create=True) as place:
             if place.name == "." or _is_dir(place.dir_fd, place.name):
                 raise SandboxError(f"{path!r} is a directory; give a file path such as 'notes/todo.txt'", path=path)
             with self.quota.reserve(len(data), place.shown):
@@ -333,6 +345,18 @@ class Sandbox:
             with _ignoring(FileNotFoundError):
                 os.unlink(tmp, dir_fd=place.dir_fd)
             raise
+
+
+@contextmanager
+def told(path: str, doing: str) -> Iterator[None]:
+    """An ``OSError`` no check foresaw (a full disk, a permission, a read-only file system) as a :class:`SandboxError`:
+    the model reads what failed, never a crash or the sandbox's own path."""
+    try:
+        yield
+    except OSError as exc:
+        code = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+        raise SandboxError(f"{path!r} could not be {doing}: {exc.strerror or type(exc).__name__} ({code})",
+                           path=path) from None
 
 
 @contextmanager

@@ -37,13 +37,15 @@ import contextlib
 import json
 import logging
 import re
+import secrets
 import tempfile
 import threading
 import weakref
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+import httpx
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import Field
 
@@ -62,13 +64,16 @@ CALL_SECONDS = 300.0
 own; under the executor the call's deadline (``tool_timeout``, the run's ``max_seconds``) comes first."""
 MAX_MESSAGE_BYTES = 2_000_000
 """The largest message a stdio server may send (a call's result, a listing): a longer line is read no further
-and its call fails with :class:`McpResultTooLarge`; a longer result over HTTP is refused once it arrived."""
+and its call fails with :class:`McpResultTooLarge`; over HTTP a response is read no further than the cap either
+(:class:`_CappedTransport`), and the call it answered fails the same way."""
 STOP_SECONDS = 0.5
 """How long after a call's deadline its worker waits for the server's loop to give up the call."""
 TOO_LARGE = -32099
 """The JSON-RPC error code reinloop's stdio reader answers a call with when its result is over the cap."""
 CLOSE_SECONDS = 5.0
 """How long closing a session may take before it is abandoned."""
+CALL_META = "reinloop/call"
+"""The ``_meta`` key naming each call to an HTTP server, so a response over the cap is told to the call it answers."""
 PING_SECONDS = 1.0
 """How often a call to an HTTP server checks that the server is still there (see :meth:`McpServer.call`)."""
 
@@ -174,6 +179,7 @@ class McpServer:
         self._session: Any = None
         self._stop: asyncio.Event | None = None
         self._owner: asyncio.Task[None] | None = None
+        self._too_large: dict[str, asyncio.Event] = {}  # HTTP calls (by their CALL_META token) -> set past the cap
 
     async def session(self) -> Any:
         """The live session, (re)started if there is none."""
@@ -221,8 +227,20 @@ class McpServer:
         if connection["transport"] != "stdio":
             from langchain_mcp_adapters.sessions import create_session
 
+            if connection["transport"] in ("streamable_http", "sse"):
+                connection["httpx_client_factory"] = self._http_client
             return create_session(connection)  # type: ignore[arg-type]
         return _stdio_session(connection, errlog)
+
+    def _http_client(self, headers: dict[str, str] | None = None, timeout: Any = None, auth: Any = None) -> httpx.AsyncClient:
+        """The SDK's HTTP client (its default timeouts), reading no response past :data:`MAX_MESSAGE_BYTES`."""
+        return httpx.AsyncClient(headers=headers, auth=auth, transport=_CappedTransport(self._over_cap),
+                                 timeout=timeout or httpx.Timeout(30.0, read=CALL_SECONDS))
+
+    def _over_cap(self, token: str | None) -> None:
+        """A response went past the cap: the call it answers (``token``) fails with :class:`McpResultTooLarge`."""
+        if token is not None and token in self._too_large:
+            self._too_large[token].set()
 
     async def drop(self) -> None:
         """End the current session (a broken one, or at close), and with it a stdio server's process.
@@ -280,18 +298,28 @@ class McpServer:
         from mcp.types import CONNECTION_CLOSED
 
         session, owner = await self.session(), self._owner
-        calling = asyncio.ensure_future(session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=timeout)))
+        http = self.config.transport != "stdio"
+        token = secrets.token_hex(8) if http else None
+        meta = {CALL_META: token} if token else None
+        over = self._too_large.setdefault(token, asyncio.Event()) if token else None
+        calling = asyncio.ensure_future(session.call_tool(tool, args, read_timeout_seconds=timedelta(seconds=timeout),
+                                                          meta=meta))
         # The SDK's HTTP client drops a request whose response stream breaks (the server died) without a word,
         # so the call would wait for its whole timeout; a ping then fails, which ends the session. A call whose
         # session ended (the owner task returned) has lost its server.
-        watching = asyncio.ensure_future(self._watch(session)) if self.config.transport != "stdio" else None
+        watching = asyncio.ensure_future(self._watch(session)) if http else None
+        too_large = asyncio.ensure_future(over.wait()) if over is not None else None
         try:
-            await asyncio.wait({t for t in (calling, watching, owner) if t is not None}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({t for t in (calling, watching, owner, too_large) if t is not None},
+                               return_when=asyncio.FIRST_COMPLETED)
         finally:
             gone = not calling.done()
-            for task in (calling, watching):
+            for task in (calling, watching, too_large):
                 if task is not None and not task.done():
                     task.cancel()
+            self._too_large.pop(token or "", None)
+        if over is not None and over.is_set():  # its response was read no further than the cap
+            raise McpResultTooLarge(self.name, tool, MAX_MESSAGE_BYTES)
         if gone:
             await self.drop()
             raise McpServerGone(self.name, f"stopped answering during the call of {tool} (it died or was killed)")
@@ -315,6 +343,58 @@ class McpServer:
         if result.isError:
             raise McpToolError(self.name, tool, text or "(no message)")
         return text
+
+
+def _call_token(request: Any) -> str | None:
+    """The :data:`CALL_META` token of an HTTP request that calls a tool, or None (a listing, a ping, a stream)."""
+    try:
+        body = json.loads(request.content) if request.content else None
+    except Exception:  # noqa: BLE001 - a streamed body, or not JSON: no call of ours
+        return None
+    params = body.get("params") if isinstance(body, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    token = meta.get(CALL_META) if isinstance(meta, dict) else None
+    return token if isinstance(token, str) else None
+
+
+class _CappedTransport(httpx.AsyncBaseTransport):
+    """An ``httpx`` transport whose responses stop being read past :data:`MAX_MESSAGE_BYTES`.
+
+    The MCP SDK reads a whole response before it parses it (a JSON body) or event by event (SSE); either way
+    it would hold any size in memory. Past the cap the body's stream raises, the SDK drops that response, and
+    ``over_cap`` is told the call it answered, which then fails with :class:`McpResultTooLarge`.
+    """
+
+    def __init__(self, over_cap: Any) -> None:
+        self.inner, self.over_cap = httpx.AsyncHTTPTransport(), over_cap
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        stream = _CappedStream(response.stream, MAX_MESSAGE_BYTES, lambda: self.over_cap(_call_token(request)))
+        return httpx.Response(response.status_code, headers=response.headers, stream=stream,
+                              extensions=response.extensions, request=request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _CappedStream(httpx.AsyncByteStream):
+    """A response body that raises once more than ``cap`` bytes came, after telling ``over``."""
+
+    def __init__(self, inner: Any, cap: int, over: Any) -> None:
+        self.inner, self.cap, self.over = inner, cap, over
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.cap:
+                self.over()
+                raise OverflowError(f"the MCP server's response is over the cap of {self.cap:,} bytes; it was not read")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 @contextlib.asynccontextmanager

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import math
 import os
 import select
 import sqlite3
@@ -285,6 +286,7 @@ def db_insert_tool(
 
     def db_insert(table: str, row: dict[str, Any]) -> str:
         check_value_sizes(row, max_value_bytes)
+        check_finite(row)
         return insert_row(file, table, row, allowed)
 
     return function_tool(
@@ -325,6 +327,16 @@ def check_value_sizes(row: dict[str, Any], max_value_bytes: int | None) -> None:
                 f"the value of column {column!r} is {size:,} bytes, over db_insert's cap of {max_value_bytes:,} bytes "
                 "per value; nothing was inserted: store a shorter value, or raise the cap with --max-value-bytes BYTES "
                 "(from Python: builtin('db_insert', max_value_bytes=...))"
+            )
+
+
+def check_finite(row: dict[str, Any]) -> None:
+    """Refuse NaN and infinities: SQLite stores NaN as NULL, so the row reported would not be the row stored."""
+    for column, value in row.items():
+        if isinstance(value, float) and not math.isfinite(value):
+            raise QueryError(
+                f"the value of column {column!r} is {value!r}, which is not a number SQLite stores (NaN would become "
+                "NULL); nothing was inserted: send a finite number, null, or the text you mean as a string"
             )
 
 

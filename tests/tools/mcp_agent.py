@@ -26,6 +26,6 @@ if mode == "start":
                       limits=Limits(max_steps=1))
 else:
     model = ScriptedChatModel(replies=[[tool_call("token_check", {}, id="c2")], "noted and checked"])
-    outcome = resume("t1", db=db, model=model, extra_steps=3)
+    outcome = resume("t1", db=db, model=model, extra_steps=3, start_mcp=True)  # the servers of its own run
 print(json.dumps({"status": outcome.status, "paused": outcome.paused, "answer": outcome.answer,
                   "observations": outcome.observations}))

@@ -13,7 +13,8 @@ reinloop reads:
 - ``token_check`` (read-only): whether ``$MCP_TOKEN`` reached the server, without echoing it;
 - ``server_pid`` (read-only): the server's process id;
 - ``unit_price`` (read-only and idempotent: cacheable): a price from a fixed table, counting its calls
-  (``price_calls``, read-only) so a test sees whether a repeat reached the server.
+  (``price_calls``, read-only) so a test sees whether a repeat reached the server;
+- ``huge`` (read-only): a text of ``size`` bytes, for the result size cap.
 """
 
 from __future__ import annotations
@@ -122,6 +123,12 @@ def unit_price(item: str) -> str:
 def price_calls() -> str:
     """How many unit_price calls reached the server."""
     return str(active["prices"])
+
+
+@server.tool(annotations=READ_ONLY)
+def huge(size: int) -> str:
+    """A text of size x's (a result a client must not read whole)."""
+    return "x" * size
 
 
 if __name__ == "__main__":

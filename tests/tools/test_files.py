@@ -124,6 +124,23 @@ def test_file_errors_reach_the_model_as_clear_observations(box):
     )
 
 
+@pytest.mark.parametrize("tool", ["read_file", "write_file"])
+@pytest.mark.parametrize("path", ["a" * 300, "notes/" + "b" * 256 + "/x.txt", "é" * 128])
+def test_a_name_over_the_file_systems_limit_is_an_observation_naming_the_limit(box, unchanged, tool, path):
+    name = max(path.split("/"), key=len)
+    result = run_tool(builtin(tool, root=box), {"path": path, "content": "x"} if tool == "write_file" else {"path": path})
+    assert result.error and result.observation.startswith(f"ERROR: SandboxError: the name {name[:40]!r}... in the path is "
+                                                          f"too long: {len(name)} characters ({len(name.encode())} bytes)")
+    assert f"a file or directory name here has at most {os.pathconf(box, 'PC_NAME_MAX')} bytes" in result.observation
+    unchanged()
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux's /proc")
+def test_any_other_os_error_is_an_observation_without_the_sandbox_path():
+    result = run_tool(builtin("write_file", root="/proc/self"), {"path": "x.txt", "content": "x"})
+    assert result.observation == "ERROR: SandboxError: 'x.txt' could not be written: No such file or directory (ENOENT)"
+
+
 def test_the_sandbox_root_must_exist(tmp_path):
     with pytest.raises(ConfigurationError, match="sandbox root '.*nope' is not an existing directory"):
         builtin("read_file", root=tmp_path / "nope")

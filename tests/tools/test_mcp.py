@@ -16,7 +16,7 @@ import pytest
 pytest.importorskip("langchain_mcp_adapters")
 pytestmark = pytest.mark.slow  # every test starts an MCP server process
 
-from reinloop import ConfigurationError, DuplicateToolError, build_graph  # noqa: E402
+from reinloop import ConfigurationError, DuplicateToolError, Limits, build_graph  # noqa: E402
 from reinloop.runs import open_db, run, show_run  # noqa: E402
 from reinloop.testing import ScriptedChatModel, tool_call  # noqa: E402
 from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, builtins, mcp, options_of  # noqa: E402
@@ -177,6 +177,25 @@ def test_a_stdio_server_killed_mid_call_is_an_error_observation_and_is_started_a
     assert after["error"] is False and after["observation"] != before["observation"]  # a new server process
 
 
+def test_an_http_result_over_the_cap_is_read_no_further_and_the_session_goes_on(http_server):
+    import resource
+
+    from reinloop.tools.mcpclient import MAX_MESSAGE_BYTES
+
+    port, _ = http_server
+    with mcp({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp", "transport": "streamable_http"}}}) as tools:
+        huge = {t.name: t for t in tools}["huge"]
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        began = time.monotonic()
+        big = ToolExecutor(Limits(tool_timeout=60)).run_one(huge, {"size": 20_000_000})  # 16 MB took 8.5 s before
+        assert big.observation.startswith(f"ERROR: McpResultTooLarge: MCP server 'web' answered huge with more than "
+                                          f"{MAX_MESSAGE_BYTES:,} bytes"), big.observation[:300]
+        assert time.monotonic() - began < 30  # the server still builds and sends its text; the client stops reading
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 15_000  # never held the 20 MB
+        small = ToolExecutor().run_one(huge, {"size": 5})
+        assert (small.error, small.observation) == (False, "xxxxx")
+
+
 def test_a_streamable_http_server_serves_parallel_calls_and_its_death_mid_call_is_an_error(tmp_path, http_server):
     port, procs = http_server
     with mcp({"mcpServers": {"web": {"url": f"http://127.0.0.1:{port}/mcp", "transport": "streamable_http"}}}) as tools:
@@ -324,7 +343,8 @@ def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai
 
     monkeypatch.setenv("NOTES_FILE", str(tmp_path / "notes.txt"))  # the value the stored config refers to
     openai_server.responses += [completion(tool_calls=[{"name": "lookup", "args": {"key": "gamma"}}]), completion("3")]
-    code = main(["resume", "m1", "--base-url", openai_server.base_url, "--extra-steps", "2", "--json", "--quiet", "--db", db])
+    code = main(["resume", "m1", "--base-url", openai_server.base_url, "--extra-steps", "2", "--json", "--quiet", "--db", db,
+                 "--start-mcp"])
     out = json.loads(capsys.readouterr().out.splitlines()[-1])
     assert (code, out["status"], out["answer"]) == (0, "done", "3")
     assert out["observations"][-1]["observation"] == "3"
@@ -377,7 +397,7 @@ def test_a_run_given_mcp_as_an_option_closes_its_servers_and_a_credential_it_los
     assert b"t0ps3cret" not in db.read_bytes()
 
     with pytest.raises(ConfigurationError, match="'notes' was stored without a credential in its arguments"):
-        resume("t", db=db, model=ScriptedChatModel(replies=[]), extra_steps=2)
+        resume("t", db=db, model=ScriptedChatModel(replies=[]), extra_steps=2, start_mcp=True)
     done = resume("t", db=db, model=ScriptedChatModel(replies=[[tool_call("lookup", {"key": "beta"}, id="c")], "2"]),
                   extra_steps=2, mcp=config)
     assert (done.status, done.answer, notes(tmp_path)) == ("done", "2", ["one"])

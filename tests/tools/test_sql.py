@@ -166,6 +166,28 @@ def test_db_insert_refuses_other_tables_columns_and_values(shop, args, message):
     assert shop.read_bytes() == before
 
 
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_db_insert_refuses_nan_and_infinities_instead_of_storing_null(shop, value):
+    before = shop.read_bytes()
+    result = run_tool(builtin("db_insert", path=shop, tables="users"), {"table": "users", "row": {"name": "x", "age": value}})
+    assert result.error and result.observation == (
+        f"ERROR: QueryError: the value of column 'age' is {value!r}, which is not a number SQLite stores (NaN would "
+        "become NULL); nothing was inserted: send a finite number, null, or the text you mean as a string")
+    assert shop.read_bytes() == before
+
+
+def test_a_models_nan_in_a_native_call_is_refused_and_the_model_told(shop, make_graph):
+    from reinloop.testing import tool_call
+
+    call = tool_call("db_insert", {"table": "users", "row": {"name": "x", "age": float("nan")}})  # json.loads reads NaN
+    graph, _ = make_graph([[call], "done"], tools=[builtin("db_insert", path=shop, tables="users")],
+                          approve="none")
+    result = graph.invoke({"task": "add x"})
+    (action,) = result["scratchpad"][0]["actions"]
+    assert action["error"] and "is nan, which is not a number SQLite stores" in action["observation"]
+    assert list(sqlite_utils.Database(shop)["users"].rows_where("name = 'x'")) == []
+
+
 def test_db_insert_refuses_tables_that_do_not_exist(shop):
     with pytest.raises(ConfigurationError, match=r"db_insert: table\(s\) payments not in shop.db; existing tables: users, orders"):
         builtin("db_insert", path=shop, tables="users,payments")
