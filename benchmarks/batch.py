@@ -4,10 +4,10 @@
                                                      # else a throwaway server (initdb + pg_ctl, fsync on)
     python benchmarks/batch.py --tasks 96 --pg postgresql://user:pw@host/db
 
-One worker process runs ``reinloop.batches.batch`` on a fresh database per
+One worker process runs ``reinloop.runs.batches.batch`` on a fresh database per
 cell. Every task takes two model calls (the calculator, then the answer) and
 is checkpointed, logged (``node_events``) and queued as in production. The model is
-scripted (:func:`reinloop.server.plan`): replies computed from each prompt,
+scripted (:func:`reinloop.cli.server.plan`): replies computed from each prompt,
 so concurrent runs never take each other's replies. Two models:
 
 - **instant**: replies at once, so the table shows reinloop's own cost per
@@ -36,8 +36,8 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # for tests/pg_server.py, which starts a throwaway server
 
-from reinloop.batches import batch  # noqa: E402
-from reinloop.server import plan  # noqa: E402
+from reinloop.runs.batches import batch  # noqa: E402
+from reinloop.cli.server import plan  # noqa: E402
 from reinloop.testing import ScriptedChatModel  # noqa: E402
 
 CONCURRENCY = (1, 4, 16)

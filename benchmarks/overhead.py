@@ -103,7 +103,7 @@ def fetch_tool() -> Any:
 
 
 SUMMARIZER_TAG = "reinloop:summarizer"
-"""The tag of reinloop's summarizer calls (``reinloop.memory.summary.SUMMARIZER_TAG``), answered apart."""
+"""The tag of reinloop's summarizer calls (``reinloop.protocols.memory.summary.SUMMARIZER_TAG``), answered apart."""
 
 
 def scripted_model(steps: int) -> Any:
@@ -302,7 +302,7 @@ def warm_up(side: str, tools: list[Any]) -> None:
     """
     invoke(side, build(side, scripted_model(1), tools, None), 1)
     if side == "reinloop":
-        from reinloop.memory import active_counter
+        from reinloop.protocols.memory import active_counter
 
         active_counter()
 

@@ -1,7 +1,7 @@
 """Parse time per reply, by size and nesting depth, for every protocol (hostile replies included).
 
 What is timed is what the loop does with each reply: ``decide`` bounds the
-model's message (:func:`reinloop.bounds.bounded_message`), ``parse`` reads it
+model's message (:func:`reinloop.tools.bounds.bounded_message`), ``parse`` reads it
 (:func:`reinloop.protocols.base.parse_reply`). For each size the replies are
 of several shapes, well-formed and hostile: a tool call with one long
 argument (valid, and damaged so that it needs repair), a call whose arguments
@@ -26,7 +26,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from reinloop.bounds import MAX_REPAIR_CHARS, MAX_REPAIR_WORK, bounded_message
+from reinloop.tools.bounds import MAX_REPAIR_CHARS, MAX_REPAIR_WORK, bounded_message
 from reinloop.protocols import get_protocol
 from reinloop.protocols.base import parse_reply
 from reinloop.state import Reply

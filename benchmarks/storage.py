@@ -3,7 +3,7 @@
     python benchmarks/storage.py                       # 20 MB argument; 200 and 1,000 steps
     python benchmarks/storage.py --mb 2 --steps 50 250  # quicker
 
-Two measurements, both through ``reinloop.runs.run`` (the SQLite run database
+Two measurements, both through ``reinloop.runs.api.run`` (the SQLite run database
 with its step records and tool journal, as ``reinloop run`` writes it) and a
 scripted model:
 
@@ -36,7 +36,7 @@ from typing import Any
 
 from langchain_core.tools import tool
 
-from reinloop import Limits, runs
+from reinloop import Limits; from reinloop.runs import api as runs
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import write_file_tool
 

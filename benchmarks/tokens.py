@@ -8,7 +8,7 @@ reinloop) every summarizer call. Run it offline:
 
     python benchmarks/tokens.py
 
-The model sits behind :class:`reinloop.caching.CachingChatModel`, a provider's
+The model sits behind :class:`reinloop.models.caching.CachingChatModel`, a provider's
 prompt cache with OpenAI's rules, priced as ``gpt-5-mini`` by genai-prices
 ($0.25 / M fresh input, $0.025 / M cached input, $2 / M output): the cost
 columns say what the tokens cost once the cache has served what it can, and
@@ -36,12 +36,12 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 from reinloop import Limits, Memory, build_graph
-from reinloop.caching import CachingChatModel
-from reinloop.pricing import library_price
-from reinloop.memory import active_counter
-from reinloop.memory.prompt import system_message
-from reinloop.memory.summary import SUMMARIZER_TAG
-from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
+from reinloop.models.caching import CachingChatModel
+from reinloop.models.pricing import library_price
+from reinloop.protocols.memory import active_counter
+from reinloop.protocols.memory.prompt import system_message
+from reinloop.protocols.memory.summary import SUMMARIZER_TAG
+from reinloop.protocols.memory.tokens import count_message_tokens, count_tool_schemas
 from reinloop.testing import ScriptedChatModel, tool_call
 
 FILLER = (

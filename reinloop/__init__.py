@@ -40,53 +40,156 @@ def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any
 
 EXPORTS = {
     "Action": ".state",
-    "AgentContext": ".context",
+    "AgentContext": ".nodes.context",
     "AgentState": ".state",
     "ConfigurationError": ".errors",
     "Counters": ".state",
     "Database": ".checkpoints",
     "DuplicateToolError": ".errors",
-    "Fallback": ".fallback",
-    "Limits": ".limits",
-    "Memory": ".memory.config",
-    "MemoryStore": ".memory.store",
+    "Fallback": ".models.fallback",
+    "Limits": ".runs.limits",
+    "Memory": ".protocols.memory.config",
+    "MemoryStore": ".checkpoints.memories",
     "ModelCallError": ".errors",
     "ModelSetupError": ".errors",
-    "NodeEvent": ".events",
+    "NodeEvent": ".observe.events",
     "NotResumableError": ".errors",
-    "Outcome": ".outcome",
+    "Outcome": ".runs.outcome",
     "PostgresCheckpointer": ".checkpoints",
-    "Price": ".pricing",
+    "Price": ".models.pricing",
     "ReinloopError": ".errors",
     "ReinloopGraph": ".graph",
-    "RetryPolicy": ".retry",
+    "RetryPolicy": ".models.retry",
     "RunError": ".errors",
-    "RunLog": ".runlog",
-    "RunSpec": ".spec",
+    "RunLog": ".checkpoints.runlog",
+    "RunSpec": ".runs.spec",
     "ScriptExhaustedError": ".errors",
     "SettingError": ".errors",
     "SqliteCheckpointer": ".checkpoints",
     "Step": ".state",
-    "StepEvent": ".events",
+    "StepEvent": ".observe.events",
     "StorageError": ".errors",
     "ThreadNotFoundError": ".errors",
     "ToolDatabaseError": ".errors",
     "ToolRegistry": ".tools.registry",
     "UnknownToolError": ".errors",
     "UsageError": ".errors",
-    "approve": ".pending",
-    "batch": ".batches",
+    "approve": ".runs.pending",
+    "batch": ".runs.batches",
     "build_graph": ".graph",
-    "draw_graph": ".drawing",
-    "list_runs": ".rundb",
+    "draw_graph": ".observe.drawing",
+    "list_runs": ".runs.rundb",
     "open_database": ".checkpoints",
     "open_saver": ".checkpoints",
-    "pending_runs": ".pending",
-    "resume": ".runs",
-    "run": ".runs",
-    "run_report": ".report",
-    "visualize": ".report",
+    "pending_runs": ".runs.pending",
+    "resume": ".runs.api",
+    "run": ".runs.api",
+    "run_report": ".observe.report",
+    "visualize": ".observe.report",
 }
 """Each public name -> the module defining it; loaded on first use."""
 
 __getattr__, __dir__, __all__ = exports(__name__, EXPORTS)
+
+
+# ---- old module paths, kept for one release (issue 40): ``import reinloop.spec`` warns and gives
+# ``reinloop.runs.spec``. Written by tools/restructure.py; delete this block in the release after.
+MOVED = {
+    'reinloop.answers': 'reinloop.protocols.answers',
+    'reinloop.approval': 'reinloop.tools.approval',
+    'reinloop.batch_console': 'reinloop.cli.batch_console',
+    'reinloop.batches': 'reinloop.runs.batches',
+    'reinloop.bounds': 'reinloop.tools.bounds',
+    'reinloop.breaks': 'reinloop.runs.breaks',
+    'reinloop.caching': 'reinloop.models.caching',
+    'reinloop.callbacks': 'reinloop.observe.callbacks',
+    'reinloop.cli_approve': 'reinloop.cli.approve',
+    'reinloop.cli_options': 'reinloop.cli.options',
+    'reinloop.cli_runs': 'reinloop.cli.runs',
+    'reinloop.console': 'reinloop.observe.console',
+    'reinloop.context': 'reinloop.nodes.context',
+    'reinloop.demo.scenarios': 'reinloop.cli.demo',
+    'reinloop.demo.tools': 'reinloop.tools.demo',
+    'reinloop.drawing': 'reinloop.observe.drawing',
+    'reinloop.events': 'reinloop.observe.events',
+    'reinloop.fallback': 'reinloop.models.fallback',
+    'reinloop.limits': 'reinloop.runs.limits',
+    'reinloop.local_models': 'reinloop.models.local',
+    'reinloop.location': 'reinloop.observe.location',
+    'reinloop.memory': 'reinloop.protocols.memory',
+    'reinloop.memory.config': 'reinloop.protocols.memory.config',
+    'reinloop.memory.embeddings': 'reinloop.protocols.memory.embeddings',
+    'reinloop.memory.explain': 'reinloop.protocols.memory.explain',
+    'reinloop.memory.feedback': 'reinloop.protocols.memory.feedback',
+    'reinloop.memory.gist': 'reinloop.tools.gist',
+    'reinloop.memory.ledger': 'reinloop.protocols.memory.ledger',
+    'reinloop.memory.longterm': 'reinloop.protocols.memory.longterm',
+    'reinloop.memory.manager': 'reinloop.protocols.memory.manager',
+    'reinloop.memory.memo': 'reinloop.protocols.memory.memo',
+    'reinloop.memory.prompt': 'reinloop.protocols.memory.prompt',
+    'reinloop.memory.store': 'reinloop.checkpoints.memories',
+    'reinloop.memory.summary': 'reinloop.protocols.memory.summary',
+    'reinloop.memory.tokens': 'reinloop.protocols.memory.tokens',
+    'reinloop.memory.window': 'reinloop.protocols.memory.window',
+    'reinloop.memory.wrapup': 'reinloop.protocols.memory.wrapup',
+    'reinloop.outcome': 'reinloop.runs.outcome',
+    'reinloop.output': 'reinloop.protocols.output',
+    'reinloop.pending': 'reinloop.runs.pending',
+    'reinloop.pricing': 'reinloop.models.pricing',
+    'reinloop.profiles': 'reinloop.protocols.profiles',
+    'reinloop.profiles.small_model': 'reinloop.protocols.profiles.small_model',
+    'reinloop.raster': 'reinloop.observe.raster',
+    'reinloop.redact': 'reinloop.observe.redact',
+    'reinloop.repeats': 'reinloop.protocols.repeats',
+    'reinloop.replay': 'reinloop.runs.replay',
+    'reinloop.report': 'reinloop.observe.report',
+    'reinloop.retry': 'reinloop.models.retry',
+    'reinloop.run_record': 'reinloop.observe.record',
+    'reinloop.rundb': 'reinloop.runs.rundb',
+    'reinloop.runlog': 'reinloop.checkpoints.runlog',
+    'reinloop.scripted': 'reinloop.models.scripted',
+    'reinloop.server': 'reinloop.cli.server',
+    'reinloop.settings': 'reinloop.runs.settings',
+    'reinloop.simulation': 'reinloop.models.simulation',
+    'reinloop.spec': 'reinloop.runs.spec',
+    'reinloop.telemetry': 'reinloop.observe.telemetry',
+    'reinloop.terminal': 'reinloop.observe.terminal',
+    'reinloop.tools.journal': 'reinloop.checkpoints.journal',
+}
+"""Each module path before the restructure -> where that module is now."""
+
+
+class _MovedModules:
+    """Finds an old module path: imports the module at its new path under the old name too, and warns."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> object:
+        import importlib.machinery
+        import warnings
+
+        if name not in MOVED:
+            return None
+        warnings.warn(f"{name} moved to {MOVED[name]}; import it from there (the old path goes in the next "
+                      "release)", DeprecationWarning, stacklevel=3)
+        module = importlib.import_module(MOVED[name])
+        return importlib.machinery.ModuleSpec(name, _Alias(module), is_package=hasattr(module, "__path__"))
+
+
+class _Alias:
+    """The loader of an old module path: the module at its new path, not a copy."""
+
+    def __init__(self, module: object) -> None:
+        self.module, self.spec = module, getattr(module, "__spec__", None)
+
+    def create_module(self, spec: object) -> object:
+        return self.module
+
+    def exec_module(self, module: object) -> None:
+        """Nothing to run: the module ran at its new path; it keeps its own spec (import set the old one)."""
+        module.__spec__ = self.spec  # type: ignore[attr-defined]
+
+
+import sys as _sys  # noqa: E402
+
+if _MovedModules not in _sys.meta_path:
+    _sys.meta_path.insert(0, _MovedModules)  # before the path finder, or reinloop.memory.tokens would load twice

@@ -133,6 +133,16 @@ class ToolDatabaseError(ConfigurationError):
         self.path = path
 
 
+class StoredNameError(ConfigurationError):
+    """A replay or resume would use what the run database alone names (``field``: MCP servers, a sandbox ...);
+    a flag must say so."""
+
+    def __init__(self, thread_id: str, field: str, named: str, flag: str, command: str = "replay") -> None:
+        self.thread_id, self.field, self.named, self.flag = thread_id, field, named, flag
+        super().__init__(f"run {thread_id!r} stored spec.{field} = {named}; a {command} does not use what only the "
+                         f"run database names: pass {flag}")
+
+
 class UsageError(ConfigurationError):
     """A command-line value refused before the run started (an unknown tool, ``read_file`` without ``--sandbox``).
 

@@ -29,15 +29,15 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Command, Interrupt
 
 from .checkpoints import Database
-from .context import AgentContext
-from .drawing import LoopDrawing
+from .nodes.context import AgentContext
+from .observe.drawing import LoopDrawing
 from .errors import SettingError
-from .events import EventSink, observed
-from .fallback import ChainModel, chain_models
-from .memory.longterm import resolve_memory
-from .memory.prompt import check_fixed_parts
-from .models import prepare_model, resolve_model
-from .approval import APPROVAL_KIND, check_names, read_decisions
+from .observe.events import EventSink, observed
+from .models.fallback import ChainModel, chain_models
+from .protocols.memory.longterm import resolve_memory
+from .protocols.memory.prompt import check_fixed_parts
+from .models.resolve import prepare_model, resolve_model
+from .tools.approval import APPROVAL_KIND, check_names, read_decisions
 from .nodes import (
     approve,
     decide,
@@ -53,13 +53,13 @@ from .nodes import (
     validate,
 )
 from .nodes.guard import read_resume
-from .output import ANSWER_TOOL, AnswerSchema
+from .protocols.output import ANSWER_TOOL, AnswerSchema
 from .protocols import OutputProtocol, get_protocol
-from .pricing import Pricing
-from .spec import GROUPS, RunSpec, object_label, protocol_change
+from .models.pricing import Pricing
+from .runs.spec import GROUPS, RunSpec, object_label, protocol_change
 from .state import BREAK_KIND, AgentState, InputState
 from .tools.catalog import BUILTINS
-from .tools.journal import ToolJournal
+from .checkpoints.journal import ToolJournal
 from .tools.pool import WorkerPool
 from .tools.registry import ToolRegistry
 
@@ -221,7 +221,7 @@ def telemetry_for(spec: RunSpec, provider: Any, agent: str) -> Any:
     """The runs' telemetry when ``spec.telemetry`` is on (OpenTelemetry is imported then only), else ``None``."""
     if not spec.telemetry:
         return None
-    from .telemetry import Telemetry
+    from .observe.telemetry import Telemetry
 
     return Telemetry.of(spec, provider, agent)
 
@@ -264,7 +264,7 @@ def build_graph(
     ``memory=Memory(...)``, ``system_prompt=``, ``tool_detail="compact"``
     (tool schemas shown as signatures, see :mod:`reinloop.tools.detail`),
     ``max_output_tokens=`` (``None``: the provider's default; a reply the cap
-    cut off is never used, see :mod:`reinloop.models`).
+    cut off is never used, see :mod:`reinloop.models.resolve`).
     ``sinks`` receive every node's event (e.g. ``[RunLog("reinloop.db")]``).
     Invoke the result like any LangGraph graph::
 
@@ -276,7 +276,7 @@ def build_graph(
     journaled in its run database (so across processes), and with another
     checkpointer in memory, which guards resumes within this process only.
 
-    With ``telemetry=True`` the runs are OpenTelemetry spans (:mod:`reinloop.telemetry`), sent to
+    With ``telemetry=True`` the runs are OpenTelemetry spans (:mod:`reinloop.observe.telemetry`), sent to
     ``tracer_provider``, else to the global provider, else over OTLP/HTTP.
     """
     registry = tools if isinstance(tools, ToolRegistry) else ToolRegistry(tools)

@@ -2,7 +2,7 @@
 
 Everything here is plain JSON-able data (TypedDicts of str, int, float, bool,
 lists and dicts), never a model, a tool or a callable: those are dependencies
-and live in the runtime context (:mod:`reinloop.context`). Keeping the state
+and live in the runtime context (:mod:`reinloop.nodes.context`). Keeping the state
 plain means any checkpointer can store it and any tool (``sqlite-utils``,
 Datasette, ``jq``) can read it.
 
@@ -101,7 +101,7 @@ class Reply(TypedDict, total=False):
     cost: list[CallCost]  # this step's model calls priced: the agent's, then any summarizer's
     prompt_parts: dict[str, int]  # tokens of each part of the prompt, by the active counter
     memory: list[dict[str, Any]]  # memory events of this step (evicted, summarized, recalled ...)
-    model: str  # the model that answered, by its name (reinloop.models.model_label)
+    model: str  # the model that answered, by its name (reinloop.models.resolve.model_label)
     protocol: str  # the protocol it answered in (auto's current one: tool_calling, json or react)
     fallbacks: list[Fallback]  # the moves to a next model this step made before one answered (reinloop.fallback)
     aside: list[dict[str, Any]]  # replies this step asked for and put aside (re-asks), oldest first: what a replay serves
@@ -147,7 +147,7 @@ class Step(TypedDict, total=False):
     model: str  # the model that answered this step, by its name
     protocol: str  # the protocol it answered in
     fallbacks: list[Fallback]  # moves to a next model before one answered (reinloop.fallback)
-    cost_flags: list[str]  # what pricing this step's calls corrected or assumed (reinloop.pricing.call_flags)
+    cost_flags: list[str]  # what pricing this step's calls corrected or assumed (reinloop.models.pricing.call_flags)
 
 
 class Counters(TypedDict):

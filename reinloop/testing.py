@@ -16,7 +16,7 @@ the call options with it (:attr:`ScriptedChatModel.call_options`, e.g. the
 :class:`~reinloop.errors.ScriptExhaustedError` when the script runs out.
 
 Calls from reinloop's summarizer carry a tag
-(:data:`reinloop.memory.SUMMARIZER_TAG`); they are answered by
+(:data:`reinloop.protocols.memory.SUMMARIZER_TAG`); they are answered by
 ``summary_reply`` (by default :func:`facts_summary`, an extractive summary
 of the prompt) instead of consuming the script, and recorded apart in
 :attr:`ScriptedChatModel.summary_prompts`. So a scripted run reads the same
@@ -31,9 +31,9 @@ Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
 and :func:`facts_summary` (a summarizer that can only use its prompt).
 
 :func:`replay_model` serves a stored run's replies in order, and :func:`replay_report`
-re-runs a stored run on them and reports the first step where it diverges (:mod:`reinloop.replay`).
+re-runs a stored run on them and reports the first step where it diverges (:mod:`reinloop.runs.replay`).
 
-:class:`SimulatedModel` (from :mod:`reinloop.simulation`, re-exported here) is
+:class:`SimulatedModel` (from :mod:`reinloop.models.simulation`, re-exported here) is
 the benchmark's flaky stand-in: it follows a task's plan and makes seeded mistakes.
 """
 
@@ -41,20 +41,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from .scripted import (  # noqa: F401  (the scripted model and its helpers live with the models; re-exported)
+from .models.scripted import (  # noqa: F401  (the scripted model and its helpers live with the models; re-exported)
     FAULTS, Plan, PlanStep, ScriptedChatModel, SimulatedModel, answer_from_prompt, cut_off, facts_summary, prompt_text,
     tool_call,
 )
 
 
 def replay_model(thread_id: str, db: Any = None) -> ScriptedChatModel:
-    """A scripted model that serves stored run ``thread_id``'s model replies in order (:mod:`reinloop.replay`).
+    """A scripted model that serves stored run ``thread_id``'s model replies in order (:mod:`reinloop.runs.replay`).
 
     ``db`` is the run database (a path, a ``postgresql://`` URL, ``None``: ``$REINLOOP_DB``). Build a graph
     on it to test a change against a recorded run; :func:`replay_report` does the whole comparison.
     """
-    from .replay import recorded_calls, served_replies
-    from .rundb import open_db
+    from .runs.replay import recorded_calls, served_replies
+    from .runs.rundb import open_db
 
     with open_db(db) as saver:
         calls = recorded_calls(saver, thread_id)
@@ -62,7 +62,7 @@ def replay_model(thread_id: str, db: Any = None) -> ScriptedChatModel:
 
 
 def replay_report(thread_id: str, db: Any = None, **options: Any) -> Any:
-    """:func:`reinloop.replay.replay`: the stored run re-run on its replies, and its first divergence (``None``: identical)."""
-    from .replay import replay
+    """:func:`reinloop.runs.replay.replay`: the stored run re-run on its replies, and its first divergence (``None``: identical)."""
+    from .runs.replay import replay
 
     return replay(thread_id, db, **options)

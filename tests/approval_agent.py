@@ -24,8 +24,8 @@ from pathlib import Path
 
 from langchain_core.tools import tool
 
-from reinloop.pending import approve
-from reinloop.runs import resume, run, show_run
+from reinloop.runs.pending import approve
+from reinloop.runs.api import resume, run, show_run
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import configure
 from reinloop.tools.executor import ToolExecutor

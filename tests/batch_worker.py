@@ -1,6 +1,6 @@
 """One batch worker process for the multi-worker tests: ``python tests/batch_worker.py DB TASKS BASE_URL WORKDIR N LEASE``.
 
-It runs ``reinloop.batches.batch`` with a side-effecting ``record`` tool that
+It runs ``reinloop.runs.batches.batch`` with a side-effecting ``record`` tool that
 appends ``ITEM PID`` to ``WORKDIR/effects.log`` each time it really runs, so
 the test can count executions per task; ``WORKDIR/started-PID`` appears once
 the batch is queued. The report is printed as one JSON line.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from langchain_core.tools import tool
 
-from reinloop.batches import batch
+from reinloop.runs.batches import batch
 from reinloop.tools import configure
 
 

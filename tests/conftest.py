@@ -60,7 +60,7 @@ def run_db(tmp_path, monkeypatch) -> Path:
 @pytest.fixture
 def cli_error(capsys) -> Callable[..., str]:
     """Run the CLI, expect exit 1 and exactly one stderr line; return that line."""
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     def run(*argv: str) -> str:
         assert main(list(argv)) == 1

@@ -7,8 +7,8 @@ import pytest
 from langchain_core.messages import AIMessage
 
 from reinloop import Limits, SqliteCheckpointer
-from reinloop.answers import AnswerRules, echo_problem, written_call
-from reinloop.profiles import small_model
+from reinloop.protocols.answers import AnswerRules, echo_problem, written_call
+from reinloop.protocols.profiles import small_model
 from reinloop.tools import configure
 from reinloop.errors import ConfigurationError
 from reinloop.testing import tool_call
@@ -125,7 +125,7 @@ def test_a_number_from_memory_is_accepted_as_the_models_answer(make_graph):
 
 
 def test_ask_next_step_ends_every_prompt_with_the_next_step_question_and_its_echo_is_no_answer(make_graph):
-    from reinloop.answers import NEXT_STEP_CUE
+    from reinloop.protocols.answers import NEXT_STEP_CUE
 
     graph, model = make_graph([[tool_call("calculator", {"expression": "2+2"})], NEXT_STEP_CUE, "It is 4."],
                               answers=AnswerRules(ask_next_step=True))
@@ -192,7 +192,7 @@ def test_a_paused_run_whose_wrap_up_failed_resumes_and_finishes(make_graph, tmp_
 
 
 def test_the_outcome_says_an_answer_came_from_a_wrap_up(make_graph):
-    from reinloop.outcome import Outcome
+    from reinloop.runs.outcome import Outcome
 
     graph, _ = make_graph([REPEAT, REPEAT, REPEAT, AIMessage(content="391")], answers=AnswerRules(wrap_up=True))
     outcome = Outcome.from_state("t", graph.invoke({"task": "compute 17*23"}))
@@ -233,8 +233,8 @@ def test_a_wrap_up_answer_is_marked_as_one_by_the_cli_runs_show_and_the_report(t
     import subprocess
     import sys
 
-    from reinloop.cli import print_outcome
-    from reinloop.runs import run
+    from reinloop.cli.app import print_outcome
+    from reinloop.runs.api import run
     from reinloop.testing import ScriptedChatModel
 
     db = tmp_path / "runs.db"

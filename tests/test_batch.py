@@ -2,7 +2,7 @@
 
 Tests that take ``db_url`` run on a SQLite file and on PostgreSQL. The model
 is a scripted one whose every reply is planned from its own prompt
-(:func:`reinloop.server.plan`), so concurrent runs cannot take each other's
+(:func:`reinloop.cli.server.plan`), so concurrent runs cannot take each other's
 replies. The multi-process acceptance test is in ``test_batch_workers.py``.
 """
 
@@ -13,15 +13,15 @@ import threading
 
 import pytest
 
-from reinloop.batches import batch, read_tasks
+from reinloop.runs.batches import batch, read_tasks
 from reinloop.checkpoints import open_saver
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop import Memory, RunSpec
 from reinloop.errors import ConfigurationError
 from reinloop.graph import build_graph
-from reinloop.pricing import library_price
-from reinloop.runs import list_runs, resume, thread_config
-from reinloop.server import plan
+from reinloop.models.pricing import library_price
+from reinloop.runs.api import list_runs, resume, thread_config
+from reinloop.cli.server import plan
 from reinloop.testing import ScriptedChatModel, prompt_text
 from reinloop.tools import builtins
 
@@ -307,7 +307,7 @@ def test_a_task_line_with_a_bad_memory_setting_is_refused_with_its_line(tmp_path
 
 
 def test_a_task_waiting_for_approval_is_parked_while_the_others_go_on_and_the_batch_names_it(tmp_path, openai_server, capsys):
-    from reinloop.pending import approve
+    from reinloop.runs.pending import approve
 
     def reply(body: dict):
         if "write the note" not in json.dumps(body["messages"]):

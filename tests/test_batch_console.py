@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import json
 
-from reinloop.batches import BatchReport, TaskOutcome
-from reinloop.batch_console import BatchConsole, task_line
+from reinloop.runs.batches import BatchReport, TaskOutcome
+from reinloop.cli.batch_console import BatchConsole, task_line
 
 DONE = TaskOutcome("t1", 1, "What is 2*3?", "done", answer="6", steps=2, tokens=30, seconds=0.25)
 BROKEN = TaskOutcome("t2", 2, "loop", "broken", break_reason="max_steps", steps=1, tokens=15, seconds=0.5,

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from langchain_core.messages import AIMessage
 
-from reinloop.bounds import (
+from reinloop.tools.bounds import (
     MAX_NESTING,
     MAX_REPAIR_CHARS,
     bounded_message,

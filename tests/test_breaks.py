@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from reinloop.breaks import BreakAnswer
-from reinloop.cli import build_parser
-from reinloop.cli_options import break_answer
+from reinloop.runs.breaks import BreakAnswer
+from reinloop.cli.app import build_parser
+from reinloop.cli.options import break_answer
 
 GIVEN = BreakAnswer(extra_steps=2, extra_seconds=1.5, extra_tokens=3, extra_cost=0.25, hint="use the table", abort=True)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from reinloop.caching import CachingChatModel
-from reinloop.pricing import Pricing
+from reinloop.models.caching import CachingChatModel
+from reinloop.models.pricing import Pricing
 from reinloop.testing import ScriptedChatModel
 
 

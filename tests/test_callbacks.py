@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from reinloop.callbacks import current_node, watched
+from reinloop.observe.callbacks import current_node, watched
 
 
 class Hook:

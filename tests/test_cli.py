@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from reinloop import ConfigurationError, Limits, RunSpec
-from reinloop.cli import build_parser, main
-from reinloop.cli_options import in_flag_terms, spec_changes, spec_flags
+from reinloop.cli.app import build_parser, main
+from reinloop.cli.options import in_flag_terms, spec_changes, spec_flags
 
 from .openai_server import PLAUSIBLE, completion
 
@@ -174,7 +174,7 @@ def test_a_whole_number_flag_takes_zero_exactly_when_the_library_does(flag, caps
 
 
 def test_tool_retries_zero_reaches_the_limits(capsys):
-    from reinloop.cli_options import spec_changes
+    from reinloop.cli.options import spec_changes
 
     args = build_parser().parse_args(["run", "x", "--tool-retries", "0"])
     assert RunSpec().replace(**spec_changes(args)).limits.tool_retries == 0
@@ -252,7 +252,7 @@ def test_runs_list_shows_the_status_names_status_accepts(openai_server, capsys):
 def test_runs_list_aligns_columns_by_display_width_and_shortens_long_ids():
     from rich.cells import cell_len
 
-    from reinloop.cli_runs import table_row
+    from reinloop.cli.runs import table_row
 
     rows = [table_row(["t" * 30, "done", "1", "-", "2026-12-01 20:00:00", "查询用户ID为1的信息，然后计算他的年龄乘以2的结果" * 2, "60"]),
             table_row(["short", "broken", "12", "$0.0010", "2026-12-01 20:00:00", "plain task", "max_steps"])]

@@ -11,7 +11,7 @@ HEAVY = ("langgraph", "langchain", "langchain_core", "langchain_openai", "openai
 
 PROBE = """
 import json, sys
-from reinloop.cli import main
+from reinloop.cli.app import main
 try:
     main(sys.argv[1:])
 except SystemExit:
@@ -31,7 +31,7 @@ def test_help_loads_no_model_graph_or_storage_library():
         assert not loaded & set(HEAVY), (argv, sorted(loaded & set(HEAVY)))
 
 
-STORAGE = ("sqlite_utils", "reinloop.checkpoints.sql", "reinloop.graph", "reinloop.models", "reinloop.runs")
+STORAGE = ("sqlite_utils", "reinloop.checkpoints.sql", "reinloop.graph", "reinloop.models.resolve", "reinloop.runs.api")
 """What reading the run list does without: sqlite-utils (it imports numpy), the saver, the loop."""
 
 TWO_RUNS = """
@@ -46,7 +46,7 @@ run("loop", db=DB, thread_id="paused1", model=ScriptedChatModel(replies=[add] * 
 
 def test_runs_list_on_a_new_database_loads_no_model_graph_or_storage_library(tmp_path):
     db = tmp_path / "runs.db"
-    subprocess.run([sys.executable, "-c", f"from reinloop.runs import open_db\nwith open_db({str(db)!r}, write=True, "
+    subprocess.run([sys.executable, "-c", f"from reinloop.runs.api import open_db\nwith open_db({str(db)!r}, write=True, "
                     "create=True): pass"], check=True)
     loaded = loaded_after("runs", "list", "--db", str(db))
     assert not loaded & set(HEAVY + STORAGE), sorted(loaded & set(HEAVY + STORAGE))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from reinloop.runs import show_run
+from reinloop.runs.api import show_run
 
 from .local_net import free_port
 from .openai_server import completion

@@ -9,8 +9,8 @@ import re
 import pytest
 
 from reinloop import Limits, RunLog
-from reinloop.cli import main
-from reinloop.console import JsonConsole, RunConsole, doing, progress
+from reinloop.cli.app import main
+from reinloop.observe.console import JsonConsole, RunConsole, doing, progress
 from reinloop.testing import tool_call
 
 from .openai_server import PLAUSIBLE, completion
@@ -192,7 +192,7 @@ def test_demo_quiet_prints_only_the_verdict(capsys):
 
 
 def test_plain_console_prints_plain_text_even_on_a_terminal_and_needs_no_closing(make_graph):
-    from reinloop.console import PlainConsole
+    from reinloop.observe.console import PlainConsole
 
     class Terminal(io.StringIO):
         def isatty(self):

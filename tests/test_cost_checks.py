@@ -15,7 +15,7 @@ import pytest
 from langchain_openai import ChatOpenAI
 
 from reinloop import Limits, build_graph
-from reinloop.pricing import is_local, is_local_host, library_price
+from reinloop.models.pricing import is_local, is_local_host, library_price
 
 from .openai_server import completion
 

@@ -12,10 +12,10 @@ from xml.etree import ElementTree
 import pytest
 
 from reinloop import draw_graph
-from reinloop.cli import main
-from reinloop.drawing import LOOK, SVG_NS, default_graph
+from reinloop.cli.app import main
+from reinloop.observe.drawing import LOOK, SVG_NS, default_graph
 from reinloop.errors import ConfigurationError
-from reinloop.raster import graphviz_graph
+from reinloop.observe.raster import graphviz_graph
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 STEPS = ["decide", "parse", "validate", "execute", "approve", "memorize", "guard"]

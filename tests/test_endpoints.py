@@ -12,7 +12,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import Limits, ModelCallError, build_graph
-from reinloop.retry import RetryPolicy
+from reinloop.models.retry import RetryPolicy
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import builtins
 

@@ -11,9 +11,9 @@ import pytest
 from reinloop.errors import (
     ModelCallError, ModelSetupError, RunError, RunStoppedError, SettingError, TelemetrySetupError, ToolDatabaseError,
 )
-from reinloop.models import resolve_model
-from reinloop.retry import RetryPolicy
-from reinloop.runs import run
+from reinloop.models.resolve import resolve_model
+from reinloop.models.retry import RetryPolicy
+from reinloop.runs.api import run
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools.files import QuotaError, Sandbox, SandboxError
 

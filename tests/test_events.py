@@ -11,7 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import Limits
 from reinloop.errors import ScriptExhaustedError
-from reinloop.events import EVENT_FIELDS, emit, make_event, record_memory
+from reinloop.observe.events import EVENT_FIELDS, emit, make_event, record_memory
 from reinloop.testing import tool_call
 
 TWO_STEPS = [[tool_call("calculator", {"expression": "2*3"})], "6"]

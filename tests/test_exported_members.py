@@ -57,4 +57,4 @@ def test_every_record_type_a_step_holds_is_exported():
     names = {t.__name__ for t in record_types(Step, set())}
     assert names >= {"Step", "Action", "Fallback"}  # step["fallbacks"] is a list of Fallback
     assert names <= set(reinloop.__all__)
-    assert reinloop.Fallback is importlib.import_module("reinloop.fallback").Fallback
+    assert reinloop.Fallback is importlib.import_module("reinloop.models.fallback").Fallback

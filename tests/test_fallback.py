@@ -17,10 +17,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import ConfigurationError, Limits, ModelCallError, RunSpec, build_graph
 from reinloop.errors import RunStoppedError
-from reinloop.fallback import split_endpoint
-from reinloop.retry import RetryPolicy
-from reinloop.outcome import Outcome
-from reinloop.runs import resume, run
+from reinloop.models.fallback import split_endpoint
+from reinloop.models.retry import RetryPolicy
+from reinloop.runs.outcome import Outcome
+from reinloop.runs.api import resume, run
 from reinloop.tools import builtins
 
 from .openai_server import PLAUSIBLE, OpenAIServer, Raw, completion
@@ -115,7 +115,7 @@ def test_auto_tries_json_on_the_same_model_before_a_fallback(openai_server, fall
 
 def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_model(openai_server, tmp_path):
     from reinloop import visualize
-    from reinloop.console import PlainConsole
+    from reinloop.observe.console import PlainConsole
 
     openai_server.responses += [error(400, param="tools"), completion('{"final_answer": "42"}', model="primary-model", **PLAUSIBLE)]
     db = str(tmp_path / "runs.db")
@@ -139,7 +139,7 @@ def test_the_console_and_the_html_report_show_auto_moving_to_json_on_the_same_mo
 def shown_switches(openai_server: Any, tmp_path: Any, replies: list[Any]) -> tuple[Outcome, list[str], list[str]]:
     """A run under ``auto`` on ``replies``: its outcome, the console's ``protocol:`` lines, the report's switch lines."""
     from reinloop import visualize
-    from reinloop.console import PlainConsole
+    from reinloop.observe.console import PlainConsole
 
     openai_server.responses += replies
     db, printed = str(tmp_path / "runs.db"), io.StringIO()
@@ -289,7 +289,7 @@ def test_a_fallback_model_is_offered_the_structured_answers_tool_and_its_answer_
         openai_server, fallback_server):
     from pydantic import BaseModel
 
-    from reinloop.output import ANSWER_TOOL
+    from reinloop.protocols.output import ANSWER_TOOL
 
     class Total(BaseModel):
         value: int
@@ -305,7 +305,7 @@ def test_a_fallback_model_is_offered_the_structured_answers_tool_and_its_answer_
 
 def test_the_console_and_the_html_report_show_both_moves_of_one_step_in_order(openai_server, fallback_server, tmp_path):
     from reinloop import visualize
-    from reinloop.console import PlainConsole
+    from reinloop.observe.console import PlainConsole
 
     db = str(tmp_path / "runs.db")
     printed = io.StringIO()

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from reinloop import build_graph
 from reinloop.protocols import get_protocol
 from reinloop.protocols.json_protocol import THOUGHT_CHARS, reply_schema
-from reinloop.retry import RetryPolicy
+from reinloop.models.retry import RetryPolicy
 from reinloop.tools import ToolRegistry, builtins
 
 from .openai_server import completion

@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from reinloop.location import Location, locate
+from reinloop.observe.location import Location, locate
 
 
 class S(TypedDict, total=False):

@@ -8,8 +8,8 @@ import pytest
 
 from reinloop import Limits, build_graph
 from reinloop.errors import ConfigurationError
-from reinloop.models import DEFAULT_MAX_OUTPUT_TOKENS, output_cap
-from reinloop.runs import resume, run
+from reinloop.models.resolve import DEFAULT_MAX_OUTPUT_TOKENS, output_cap
+from reinloop.runs.api import resume, run
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import builtins
 

@@ -11,12 +11,12 @@ import pytest
 from pydantic import BaseModel, Field
 
 from reinloop import RunSpec, build_graph, resume, run
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import ConfigurationError
-from reinloop.memory import active_counter
-from reinloop.memory.prompt import system_message
-from reinloop.output import ANSWER_TOOL, AnswerSchema, output_form
-from reinloop.retry import RetryPolicy
+from reinloop.protocols.memory import active_counter
+from reinloop.protocols.memory.prompt import system_message
+from reinloop.protocols.output import ANSWER_TOOL, AnswerSchema, output_form
+from reinloop.models.retry import RetryPolicy
 from reinloop.testing import ScriptedChatModel, prompt_text, tool_call
 from reinloop.tools import builtins
 
@@ -314,7 +314,7 @@ def test_output_schema_flag_refuses_a_file_that_is_not_a_schema(tmp_path, capsys
 
 
 def test_a_wrap_up_answer_is_validated_too():
-    from reinloop.answers import AnswerRules
+    from reinloop.protocols.answers import AnswerRules
     from reinloop.testing import ScriptedChatModel, tool_call
 
     same = [tool_call("calculator", {"expression": "2+2"})]
@@ -325,7 +325,7 @@ def test_a_wrap_up_answer_is_validated_too():
 
 
 def test_a_batch_line_takes_a_schema_and_a_bad_one_is_refused_by_its_line(tmp_path):
-    from reinloop.batches import read_tasks
+    from reinloop.runs.batches import read_tasks
 
     good = tmp_path / "good.jsonl"
     good.write_text(json.dumps({"task": "t", "output": CITY_SCHEMA}) + "\n", encoding="utf-8")

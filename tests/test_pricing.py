@@ -7,8 +7,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reinloop import ConfigurationError, Limits, Memory, build_graph
-from reinloop.outcome import Outcome
-from reinloop.pricing import Price, Pricing
+from reinloop.runs.outcome import Outcome
+from reinloop.models.pricing import Price, Pricing
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import builtins
 
@@ -181,7 +181,7 @@ def test_a_price_must_be_dollars_per_million_tokens():
 
 def test_the_html_report_shows_each_steps_cost_and_the_runs_cost_per_model():
     from reinloop import visualize
-    from reinloop.caching import CachingChatModel
+    from reinloop.models.caching import CachingChatModel
 
     replies = [[tool_call("calculator", {"expression": f"{i}+1"})] for i in range(3)] + ["done"]
     model = CachingChatModel(inner=ScriptedChatModel(replies=replies))  # replies priced as gpt-5-mini
@@ -198,7 +198,7 @@ def test_the_cli_breaks_at_max_cost_shows_the_cost_and_resumes_with_extra_cost(o
     import json
     import re
 
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     openai_server.responses += [priced(calls=add(i), model="my-model", prompt=1_000_000, out=0) for i in range(3)]
     openai_server.responses += [priced("done", model="my-model", prompt=1_000_000, out=0)]
@@ -226,7 +226,7 @@ TEN_CENTS_A_CALL = {"my-model": {"input": 0.10, "output": 0.0}}
 
 def run_priced(server, db: str, thread_id: str, calls: int, **changes):
     """A stored run on ``my-model``: ``calls - 1`` calculator calls, then the answer ``done``, $0.10 a call."""
-    from reinloop.runs import run
+    from reinloop.runs.api import run
 
     server.responses += [priced(calls=add(i), model="my-model", prompt=1_000_000, out=50) for i in range(calls - 1)]
     server.responses += [priced("done", model="my-model", prompt=1_000_000, out=50)]
@@ -237,7 +237,7 @@ def run_priced(server, db: str, thread_id: str, calls: int, **changes):
 def test_runs_list_and_runs_show_json_give_a_priced_runs_cost(openai_server, tmp_path, capsys):
     import json
 
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     db = str(tmp_path / "runs.db")
     assert run_priced(openai_server, db, "p1", calls=2).cost_usd == pytest.approx(0.20)
@@ -259,7 +259,7 @@ def test_runs_list_and_runs_show_json_give_a_priced_runs_cost(openai_server, tmp
 
 
 def test_python_resume_with_extra_cost_continues_a_run_paused_at_its_cost_budget_to_done(openai_server, tmp_path):
-    from reinloop.runs import resume
+    from reinloop.runs.api import resume
 
     db = str(tmp_path / "runs.db")
     paused = run_priced(openai_server, db, "p2", calls=4, limits={"max_cost": 0.25})
@@ -271,7 +271,7 @@ def test_python_resume_with_extra_cost_continues_a_run_paused_at_its_cost_budget
     assert done.cost_usd == pytest.approx(0.40) and done.counters["steps"] == 4 and len(openai_server.requests) == 4
 
 def test_the_cli_refuses_prices_that_are_not_json(capsys):
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     with pytest.raises(SystemExit) as exit_:
         main(["run", "t", "--prices", "cheap"])

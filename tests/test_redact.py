@@ -16,8 +16,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from reinloop.errors import ConfigurationError, RunError
-from reinloop.redact import REDACTED, is_redacted, origin, redact_url, scrub
-from reinloop.runs import resume_endpoint, run
+from reinloop.observe.redact import REDACTED, is_redacted, origin, redact_url, scrub
+from reinloop.runs.api import resume_endpoint, run
 from reinloop.testing import ScriptedChatModel
 
 from .openai_server import Raw, completion

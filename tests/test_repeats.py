@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from reinloop.answers import AnswerRules
-from reinloop.repeats import VARY_TEMPERATURE
+from reinloop.protocols.answers import AnswerRules
+from reinloop.protocols.repeats import VARY_TEMPERATURE
 from reinloop.testing import tool_call
 
 BAD = [tool_call("calculator", {"expression": "2+"})]
@@ -140,7 +140,7 @@ def test_a_repeat_of_a_refused_call_is_asked_again_without_that_tool_quoting_the
 
 
 def test_a_refused_call_may_be_made_again_once_a_result_came_since(make_graph):
-    from reinloop.repeats import refused_repeat
+    from reinloop.protocols.repeats import refused_repeat
     from reinloop.protocols import get_protocol
     from reinloop.tools.registry import ToolRegistry
     from reinloop.tools import builtins

@@ -11,12 +11,12 @@ import pytest
 from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
-from reinloop.answers import AnswerRules
-from reinloop.cli import main
+from reinloop.protocols.answers import AnswerRules
+from reinloop.cli.app import main
 from reinloop.errors import NotReplayableError
-from reinloop.replay import EXIT_DIVERGED, replay
-from reinloop.repeats import VARY_TRIES
-from reinloop.runs import prune_runs, resume, run
+from reinloop.runs.replay import EXIT_DIVERGED, replay
+from reinloop.protocols.repeats import VARY_TRIES
+from reinloop.runs.api import prune_runs, resume, run
 from reinloop.testing import replay_model, replay_report
 
 from .openai_server import PLAUSIBLE, completion
@@ -211,7 +211,7 @@ def test_a_run_that_hit_its_cost_budget_replays_at_its_recorded_prices(openai_se
 
 
 def test_a_run_whose_call_the_operator_edited_replays_the_edited_call(openai_server, run_db, tmp_path):
-    from reinloop.pending import approve
+    from reinloop.runs.pending import approve
 
     (tmp_path / "box").mkdir()
     write = {"name": "write_file", "args": {"path": "note.txt", "content": "hello"}, "id": "w1"}

@@ -10,7 +10,7 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import RunLog, run_report, visualize
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import ConfigurationError, ThreadNotFoundError
 
 from . import chromium
@@ -255,8 +255,8 @@ def test_run_html_gives_the_actions_column_half_the_table(troubled):
 def test_the_report_shows_a_pending_approval_then_the_operators_decision_on_the_timeline(tmp_path):
     from langchain_core.tools import tool
 
-    from reinloop.pending import approve
-    from reinloop.runs import run
+    from reinloop.runs.pending import approve
+    from reinloop.runs.api import run
     from reinloop.testing import ScriptedChatModel, tool_call
     from reinloop.tools import configure
 
@@ -287,7 +287,7 @@ def test_the_report_shows_a_pending_approval_then_the_operators_decision_on_the_
 
 def test_the_report_shows_each_model_fallback_in_its_step(tmp_path):
     from reinloop import build_graph
-    from reinloop.retry import RetryPolicy
+    from reinloop.models.retry import RetryPolicy
     from reinloop.testing import ScriptedChatModel
 
     log = RunLog(tmp_path / "run.db")
@@ -307,8 +307,8 @@ def test_runs_show_text_and_html_list_the_same_record_a_resumed_break_and_an_ope
     import subprocess
     import sys
 
-    from reinloop.pending import approve
-    from reinloop.runs import resume, run
+    from reinloop.runs.pending import approve
+    from reinloop.runs.api import resume, run
 
     from .openai_server import completion
 

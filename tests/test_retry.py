@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from reinloop.errors import ModelCallError, ScriptExhaustedError
-from reinloop.retry import RetryPolicy, call_with_retries, first_then_retried
+from reinloop.models.retry import RetryPolicy, call_with_retries, first_then_retried
 
 REQUEST = httpx2.Request("POST", "http://models.local/v1/chat/completions")
 ENDPOINT = "http://models.local/v1"

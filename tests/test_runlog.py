@@ -16,8 +16,8 @@ from reinloop.errors import StorageError
 from reinloop import SqliteCheckpointer
 from reinloop.checkpoints.schema import STEPS
 from reinloop.checkpoints.sqlitedb import create_table
-from reinloop.events import NodeEvent
-from reinloop.runlog import EVENT_COLUMNS, read_events
+from reinloop.observe.events import NodeEvent
+from reinloop.checkpoints.runlog import EVENT_COLUMNS, read_events
 
 # A run that hits a parse error, a tool error, a repeat hint and a break (json protocol).
 TROUBLE = [

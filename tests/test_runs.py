@@ -10,9 +10,9 @@ import json
 import pytest
 
 from reinloop import Limits
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import ConfigurationError, NotResumableError
-from reinloop.runs import list_runs, prune_runs, resume, run, show_run
+from reinloop.runs.api import list_runs, prune_runs, resume, run, show_run
 from reinloop.testing import ScriptedChatModel, tool_call
 
 from .openai_server import completion
@@ -248,7 +248,7 @@ def test_resume_refuses_a_bad_override_naming_the_flag(openai_server, capsys):
 
 def test_a_graph_built_in_python_stores_its_own_spec_and_runs_show_prints_it_not_defaults(run_db, capsys):
     from reinloop import SqliteCheckpointer, build_graph
-    from reinloop.answers import AnswerRules
+    from reinloop.protocols.answers import AnswerRules
     from reinloop.tools import builtins
 
     model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": "6*7"})], "42"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reinloop.server import graph, planned_calls
+from reinloop.cli.server import graph, planned_calls
 
 
 def test_the_planner_looks_up_each_city_then_computes():

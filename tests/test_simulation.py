@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from reinloop.simulation import Plan, PlanStep, SimulatedModel, summarize
+from reinloop.models.simulation import Plan, PlanStep, SimulatedModel, summarize
 
 PLAN = Plan(steps=(PlanStep("get_weather", {"city": "北京"}), PlanStep("calculator", {"expression": "18*2"})),
             answer="36", facts=("北京: 晴, 18℃", "36"))

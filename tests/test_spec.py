@@ -9,7 +9,7 @@ import pytest
 
 from reinloop import Limits, Memory, RetryPolicy, RunSpec
 from reinloop.errors import ConfigurationError
-from reinloop.spec import SPEC_VERSION
+from reinloop.runs.spec import SPEC_VERSION
 from reinloop.tools import BUILTINS, ToolSettings
 from reinloop.tools.settings import BUILTIN_NAMES
 
@@ -88,7 +88,7 @@ def test_the_builtin_names_the_spec_knows_are_the_builtin_tools():
 
 def test_the_names_the_spec_checks_are_the_protocols_and_detail_levels_the_loop_has():
     from reinloop.protocols import PROTOCOLS
-    from reinloop.spec import PROTOCOL_NAMES
+    from reinloop.runs.spec import PROTOCOL_NAMES
 
     assert tuple(PROTOCOLS) == PROTOCOL_NAMES
 

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from reinloop import RunSpec
-from reinloop.batches import task_keys
-from reinloop.cli import DEFAULT_LEASE, build_parser
-from reinloop.cli_options import spec_changes, spec_flags
-from reinloop.spec import GROUPS
+from reinloop.runs.batches import task_keys
+from reinloop.cli.app import DEFAULT_LEASE, build_parser
+from reinloop.cli.options import spec_changes, spec_flags
+from reinloop.runs.spec import GROUPS
 
 
 def field_paths() -> list[tuple[str, ...]]:
@@ -92,8 +92,8 @@ def test_every_spec_field_is_a_key_of_a_batch_line():
 def test_every_spec_field_is_an_override_of_resume_and_of_run():
     import inspect
 
-    from reinloop.batches import batch
-    from reinloop.runs import resume, run
+    from reinloop.runs.batches import batch
+    from reinloop.runs.api import resume, run
 
     for entry in (run, resume, batch):  # **changes, handed to RunSpec.replace
         kinds = [p.kind for p in inspect.signature(entry).parameters.values()]
@@ -104,6 +104,6 @@ def test_every_spec_field_is_an_override_of_resume_and_of_run():
 
 
 def test_the_cli_lease_default_is_the_batch_default():
-    from reinloop.batches import DEFAULT_LEASE as BATCH_DEFAULT
+    from reinloop.runs.batches import DEFAULT_LEASE as BATCH_DEFAULT
 
     assert DEFAULT_LEASE == BATCH_DEFAULT

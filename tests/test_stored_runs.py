@@ -16,7 +16,7 @@ from pathlib import Path
 import ormsgpack
 import pytest
 
-from reinloop.runs import run
+from reinloop.runs.api import run
 
 from .stored_edits import Edit, edits
 
@@ -279,7 +279,7 @@ def in_process(db: Path, argv: list[str]) -> tuple[int, str]:
     import io
     import traceback
 
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     out, err = io.StringIO(), io.StringIO()
     try:

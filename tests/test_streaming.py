@@ -7,9 +7,9 @@ import io
 from langchain_openai import ChatOpenAI
 
 from reinloop import Limits, build_graph
-from reinloop.cli import build_parser, spec_from
-from reinloop.console import RunConsole
-from reinloop.runs import run, show_run
+from reinloop.cli.app import build_parser, spec_from
+from reinloop.observe.console import RunConsole
+from reinloop.runs.api import run, show_run
 from reinloop.tools import builtins
 
 from .openai_server import completion
@@ -84,7 +84,7 @@ def test_no_stream_is_a_run_flag_of_the_spec():
 
 
 def test_a_resumed_run_streams_its_replies_too(openai_server):
-    from reinloop.runs import resume
+    from reinloop.runs.api import resume
 
     openai_server.responses += [calc("1+1")]
     assert run("1+1?", model="openai:gpt-4o-mini", base_url=openai_server.base_url, tools="calculator",

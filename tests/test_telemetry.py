@@ -193,7 +193,7 @@ def test_a_resumed_run_continues_the_trace_with_a_link_to_the_part_before(make_g
 
 
 def test_a_run_checkpointed_under_the_earlier_two_trace_keys_continues_its_trace(make_graph, spans, tmp_path):
-    from reinloop.telemetry import PART_KEY, ROOT_KEY
+    from reinloop.observe.telemetry import PART_KEY, ROOT_KEY
 
     root, part = f"00-{7:032x}-{1:016x}-01", f"00-{7:032x}-{2:016x}-01"
     with open_database(tmp_path / "runs.db") as db:
@@ -255,7 +255,7 @@ def test_telemetry_off_makes_no_spans_and_adds_nothing_to_the_graph(make_graph, 
 
 
 def test_telemetry_without_the_sdk_says_what_to_install(make_graph, monkeypatch):
-    monkeypatch.delitem(sys.modules, "reinloop.telemetry", raising=False)
+    monkeypatch.delitem(sys.modules, "reinloop.observe.telemetry", raising=False)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if the extra were not installed
     with pytest.raises(TelemetrySetupError, match=r"pip install 'reinloop\[otel\]'") as info:
         make_graph(["done"], telemetry=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from reinloop import Limits
-from reinloop.batches import TaskOutcome
-from reinloop.batch_console import BatchConsole
-from reinloop.console import RunConsole
-from reinloop.runs import run
-from reinloop.terminal import UNSAFE, safe_html, safe_json, safe_text
+from reinloop.runs.batches import TaskOutcome
+from reinloop.cli.batch_console import BatchConsole
+from reinloop.observe.console import RunConsole
+from reinloop.runs.api import run
+from reinloop.observe.terminal import UNSAFE, safe_html, safe_json, safe_text
 from reinloop.testing import ScriptedChatModel, tool_call
 
 from .openai_server import Raw, completion

@@ -1,6 +1,6 @@
 """``python -m benchmarks.eval``: 50 tasks, 6 kinds of tools, three agent loops, one flaky model.
 
-By default the model is :class:`reinloop.simulation.SimulatedModel`, a stand-in
+By default the model is :class:`reinloop.models.simulation.SimulatedModel`, a stand-in
 for a flaky LLM that knows each task's plan and makes mistakes at
 ``--fault-rate`` (seeded). With ``--model`` (and ``--base-url``) the same tasks
 run against a real endpoint instead, without injected faults. With ``--real
@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.realserver import MODELS, RealModelUnavailable, serving
-from reinloop.answers import AnswerRules
-from reinloop.caching import CachingChatModel
+from reinloop.protocols.answers import AnswerRules
+from reinloop.models.caching import CachingChatModel
 from reinloop.errors import ConfigurationError
-from reinloop.models import resolve_model
-from reinloop.pricing import library_price
-from reinloop.simulation import FAULTS, Plan, SimulatedModel
+from reinloop.models.resolve import resolve_model
+from reinloop.models.pricing import library_price
+from reinloop.models.simulation import FAULTS, Plan, SimulatedModel
 
 from . import bfcl, real
 from . import contestants

@@ -66,7 +66,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 from reinloop import build_graph
-from reinloop.limits import Limits
+from reinloop.runs.limits import Limits
 
 from .contestants import RunResult, _measure, agent_for
 

@@ -42,9 +42,9 @@ from langchain_core.tools import BaseTool
 
 from reinloop import build_graph
 
-from reinloop.profiles import small_model
-from reinloop.memory.summary import SUMMARIZER_TAG
-from reinloop.pricing import Pricing, model_url
+from reinloop.protocols.profiles import small_model
+from reinloop.protocols.memory.summary import SUMMARIZER_TAG
+from reinloop.models.pricing import Pricing, model_url
 
 from .textcalls import TextCallMiddleware
 
@@ -221,7 +221,7 @@ def _parse_with_retry(model: BaseChatModel, text: str, config: dict[str, Any]) -
 
 
 SMALL_MODEL_RULES = small_model()
-"""The rules of the small-model profile (:mod:`reinloop.profiles.small_model`): one tool-free call for the
+"""The rules of the small-model profile (:mod:`reinloop.protocols.profiles.small_model`): one tool-free call for the
 answer when a run is stuck, the next-step question, a repeated failure asked for again with sampling, and a
 call written as text run as that call (BENCHMARKS.md)."""
 

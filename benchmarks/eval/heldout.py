@@ -38,7 +38,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-from reinloop.simulation import PlanStep
+from reinloop.models.simulation import PlanStep
 from reinloop.tools import configure
 
 TODAY = date(2026, 3, 2)

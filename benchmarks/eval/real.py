@@ -24,8 +24,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from benchmarks.realserver import MODELS, Server, sha256_of
-from reinloop.limits import Limits
-from reinloop.models import resolve_model
+from reinloop.runs.limits import Limits
+from reinloop.models.resolve import resolve_model
 
 from .contestants import RunResult
 from .tasks import FAMILIES, Task, family

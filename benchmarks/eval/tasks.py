@@ -20,9 +20,9 @@ from typing import Any
 
 from langchain_core.tools import BaseTool
 
-from reinloop.simulation import Plan, PlanStep
+from reinloop.models.simulation import Plan, PlanStep
 from reinloop.tools import builtin, builtins
-from reinloop.demo.tools import GLOSSARY
+from reinloop.tools.demo import GLOSSARY
 
 DOCS = Path(__file__).parent / "docs"
 TOOL_NAMES = "search_docs,read_file,write_file,calculator,translate,wait,db_insert,sql_query"

@@ -26,7 +26,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError
-from ..lazy import exports
+from .. import exports
 from .postgresdb import is_postgres_url
 from .sqlitedb import DEFAULT_TIMEOUT
 
@@ -51,7 +51,7 @@ EXPORTS = {
     "open_sqlite": ".sqlite",
     "sqlite_database": ".sqlite",
 }
-"""Names loaded on first use (:mod:`reinloop.lazy`): the savers load LangGraph, the SQLite tables sqlite-utils."""
+"""Names loaded on first use (:mod:`reinloop`): the savers load LangGraph, the SQLite tables sqlite-utils."""
 
 __getattr__, __dir__, _exported = exports(__name__, EXPORTS)
 

@@ -5,9 +5,9 @@ one store per job over one connection: the checkpointer
 (:class:`~reinloop.checkpoints.sql.SqlCheckpointer`, LangGraph's
 ``BaseCheckpointSaver`` contract and nothing else), ``runs`` and ``breaks``
 (:class:`~reinloop.checkpoints.records.RunStore`), node events
-(:class:`~reinloop.runlog.RunLog`), the tool journal
-(:class:`~reinloop.tools.journal.ToolJournal`), memories
-(:class:`~reinloop.memory.store.MemoryStore`) and the batch queue
+(:class:`~reinloop.checkpoints.runlog.RunLog`), the tool journal
+(:class:`~reinloop.checkpoints.journal.ToolJournal`), memories
+(:class:`~reinloop.checkpoints.memories.MemoryStore`) and the batch queue
 (:class:`~reinloop.checkpoints.queue.TaskQueue`). SQLite and PostgreSQL
 differ only in their :class:`~reinloop.checkpoints.sql.Dialect` and
 connection.

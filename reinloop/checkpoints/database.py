@@ -10,11 +10,11 @@ per job, all writing through that connection's transactions:
 - ``db.runs``: how each run was started and where it stands, and its circuit
   breaks (:class:`~reinloop.checkpoints.records.RunStore`; ``runs``, ``breaks``);
 - ``db.events``: one row per node transition
-  (:class:`~reinloop.runlog.RunLog`; ``node_events``);
+  (:class:`~reinloop.checkpoints.runlog.RunLog`; ``node_events``);
 - ``db.journal``: side-effecting tool calls, at most once
-  (:class:`~reinloop.tools.journal.ToolJournal`; ``tool_journal``);
+  (:class:`~reinloop.checkpoints.journal.ToolJournal`; ``tool_journal``);
 - ``db.memories``: long-term memories and their embeddings
-  (:class:`~reinloop.memory.store.MemoryStore`; ``memories``);
+  (:class:`~reinloop.checkpoints.memories.MemoryStore`; ``memories``);
 - ``db.queue``: the batch queue (:class:`~reinloop.checkpoints.queue.TaskQueue`; ``tasks``).
 
 Every store is the same code on both backends: what differs is the
@@ -45,9 +45,9 @@ from .records import RunStore
 from .sql import Dialect, SqlCheckpointer, Tx, dict_rows
 
 if TYPE_CHECKING:
-    from ..memory.store import MemoryStore
-    from ..runlog import RunLog
-    from ..tools.journal import ToolJournal
+    from .memories import MemoryStore
+    from .runlog import RunLog
+    from .journal import ToolJournal
 
 
 class Connection(Protocol):
@@ -105,21 +105,21 @@ class Database:
     @cached_property
     def events(self) -> RunLog:
         """The node events (``node_events``): an event sink for ``build_graph(..., sinks=[...])``."""
-        from ..runlog import RunLog
+        from .runlog import RunLog
 
         return RunLog(self)
 
     @cached_property
     def journal(self) -> ToolJournal:
         """The side-effect journal (``tool_journal``): for ``build_graph(..., journal=...)``."""
-        from ..tools.journal import ToolJournal
+        from .journal import ToolJournal
 
         return ToolJournal(self)
 
     @cached_property
     def memories(self) -> MemoryStore:
         """Long-term memories (``memories``): for ``Memory(store=...)``."""
-        from ..memory.store import MemoryStore
+        from .memories import MemoryStore
 
         return MemoryStore(self)
 

@@ -31,7 +31,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationError, StorageError
-from ..redact import redact_url, scrub
+from ..observe.redact import redact_url, scrub
 from .rows import now_iso
 from .schema import (
     MIGRATIONS,

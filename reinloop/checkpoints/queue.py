@@ -1,6 +1,6 @@
 """The batch queue in the run database: the ``tasks`` table, claimed with the database's own locks.
 
-A batch (:mod:`reinloop.batches`) puts one row per task into ``tasks``; every
+A batch (:mod:`reinloop.runs.batches`) puts one row per task into ``tasks``; every
 worker, on any machine, then loops: claim one task, run (or resume) it,
 record how it ended. There is no coordinator. What keeps two workers off the
 same task is the database:

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigurationError, StoredDataError
-from ..redact import redact_urls
+from ..observe.redact import redact_urls
 from ..state import Counters
 from .rows import (
     RUN_SETTINGS,
@@ -77,7 +77,7 @@ class RunStore:
     def record_settings(self, thread_id: str, settings: Mapping[str, Any]) -> None:
         """Store how a run was started (model, base_url, protocol, tools, limits, system_prompt).
 
-        Every URL among them is stored without its credentials (:func:`~reinloop.redact.redact_url`).
+        Every URL among them is stored without its credentials (:func:`~reinloop.observe.redact.redact_url`).
         """
         unknown = sorted(set(settings) - set(RUN_SETTINGS))
         if unknown:

@@ -181,7 +181,7 @@ BREAKS = Table(
 
 STEPS = Table(
     "steps",
-    "One row per node transition (reinloop.events.NodeEvent): where it happened, what it did, "
+    "One row per node transition (reinloop.observe.events.NodeEvent): where it happened, what it did, "
     "tokens, latency, errors, guard decisions and memory events, as JSON columns. Renamed "
     "node_events by migration 7 (a step is six of these rows).",
     columns=(

@@ -2,9 +2,9 @@
 
 ``execute`` ran the calls of the step that need no approval and marked the
 others ``awaiting``. This node calls LangGraph's ``interrupt()`` with them
-(kind :data:`~reinloop.approval.APPROVAL_KIND`: id, tool, validated
+(kind :data:`~reinloop.tools.approval.APPROVAL_KIND`: id, tool, validated
 arguments, why), so the run pauses, durably, in the run database. The answer
-(:func:`~reinloop.approval.read_decisions`) is applied to the step: an
+(:func:`~reinloop.tools.approval.read_decisions`) is applied to the step: an
 approved or edited call is marked for ``execute``, which runs it through the
 tool journal; a rejected call observes the operator's message, a responded
 one the operator's text; ``always`` is remembered for the tool in the
@@ -27,11 +27,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ..approval import (APPROVAL_KIND, EXPECTED, Decision, approval_id, bound_id, read_decisions, rejected_observation,
+from ..tools.approval import (APPROVAL_KIND, EXPECTED, Decision, approval_id, bound_id, read_decisions, rejected_observation,
                         waiting_calls)
-from ..context import AgentContext
-from ..events import emit
-from ..location import locate
+from .context import AgentContext
+from ..observe.events import emit
+from ..observe.location import locate
 from ..state import Action, AgentState
 
 

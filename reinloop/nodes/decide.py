@@ -5,7 +5,7 @@ new task on a thread whose last run was cut off (its process died) first
 closes that run as ``interrupted``.
 Hints left by the guard or an operator are shown once and then cleared.
 The memory work (dedup, folding old steps into the summary, recall, the
-token budget) happens in :func:`reinloop.memory.prepare_prompt`; its
+token budget) happens in :func:`reinloop.protocols.memory.prepare_prompt`; its
 summarizer calls are counted with the model call, against the same budget.
 """
 
@@ -19,22 +19,22 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from ..answers import NEXT_STEP_CUE
-from ..bounds import bounded_message, token_count
-from ..context import AgentContext
+from ..protocols.answers import NEXT_STEP_CUE
+from ..tools.bounds import bounded_message, token_count
+from .context import AgentContext
 from ..errors import ModelCallError
-from ..events import emit
-from ..fallback import Fallback, fallback_reason, refusal_problem, refusal_reason
-from ..location import locate
-from ..memory.explain import event_line
-from ..memory.feedback import prepare_step, prompt_digest
-from ..memory.manager import Prepared, new_cursor
-from ..memory.tokens import estimate_tokens, message_text
-from ..memory.wrapup import results_prompt, wrap_up_prompt
-from ..models import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
-from ..pricing import CallCost, CallOverBudget, add_cost, call_budget, usage_as_priced
+from ..observe.events import emit
+from ..models.fallback import Fallback, fallback_reason, refusal_problem, refusal_reason
+from ..observe.location import locate
+from ..protocols.memory.explain import event_line
+from ..protocols.memory.feedback import prepare_step, prompt_digest
+from ..protocols.memory.manager import Prepared, new_cursor
+from ..protocols.memory.tokens import estimate_tokens, message_text
+from ..protocols.memory.wrapup import results_prompt, wrap_up_prompt
+from ..models.resolve import endpoint_host, finish_reason, invoke_model, is_truncated, model_label, prepare_model
+from ..models.pricing import CallCost, CallOverBudget, add_cost, call_budget, usage_as_priced
 from ..protocols.auto import ProtocolSwitch
-from ..repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
+from ..protocols.repeats import VARY_TEMPERATURE, known_repeat, refused_repeat, vary_repeat
 from ..tools.registry import ToolRegistry
 from ..state import AgentState, Counters, Reply, ReplyView, Turn, new_counters, new_extensions
 from .memorize import build_step
@@ -110,7 +110,7 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
     """The parts of a model message the next nodes need, as plain data that can be stored.
 
     The reply is checkpointed before it is parsed, so it is bounded first
-    (:func:`~reinloop.bounds.bounded_message`): a call whose arguments could
+    (:func:`~reinloop.tools.bounds.bounded_message`): a call whose arguments could
     not be stored becomes an invalid call, and the model is told why.
     """
     text, calls, invalid = bounded_message(message)
@@ -134,7 +134,7 @@ def to_reply(message: BaseMessage, prepared: Prepared, hints: list[str]) -> Repl
 
 
 ASIDE_FIELDS = ("text", "finish_reason", "tool_calls", "invalid_tool_calls", "prompt_tokens", "completion_tokens")
-"""What is stored of a reply put aside: enough for :mod:`reinloop.replay` to serve it again in its place."""
+"""What is stored of a reply put aside: enough for :mod:`reinloop.runs.replay` to serve it again in its place."""
 
 
 def put_aside(message: BaseMessage, prepared: Prepared) -> dict[str, Any]:
@@ -182,7 +182,7 @@ def wrap_up_call(ctx: AgentContext, state: AgentState) -> tuple[BaseMessage, Pre
 
 def varied(ctx: AgentContext, state: AgentState, llm: Any, protocol: Any, prepared: Prepared,
            message: BaseMessage) -> BaseMessage:
-    """``message``, or a re-ask with sampling when it repeats the run (:mod:`reinloop.repeats`); the replies
+    """``message``, or a re-ask with sampling when it repeats the run (:mod:`reinloop.protocols.repeats`); the replies
     put aside are counted on ``prepared`` and leave a ``resampled`` memory event."""
     kept, aside, repeat = vary_repeat(
         message, state=state, protocol=protocol, read=lambda m: to_reply(m, prepared, []),
@@ -203,7 +203,7 @@ REFUSAL_CHARS = 300
 
 def withheld(ctx: AgentContext, state: AgentState, protocol: Any, prepared: Prepared, message: BaseMessage) -> BaseMessage:
     """``message``, or when it repeats a read-only call whose result the run has, or a call the loop refused,
-    a greedy re-ask with that tool withheld (:mod:`reinloop.repeats`); the reply put aside is counted and
+    a greedy re-ask with that tool withheld (:mod:`reinloop.protocols.repeats`); the reply put aside is counted and
     leaves a ``withheld`` event."""
     reply = to_reply(message, prepared, [])
     tool = known_repeat(state, protocol, reply, ctx.tools)

@@ -17,7 +17,7 @@ starts or is waited for past it) and reports each call as an event. Whatever
 a tool does, the loop goes on, and the guard breaks the run as ``timeout``
 once its time is spent.
 
-A call that needs an operator's approval (:mod:`reinloop.approval`) is not
+A call that needs an operator's approval (:mod:`reinloop.tools.approval`) is not
 run: it is marked ``awaiting`` and the route goes to :mod:`.approve`, which
 pauses the run; the other calls of the step run now and keep their results.
 After the decisions this node runs again for the approved calls only, and
@@ -32,12 +32,12 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from ..approval import approval_id, approval_reason, rejected_observation
-from ..context import AgentContext
-from ..events import ActionRecord, emit
-from ..location import locate
-from ..memory.ledger import earlier_result, reused_observation
-from ..memory.window import current_steps
+from ..tools.approval import approval_id, approval_reason, rejected_observation
+from .context import AgentContext
+from ..observe.events import ActionRecord, emit
+from ..observe.location import locate
+from ..protocols.memory.ledger import earlier_result, reused_observation
+from ..protocols.memory.window import current_steps
 from ..state import Action, AgentState, PendingView
 from ..tools.executor import Place, ToolCall, ToolExecutor
 from ..tools.options import options_of

@@ -1,6 +1,6 @@
 """guard: after every step, decide whether the run finishes, continues, gets a hint, or breaks.
 
-All circuit breakers live here and read one :class:`~reinloop.limits.Limits`.
+All circuit breakers live here and read one :class:`~reinloop.runs.limits.Limits`.
 A breaker that trips sets ``status="broken"`` with a machine-readable
 ``break_reason`` and a human ``break_message``; nothing else in reinloop
 stops a run.
@@ -28,11 +28,11 @@ from typing import Any
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from ..context import AgentContext
+from .context import AgentContext
 from ..errors import ConfigurationError
-from ..events import emit
-from ..location import locate
-from ..limits import Limits, refused_call
+from ..observe.events import emit
+from ..observe.location import locate
+from ..runs.limits import Limits, refused_call
 from ..state import (
     BREAK_KIND,
     AgentState,
@@ -48,8 +48,8 @@ from ..state import (
     WrapUp,
     new_extensions,
 )
-from ..answers import WRAP_UP_REASONS, AnswerRules
-from ..memory.ledger import bounded, in_hand, plain_observation, results_text, short
+from ..protocols.answers import WRAP_UP_REASONS, AnswerRules
+from ..protocols.memory.ledger import bounded, in_hand, plain_observation, results_text, short
 from .memorize import failure
 
 ONE_STEP_LEFT = "Only one step is left. Give your best final answer now, with what you know."
@@ -142,7 +142,7 @@ def can_pause() -> bool:
 
 
 def wants_wrap_up(state: AgentState, rules: AnswerRules | None, reason: str) -> bool:
-    """True when a stuck run gets its one tool-free call for the answer (see :mod:`reinloop.answers`)."""
+    """True when a stuck run gets its one tool-free call for the answer (see :mod:`reinloop.protocols.answers`)."""
     return (rules is not None and rules.wrap_up and reason in WRAP_UP_REASONS and not state.get("wrap_up")
             and bool(in_hand(state)))
 

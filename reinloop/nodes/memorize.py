@@ -23,12 +23,12 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
-from ..memory.ledger import plain_observation
-from ..memory.window import current_steps
-from ..output import AnswerSchema
-from ..pricing import call_flags
+from .context import AgentContext
+from ..observe.events import emit
+from ..protocols.memory.ledger import plain_observation
+from ..protocols.memory.window import current_steps
+from ..protocols.output import AnswerSchema
+from ..models.pricing import call_flags
 from ..protocols.auto import ProtocolSwitch
 from ..protocols.base import OutputProtocol, answer_form
 from ..protocols.tool_calling import INTERRUPTED

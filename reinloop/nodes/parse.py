@@ -32,12 +32,12 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
-from ..memory.window import current_steps
+from .context import AgentContext
+from ..observe.events import emit
+from ..protocols.memory.window import current_steps
 from ..protocols.base import OutputProtocol, action_id, error_pending, parse_reply, read_safely
-from ..answers import call_shaped, echo_problem, too_few_calls_problem, written_call
-from ..memory.ledger import results
+from ..protocols.answers import call_shaped, echo_problem, too_few_calls_problem, written_call
+from ..protocols.memory.ledger import results
 from ..protocols.json_protocol import interpret
 from ..protocols.prose import call_like, prose_answer
 from ..protocols.structured import read_structured

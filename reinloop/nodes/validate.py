@@ -39,11 +39,11 @@ from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 
-from ..context import AgentContext
-from ..events import emit
+from .context import AgentContext
+from ..observe.events import emit
 from ..protocols.base import error_pending
 from ..state import Action, AgentState, PendingView
-from ..memory.window import current_steps
+from ..protocols.memory.window import current_steps
 from ..tools.options import options_of
 from ..tools.registry import ToolRegistry, copied_example, echo, inline_args, single_field
 

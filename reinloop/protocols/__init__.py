@@ -6,7 +6,7 @@ Names load on first use (:func:`reinloop.exports`), so a module of this package
 
 from __future__ import annotations
 
-from ..lazy import exports
+from .. import exports
 
 EXPORTS = {
     "PROTOCOLS": ".catalog",

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import orjson
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ..bounds import MAX_NESTING, check_value, describe_exception
+from ..tools.bounds import MAX_NESTING, check_value, describe_exception
 from ..errors import ModelCallError
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 
 if TYPE_CHECKING:
-    from ..output import AnswerSchema
+    from .output import AnswerSchema
 
 QUOTE_CHARS = 300
 PENDING_LEVELS = 3
@@ -235,7 +235,7 @@ def read_safely(read: Callable[[], Pending]) -> Pending:
     The protocols and the parse node's rules never raise by design; this is
     the last line for what design missed (and for user protocols): any
     exception but ``KeyboardInterrupt`` becomes a parse error, and so does a
-    result that could not be checkpointed (see :func:`~reinloop.bounds.check_value`).
+    result that could not be checkpointed (see :func:`~reinloop.tools.bounds.check_value`).
     A stored reply that made the parse crash would otherwise crash every resume.
     """
     try:
@@ -253,7 +253,7 @@ def read_safely(read: Callable[[], Pending]) -> Pending:
 def unique_ids(pending: Pending) -> Pending:
     """``pending`` with each call's id unique in its step: a call whose id is empty or already taken by an earlier
     call of the reply gets one made by :func:`action_id` (the model's kept as ``model_id``). Nothing is ever
-    decided by these ids (approvals bind to :func:`reinloop.approval.approval_id`); tool messages pair on them."""
+    decided by these ids (approvals bind to :func:`reinloop.tools.approval.approval_id`); tool messages pair on them."""
     actions = pending.get("actions") or []
     taken: set[str] = set()
     fixed = []

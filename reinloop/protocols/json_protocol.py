@@ -4,7 +4,7 @@ Models wrap JSON in Markdown fences, chat around it, use single quotes, leave
 trailing commas or stop before the last brace. The parser strips fences, cuts
 the first object out of the surrounding text, and repairs damage with
 ``json-repair`` before giving up with a message that says what was wrong.
-Hostile replies are bounded (:mod:`reinloop.bounds`): JSON nested too deep,
+Hostile replies are bounded (:mod:`reinloop.tools.bounds`): JSON nested too deep,
 damaged JSON too long to repair in time, numbers too large to store become
 parse errors, whatever their size.
 """
@@ -15,13 +15,13 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from ..bounds import MAX_NESTING, check_value, clean_text, repair_problem, too_deep
+from ..tools.bounds import MAX_NESTING, check_value, clean_text, repair_problem, too_deep
 from ..state import Action, Pending, Reply
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, quote
 
 if TYPE_CHECKING:
-    from ..output import AnswerSchema
+    from .output import AnswerSchema
 
 _FENCE = re.compile(r"```[a-zA-Z]*\s*(.*?)(?:```|\Z)", re.S)
 TOOL_KEYS = ("tool", "action", "tool_name", "name")
@@ -36,10 +36,10 @@ def load_json(text: str, nesting: int = MAX_NESTING) -> tuple[Any, str | None]:
     """The JSON value at the start of ``text`` (repaired if damaged and small enough), or a problem.
 
     Valid JSON of any size is read by the C decoder; damaged JSON is given to
-    ``json-repair`` only when :func:`~reinloop.bounds.repair_problem` finds
+    ``json-repair`` only when :func:`~reinloop.tools.bounds.repair_problem` finds
     it short, simple and shallow enough, which keeps a parse within tens of
     milliseconds. The value is checked by
-    :func:`~reinloop.bounds.check_value` (at most ``nesting`` levels), so
+    :func:`~reinloop.tools.bounds.check_value` (at most ``nesting`` levels), so
     what comes back can be stored.
     """
     try:

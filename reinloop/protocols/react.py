@@ -11,14 +11,14 @@ import json
 import re
 from typing import TYPE_CHECKING
 
-from ..bounds import clean_text
+from ..tools.bounds import clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_thought
 from .json_protocol import coerce_args
 
 if TYPE_CHECKING:
-    from ..output import AnswerSchema
+    from .output import AnswerSchema
 
 # Line starts are matched with [ \t]*, never \s*: \s* crosses lines, and retried at every line start
 # of a reply made of blank lines it would take quadratic time.

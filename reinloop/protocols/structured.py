@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..output import ANSWER_TOOL, AnswerSchema
+from .output import ANSWER_TOOL, AnswerSchema
 from ..state import Pending, Reply
 from ..tools.registry import loose
 from .base import OutputProtocol, error_pending

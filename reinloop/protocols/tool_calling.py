@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..bounds import check_value, clean_text
+from ..tools.bounds import check_value, clean_text
 from ..state import Action, Pending, Reply, Step
 from ..tools.registry import ToolRegistry
 from .base import OutputProtocol, action_id, error_pending, example_call, quote, replayed_reply, replayed_thought
 
 if TYPE_CHECKING:
-    from ..output import AnswerSchema
+    from .output import AnswerSchema
 
 INTERRUPTED = "ERROR: this call was interrupted before it returned; its outcome is unknown"
 
@@ -37,7 +37,7 @@ class ToolCallingProtocol(OutputProtocol):
         return f"Call the tools you need, one step at a time, and read their results. {answer}"
 
     def example(self, tools: ToolRegistry, output: AnswerSchema | None = None) -> str:
-        from ..output import ANSWER_TOOL
+        from .output import ANSWER_TOOL
 
         call = example_call(tools)
         how = f"call a tool through the tool-calling API (e.g. {call[0]} with {json.dumps(call[1])}), or " if call else ""
@@ -93,6 +93,6 @@ def _invalid_call(index: int, call: dict[str, Any]) -> Action:
     name, raw, error = _text(call.get("name")), _text(call.get("args")), _text(call.get("error"))
     if raw or not error:
         problem = f"the arguments are not valid JSON: {quote(raw)!r}" + (f" ({error})" if error else "")
-    else:  # refused before parsing (see reinloop.bounds.bounded_message): the error says why
+    else:  # refused before parsing (see reinloop.tools.bounds.bounded_message): the error says why
         problem = error
     return Action(id=_text(call.get("id")) or action_id(index, name, raw), tool=name, args={}, problem=problem)

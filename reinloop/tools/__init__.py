@@ -7,14 +7,14 @@ name through :func:`builtin` and :func:`builtins`; an MCP server's tools
 through :func:`mcp`.
 """
 
-from ..lazy import exports
+from .. import exports
 
 EXPORTS = {
     "BUILTINS": ".catalog",
     "DEFAULT_TOOLS": ".catalog",
     "DocsIndex": ".docs",
     "IndexStats": ".docs",
-    "JournalEntry": ".journal",
+    "JournalEntry": "..checkpoints.journal",
     "McpServerGone": ".mcpclient",
     "McpTool": ".mcpclient",
     "McpToolError": ".mcpclient",
@@ -23,7 +23,7 @@ EXPORTS = {
     "Sandbox": ".files",
     "ToolCall": ".executor",
     "ToolExecutor": ".executor",
-    "ToolJournal": ".journal",
+    "ToolJournal": "..checkpoints.journal",
     "ToolOptions": ".options",
     "ToolRegistry": ".registry",
     "ToolResult": ".executor",
@@ -43,6 +43,6 @@ EXPORTS = {
     "sql_query_tool": ".sql",
     "write_file_tool": ".files",
 }
-"""Each public name -> the module defining it; loaded on first use (:mod:`reinloop.lazy`)."""
+"""Each public name -> the module defining it; loaded on first use (:mod:`reinloop`)."""
 
 __getattr__, __dir__, __all__ = exports(__name__, EXPORTS)

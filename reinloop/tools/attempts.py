@@ -1,7 +1,7 @@
 """The first attempt of a call, made before tenacity is set up: shared by tool calls and model calls.
 
 It sits with the tools, the lower of the two layers that retry, so the executor does not import the
-model layer for it (:mod:`reinloop.retry` re-exports it).
+model layer for it (:mod:`reinloop.models.retry` re-exports it).
 """
 
 from __future__ import annotations

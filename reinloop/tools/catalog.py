@@ -20,7 +20,7 @@ from langchain_core.tools import BaseTool
 
 from ..errors import ConfigurationError, UnknownToolError
 from .arithmetic import calculator
-from ..demo.tools import db_query, make_wait_tool, make_weather_tool, translate
+from .demo import db_query, make_wait_tool, make_weather_tool, translate
 from .docs import Progress, search_docs_tool
 from .files import read_file_tool, write_file_tool
 from .settings import DEFAULT_TOOLS, MAX_FILE_BYTES, MAX_INSERT_VALUE_BYTES, WRITE_QUOTA_BYTES, ToolSettings

@@ -28,7 +28,7 @@ from langchain_core.tools import BaseTool
 from ..errors import ConfigurationError
 
 ToolDetail = Literal["full", "compact"]
-from ..settings import TOOL_DETAILS  # noqa: E402 (the levels are a RunSpec field's choices)
+from ..runs.settings import TOOL_DETAILS  # noqa: E402 (the levels are a RunSpec field's choices)
 
 _KEEP = ("type", "properties", "additionalProperties", "required", "items", "enum", "const", "anyOf", "default", "$ref")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|(?<=[。！？])")

@@ -49,11 +49,11 @@ from tenacity import (
     wait_random,
 )
 
-from ..bounds import clean_text, describe_exception, exception_message
-from ..callbacks import CallHook, watched
-from ..limits import Limits
+from .bounds import clean_text, describe_exception, exception_message
+from ..observe.callbacks import CallHook, watched
+from ..runs.limits import Limits
 from .attempts import first_then_retried
-from .journal import CallKey, ToolJournal, args_hash
+from ..checkpoints.journal import CallKey, ToolJournal, args_hash
 from .options import ToolOptions, options_of
 from .pool import WorkerPool, WorkersExhausted
 
@@ -141,13 +141,13 @@ more than 200 KB."""
 
 def focused_lines(text: str, limit: int, focus: str) -> list[str] | None:
     """The lines a focused cut keeps, in order, with :data:`GAP` where lines were left out; None for a head cut.
-    A line shares the words, numbers and Chinese character pairs of :func:`reinloop.memory.gist.terms`.
+    A line shares the words, numbers and Chinese character pairs of :func:`reinloop.tools.gist.terms`.
 
     The opening takes up to 40% of ``limit``; then the headings; then the lines by how many focus words they
     and the heading above them hold (ties: the earlier), each with what it belongs to (the heading above it, and for an indented line the
     line it is indented under, such as a search hit's path above its snippet); then the lines after the
     opening, in order, while they fit."""
-    from ..memory.gist import terms as terms_of  # the ledger's measure of what a line shares with the task
+    from .gist import terms as terms_of  # the ledger's measure of what a line shares with the task
 
     scanned = len(text) > FOCUS_SCAN
     lines = text[:FOCUS_SCAN].split("\n")[:-1] if scanned else text.split("\n")  # not a line cut in two

@@ -20,7 +20,7 @@ Secrets stay out of the run database: :meth:`McpConfig.stored` keeps each
 ``env`` value only as a reference to the environment variable of the same
 name (``"${NOTES_TOKEN}"``), so a resumed run reads the value from its own
 environment; a header given as a literal value is not stored at all, and a URL
-loses its credentials (:func:`~reinloop.redact.redact_url`).
+loses its credentials (:func:`~reinloop.observe.redact.redact_url`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigurationError, SettingError
-from ..redact import REDACTED, is_redacted, is_secret_name, redact_url
+from ..observe.redact import REDACTED, is_redacted, is_secret_name, redact_url
 
 DEFAULT_SOURCE = "the MCP config"
 REFERENCE = re.compile(r"\$\{([^}]+)\}")

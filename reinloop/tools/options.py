@@ -57,7 +57,7 @@ class ToolOptions:
     """Spots a pseudo-success: called with the result text, returns a problem or ``None``."""
     approval: bool | ApprovalRule = False
     """An operator approves each call before it runs (``True``), or the calls this rule picks from their
-    arguments; see :mod:`reinloop.approval`. A run's ``RunSpec.approve`` overrides it per tool."""
+    arguments; see :mod:`reinloop.tools.approval`. A run's ``RunSpec.approve`` overrides it per tool."""
     refuse_examples: bool = False
     """Refuse an argument that copies a format placeholder (``"<expression>"``) or one of this tool's own
     examples (quoted after "e.g." or "for example" in its description) when neither the task nor a result of

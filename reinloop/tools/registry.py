@@ -18,7 +18,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ValidationError
 
-from ..bounds import describe_exception
+from .bounds import describe_exception
 from ..errors import ConfigurationError, DuplicateToolError
 from .detail import ToolDetail, call_sketch, check_detail, compact_tool, signature
 
@@ -232,7 +232,7 @@ def json_schema_problems(name: str, args: dict[str, Any], schema: dict[str, Any]
     """Problems with ``args`` against a tool's JSON schema (one line per bad field, then the schema), or ``None``."""
     import jsonschema
 
-    from ..bounds import linear_validator, schema_problem
+    from .bounds import linear_validator, schema_problem
 
     problem = schema_problem(schema)  # a tool's schema is the server's: too deep, too big, a $ref loop, a pattern
     if problem is not None:

@@ -69,7 +69,7 @@ class ToolSettings:
 
     def replace(self, **changes: Any) -> ToolSettings:
         """A copy with some settings changed (unknown names are refused)."""
-        from ..settings import replace_known
+        from ..runs.settings import replace_known
 
         return replace_known(self, changes, unknown="tool setting(s)", valid="tool settings")
 

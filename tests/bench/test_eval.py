@@ -141,7 +141,7 @@ def test_rules_sets_the_answer_rules_of_the_ruled_contestants_and_refuses_unknow
 
     from benchmarks.eval import contestants
     from benchmarks.eval.__main__ import parse_args
-    from reinloop.answers import AnswerRules
+    from reinloop.protocols.answers import AnswerRules
 
     monkeypatch.setattr(contestants, "SMALL_MODEL_RULES", contestants.SMALL_MODEL_RULES)
     parse_args(["--contestants", "reinloop_ruled", "--rules", '{"min_tool_calls": 2, "vary_repeats": true}'])

@@ -130,9 +130,9 @@ def test_a_custom_serde_is_used_for_every_value(make_graph, db_url):
 
 
 def test_the_journal_the_run_log_and_memories_write_through_the_database(saver):
-    from reinloop.memory import MemoryStore
+    from reinloop.protocols.memory import MemoryStore
     from reinloop.tools import ToolJournal
-    from reinloop.tools.journal import CallKey
+    from reinloop.checkpoints.journal import CallKey
 
     key = CallKey("t1", 1, 2, 0, "c1", "send", "abc")
     assert saver.db.journal.db is saver.db.events.db is saver.db.memories.db is saver.db  # one database, one connection

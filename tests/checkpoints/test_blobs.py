@@ -13,15 +13,15 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from reinloop import Limits, Memory, runs, RunSpec
+from reinloop import Limits, Memory, RunSpec; from reinloop.runs import api as runs
 from reinloop.checkpoints import SqliteCheckpointer, open_saver
 from reinloop.checkpoints.blobs import BLOB_MIN_CHARS, PREVIEW_CHARS, REF
 from reinloop.checkpoints.schema import latest_version
-from reinloop.outcome import Outcome
-from reinloop.runlog import read_events
+from reinloop.runs.outcome import Outcome
+from reinloop.checkpoints.runlog import read_events
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import configure, write_file_tool
-from reinloop.tools.journal import CallKey
+from reinloop.checkpoints.journal import CallKey
 
 from .fixtures.old_run import NOTE, RECEIPT, THREAD, file_note
 

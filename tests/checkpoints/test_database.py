@@ -9,7 +9,7 @@ from reinloop import MemoryStore, RunLog
 from reinloop.checkpoints import Database, SqlCheckpointer, database_for, open_database, open_saver
 from reinloop.errors import StorageError
 from reinloop.tools import ToolJournal
-from reinloop.tools.journal import CallKey
+from reinloop.checkpoints.journal import CallKey
 
 
 def public(cls: type) -> set[str]:

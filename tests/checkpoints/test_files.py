@@ -14,7 +14,7 @@ import pytest
 
 from reinloop import Limits
 from reinloop.checkpoints import SqliteCheckpointer
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import StorageError
 from reinloop.testing import tool_call
 

@@ -6,10 +6,10 @@ import gzip
 import shutil
 from pathlib import Path
 
-from reinloop import Limits, runs
+from reinloop import Limits; from reinloop.runs import api as runs
 from reinloop.checkpoints import open_database
 from reinloop.checkpoints.schema import latest_version
-from reinloop.runlog import read_events
+from reinloop.checkpoints.runlog import read_events
 from reinloop.testing import ScriptedChatModel, tool_call
 
 from .fixtures.old_run import NOTE, RECEIPT, THREAD, file_note

@@ -62,7 +62,7 @@ def test_the_location_never_holds_the_password(pg_url):
 
 
 def test_a_memory_store_on_a_url_keeps_its_records_in_that_database(pg_url):
-    from reinloop.memory import MemoryStore
+    from reinloop.protocols.memory import MemoryStore
 
     MemoryStore(pg_url).add(scope="user:ann", text="likes tea", embedding=[1.0, 0.0], model="m")
     with open_saver(pg_url) as saver:

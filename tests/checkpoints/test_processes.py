@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reinloop.checkpoints import open_saver
-from reinloop.cli import main
+from reinloop.cli.app import main
 
 from ..openai_server import Raw, completion
 

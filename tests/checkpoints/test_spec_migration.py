@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from reinloop import Limits, Memory, RetryPolicy, RunSpec, runs
+from reinloop import Limits, Memory, RetryPolicy, RunSpec; from reinloop.runs import api as runs
 from reinloop.checkpoints import open_saver
 from reinloop.checkpoints.schema import latest_version
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import ToolSettings
 

@@ -24,9 +24,9 @@ from pathlib import Path
 from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
-from reinloop.runs import stream_run
+from reinloop.runs.api import stream_run
 from reinloop.checkpoints import open_saver
-from reinloop.runs import resume, run
+from reinloop.runs.api import resume, run
 from reinloop.testing import ScriptedChatModel, tool_call
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from reinloop.profiles import small_model
+from reinloop.protocols.profiles import small_model
 
 from .scenarios import SCENARIOS, Scenario
 from .script import PROTOCOLS, problems, replies, run_scenario, turns_of

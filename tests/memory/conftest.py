@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 
-from reinloop.memory import tokens
+from reinloop.protocols.memory import tokens
 from reinloop.testing import tool_call
 
 FILLER = "Nothing important here, just filler text about the weather. "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reinloop import Memory
-from reinloop.memory.feedback import prompt_digest
+from reinloop.protocols.memory.feedback import prompt_digest
 from reinloop.testing import prompt_text
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from langchain_core.tools import tool
 
 from reinloop import Limits, build_graph
-from reinloop.answers import AnswerRules
-from reinloop.memory.gist import gist, terms
-from reinloop.memory.ledger import in_hand
+from reinloop.protocols.answers import AnswerRules
+from reinloop.tools.gist import gist, terms
+from reinloop.protocols.memory.ledger import in_hand
 from reinloop.testing import ScriptedChatModel, prompt_text, tool_call
 
 FILLER = ("The city government publishes these figures every spring in its statistical yearbook; the numbers "

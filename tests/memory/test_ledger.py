@@ -6,9 +6,9 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from reinloop import Limits, Memory, build_graph
-from reinloop.memory import active_counter
-from reinloop.memory.ledger import LEDGER_HEADER
-from reinloop.memory.summary import check_summary
+from reinloop.protocols.memory import active_counter
+from reinloop.protocols.memory.ledger import LEDGER_HEADER
+from reinloop.protocols.memory.summary import check_summary
 from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text, tool_call
 from reinloop.tools import builtins
 
@@ -130,7 +130,7 @@ def test_after_a_fold_the_window_keeps_window_steps_steps(window_steps):
 
 
 def test_a_result_with_a_document_for_arguments_is_shown_cut():
-    from reinloop.memory.ledger import ARGS_CHARS, LATEST_CHARS, Result, entry_text
+    from reinloop.protocols.memory.ledger import ARGS_CHARS, LATEST_CHARS, Result, entry_text
 
     result = Result(step=1, tool="file_note", args={"text": "x" * 5000}, observation="filed")
     assert len(entry_text(result, "filed")) < ARGS_CHARS + LATEST_CHARS
@@ -138,9 +138,9 @@ def test_a_result_with_a_document_for_arguments_is_shown_cut():
 
 def old_ledger(steps, shown, cap, counter):
     """The ledger as it was built before it read only the newest results: every line cut, then dropped from the front."""
-    from reinloop.memory.ledger import ledger_line, results, window_calls
-    from reinloop.memory.prompt import listing
-    from reinloop.memory.tokens import count_message_tokens
+    from reinloop.protocols.memory.ledger import ledger_line, results, window_calls
+    from reinloop.protocols.memory.prompt import listing
+    from reinloop.protocols.memory.tokens import count_message_tokens
 
     in_window = window_calls(shown)
     lines = [ledger_line(r, counter) for r in results(steps) if r not in in_window]
@@ -151,8 +151,8 @@ def old_ledger(steps, shown, cap, counter):
 
 @pytest.mark.parametrize("cap", [60, 150, 400, 2000])
 def test_a_long_runs_ledger_holds_what_cutting_and_counting_every_result_would(cap):
-    from reinloop.memory.ledger import LEDGER_HEADER as HEADER, newest_lines_within
-    from reinloop.memory.prompt import fit_listing
+    from reinloop.protocols.memory.ledger import LEDGER_HEADER as HEADER, newest_lines_within
+    from reinloop.protocols.memory.prompt import fit_listing
 
     words = ["总额 391 元", "lorem ipsum", "2+2 -> 4", "page", "🙂", "x" * 300]
     steps = [{"index": i, "run": 1, "actions": [
@@ -184,7 +184,7 @@ def test_the_call_index_gives_what_walking_the_steps_gives_as_a_run_grows_and_af
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from reinloop.memory.ledger import earlier_result
+    from reinloop.protocols.memory.ledger import earlier_result
 
     action = st.fixed_dictionaries({
         "tool": st.sampled_from(["read", "write", "calc"]), "args": st.sampled_from([{}, {"n": 1}, {"n": 2}]),

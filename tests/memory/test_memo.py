@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import copy
 
-from reinloop.memory import active_counter
-from reinloop.memory.memo import IdentityMemo
-from reinloop.memory.prompt import STEP_VIEWS, step_view
+from reinloop.protocols.memory import active_counter
+from reinloop.protocols.memory.memo import IdentityMemo
+from reinloop.protocols.memory.prompt import STEP_VIEWS, step_view
 from reinloop.protocols import get_protocol
 
 
@@ -53,8 +53,8 @@ def test_the_prompt_digest_made_from_remembered_pieces_is_the_digest_of_the_whol
 
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from reinloop.memory.feedback import prompt_digest
-    from reinloop.memory.tokens import message_text
+    from reinloop.protocols.memory.feedback import prompt_digest
+    from reinloop.protocols.memory.tokens import message_text
 
     messages = [HumanMessage(content="Task: 杭州的面积"), AIMessage(content="", tool_calls=[
         {"name": "search", "args": {"q": "杭州", "n": [1, 2]}, "id": "c1"}]), ToolMessage(content="16850", tool_call_id="c1")]

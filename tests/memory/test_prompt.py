@@ -10,10 +10,10 @@ from langchain_core.messages import SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from reinloop import Limits, Memory, MemoryStore, build_graph
-from reinloop.cli import main
-from reinloop.console import PlainConsole
+from reinloop.cli.app import main
+from reinloop.observe.console import PlainConsole
 from reinloop.errors import ConfigurationError
-from reinloop.memory import active_counter, count_message_tokens
+from reinloop.protocols.memory import active_counter, count_message_tokens
 from reinloop.testing import ScriptedChatModel, prompt_text
 from reinloop.tools import builtins
 
@@ -177,7 +177,7 @@ def test_cli_memory_db_stores_memories_in_a_sqlite_file(openai_server, tmp_path,
 
 def test_tool_call_steps_stay_whole_through_the_openai_client(openai_server):
     """The provider sees every tool call with its result, even after steps were folded away."""
-    from reinloop.models import resolve_model
+    from reinloop.models.resolve import resolve_model
 
     openai_server.responses += [completion(tool_calls=[{"name": "read_page", "args": {"page": i}}]) for i in range(1, 7)]
     openai_server.responses += [completion("done")]
@@ -191,7 +191,7 @@ def test_tool_call_steps_stay_whole_through_the_openai_client(openai_server):
 
 
 def test_building_a_graph_loads_no_encoding_until_a_prompt_is_counted(fresh_counter):
-    from reinloop.memory import tokens
+    from reinloop.protocols.memory import tokens
 
     graph = build_graph(ScriptedChatModel(replies=["done"]), builtins("calculator,get_weather"))
     assert tokens.chosen_counter.cache_info().currsize == 0  # the fixed parts' bytes fit the budget
@@ -203,7 +203,7 @@ def test_building_a_graph_loads_no_encoding_until_a_prompt_is_counted(fresh_coun
 @pytest.mark.parametrize("system_prompt", ["Be brief.", "你是一个认真的助手，请一步一步地完成任务。" * 20, "🙂 ünïcode " * 50])
 @pytest.mark.parametrize("protocol", ["tool_calling", "json", "react"])
 def test_the_byte_bound_of_the_fixed_parts_is_never_below_their_exact_count(system_prompt, protocol):
-    from reinloop.memory.prompt import fixed_system_tokens, fixed_upper_bound
+    from reinloop.protocols.memory.prompt import fixed_system_tokens, fixed_upper_bound
 
     ctx = build_graph(ScriptedChatModel(), builtins("calculator,db_query,get_weather"), protocol=protocol,
                       system_prompt=system_prompt).reinloop_context

@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from reinloop import Limits, Memory, MemoryStore, build_graph
 from reinloop.errors import ConfigurationError
 from reinloop.checkpoints import open_database
-from reinloop.memory import HashEmbeddings
-from reinloop.memory import embeddings as embeddings_module
+from reinloop.protocols.memory import HashEmbeddings
+from reinloop.protocols.memory import embeddings as embeddings_module
 from reinloop.testing import ScriptedChatModel, answer_from_prompt, prompt_text
 
 from .conftest import FACT, read_page, reads

@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from reinloop import Limits, Memory, build_graph
-from reinloop.memory import SUMMARIZER_TAG
+from reinloop.protocols.memory import SUMMARIZER_TAG
 from langgraph.checkpoint.memory import InMemorySaver
 
-from reinloop.memory import active_counter
-from reinloop.memory.prompt import summary_fits
+from reinloop.protocols.memory import active_counter
+from reinloop.protocols.memory.prompt import summary_fits
 from langchain_core.messages import AIMessage, ToolMessage
 
-from reinloop.caching import MIN_PREFIX, CachingChatModel, cached_length
-from reinloop.memory.summary import (
+from reinloop.models.caching import MIN_PREFIX, CachingChatModel, cached_length
+from reinloop.protocols.memory.summary import (
     REFOLD_RULES,
     RESULT_ABOVE,
     SHARED_RULES,
@@ -186,7 +186,7 @@ def test_an_unchanged_summary_is_not_written_again():
 def test_the_summarizer_prompt_also_fits_the_budget():
     from langchain_core.tools import tool
 
-    from reinloop.memory import active_counter, count_message_tokens
+    from reinloop.protocols.memory import active_counter, count_message_tokens
 
     @tool
     def dump(part: int) -> str:

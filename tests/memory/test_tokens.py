@@ -13,8 +13,8 @@ import tiktoken_ext.openai_public
 from langchain_core.messages import HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from reinloop.memory import tokens
-from reinloop.memory.tokens import (
+from reinloop.protocols.memory import tokens
+from reinloop.protocols.memory.tokens import (
     ENCODING_URLS,
     active_counter,
     count_message_tokens,

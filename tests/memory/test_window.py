@@ -12,10 +12,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from reinloop import Limits, build_graph
 from reinloop.errors import TaskTooLargeError
-from reinloop.memory import Memory, active_counter, prepare_prompt
-from reinloop.memory.summary import SHARED_RULES
-from reinloop.memory.tokens import count_message_tokens, count_tool_schemas
-from reinloop.memory.window import fit_window, hidden_duplicates, steps_to_fold
+from reinloop.protocols.memory import Memory, active_counter, prepare_prompt
+from reinloop.protocols.memory.summary import SHARED_RULES
+from reinloop.protocols.memory.tokens import count_message_tokens, count_tool_schemas
+from reinloop.protocols.memory.window import fit_window, hidden_duplicates, steps_to_fold
 from reinloop.state import Action, Step
 from reinloop.testing import ScriptedChatModel, tool_call
 

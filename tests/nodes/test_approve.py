@@ -10,7 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from reinloop import build_graph
-from reinloop.approval import APPROVAL_KIND
+from reinloop.tools.approval import APPROVAL_KIND
 from reinloop.errors import ConfigurationError
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import builtins, configure
@@ -290,7 +290,7 @@ def test_a_decision_for_one_steps_call_never_decides_a_later_steps_call_with_the
 
 
 def test_the_approval_id_is_bound_to_thread_step_position_tool_and_arguments():
-    from reinloop.approval import approval_id
+    from reinloop.tools.approval import approval_id
 
     base = approval_id("t", 1, 0, "send_mail", {"to": "a", "b": [1, 2]})
     assert base == approval_id("t", 1, 0, "send_mail", {"b": [1, 2], "to": "a"})  # canonical: key order is no change

@@ -305,7 +305,7 @@ def test_the_last_step_hint_asks_for_the_best_answer_from_the_results_in_hand(ma
 
 
 def test_a_run_that_breaks_keeps_the_answer_in_hand_in_its_outcome_and_break(make_graph, tmp_path):
-    from reinloop.outcome import Outcome
+    from reinloop.runs.outcome import Outcome
     from reinloop.checkpoints import SqliteCheckpointer
 
     replies = [calc("2+2"), calc("4*2"), calc("8+4"), calc("8+4"), calc("8+4")]

@@ -122,7 +122,7 @@ def test_arguments_at_the_deepest_nesting_allowed_go_through_signatures_memory_a
     from langchain_core.tools import tool
 
     from reinloop import Limits
-    from reinloop.bounds import MAX_NESTING
+    from reinloop.tools.bounds import MAX_NESTING
     from reinloop.tools import configure
 
     @configure(cacheable=True)  # so that the repeats are answered from step 1's call: reuse matches deep arguments

@@ -304,7 +304,7 @@ def test_a_mended_tool_name_is_shown_by_runs_show_and_the_report(tmp_path):
     import subprocess
     import sys
 
-    from reinloop.runs import run
+    from reinloop.runs.api import run
     from reinloop.testing import ScriptedChatModel
 
     db = tmp_path / "runs.db"

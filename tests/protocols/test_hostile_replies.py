@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reinloop.bounds import MAX_NESTING
+from reinloop.tools.bounds import MAX_NESTING
 from reinloop.protocols import PROTOCOLS, get_protocol
 from reinloop.protocols.base import parse_reply
 from reinloop.protocols.json_protocol import JsonProtocol

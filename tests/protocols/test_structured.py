@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from reinloop.output import ANSWER_TOOL, AnswerSchema
+from reinloop.protocols.output import ANSWER_TOOL, AnswerSchema
 from reinloop.protocols import get_protocol
 from reinloop.protocols.structured import read_structured
 

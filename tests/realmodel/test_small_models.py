@@ -13,8 +13,8 @@ import pytest
 from benchmarks.eval.real import REQUEST_TIMEOUT
 from benchmarks.realserver import Server
 from reinloop import build_graph
-from reinloop.limits import Limits
-from reinloop.models import resolve_model
+from reinloop.runs.limits import Limits
+from reinloop.models.resolve import resolve_model
 from reinloop.tools import builtins
 
 pytestmark = pytest.mark.realmodel
@@ -101,8 +101,8 @@ def test_a_run_of_qwen_with_its_re_asks_replays_identically_from_the_run_databas
     """A recorded real-model run as a regression test: Qwen under the small-model rules (whose re-asks put
     replies aside), stored in the run database, then replayed from it with no model at all."""
     from benchmarks.eval.contestants import SMALL_MODEL_RULES
-    from reinloop.replay import replay
-    from reinloop.runs import run as stored_run
+    from reinloop.runs.replay import replay
+    from reinloop.runs.api import run as stored_run
 
     outcome = stored_run(TASK, model=client(qwen_server), tools=["calculator"], protocol="json", limits=LIMITS,
                          answers=SMALL_MODEL_RULES, thread_id="qwen-17x23")

@@ -11,7 +11,7 @@ from typing import Any
 
 from langchain_core.tools import BaseTool, tool
 
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.tools.catalog import BUILTINS
 
 

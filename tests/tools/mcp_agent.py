@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from reinloop import Limits
-from reinloop.runs import resume, run
+from reinloop.runs.api import resume, run
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import mcp
 

@@ -7,7 +7,7 @@ import json
 import pytest
 import sqlite_utils
 
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import ConfigurationError
 from reinloop.tools import BUILTINS, builtin, builtins, options_of
 

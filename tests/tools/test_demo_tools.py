@@ -7,7 +7,7 @@ import time
 import pytest
 
 from reinloop import Limits
-from reinloop.demo.tools import translate
+from reinloop.tools.demo import translate
 from reinloop.tools import ToolExecutor, builtin, options_of, run_tool
 
 

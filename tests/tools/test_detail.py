@@ -10,10 +10,10 @@ from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
 from reinloop import Limits, ToolRegistry, build_graph
-from reinloop.cli import main
+from reinloop.cli.app import main
 from reinloop.errors import ConfigurationError
-from reinloop.memory.tokens import estimate_tokens
-from reinloop.runs import list_runs, resume, run
+from reinloop.protocols.memory.tokens import estimate_tokens
+from reinloop.runs.api import list_runs, resume, run
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import builtins
 from reinloop.tools.detail import summary

@@ -9,8 +9,8 @@ import sqlite_utils
 
 from langchain_core.messages import ToolMessage
 
-from reinloop.batches import batch
-from reinloop.cli import main
+from reinloop.runs.batches import batch
+from reinloop.cli.app import main
 from reinloop.testing import ScriptedChatModel, tool_call
 from reinloop.tools import ToolSettings, builtin, builtins, run_tool
 
@@ -130,8 +130,8 @@ def test_resume_can_raise_the_write_quota(box, tmp_path, openai_server, capsys):
 
 
 def test_size_flags_take_units_and_none(capsys):
-    from reinloop.cli import build_parser
-    from reinloop.cli_options import spec_changes
+    from reinloop.cli.app import build_parser
+    from reinloop.cli.options import spec_changes
 
     args = build_parser().parse_args(["run", "x", "--write-quota", "10MB", "--max-file-bytes", "512k",
                                       "--max-value-bytes", "none"])

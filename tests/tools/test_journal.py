@@ -15,7 +15,7 @@ from reinloop.tools import (
     ToolJournal,
     configure,
 )
-from reinloop.tools.journal import CallKey, args_hash
+from reinloop.checkpoints.journal import CallKey, args_hash
 
 PLACE = Place(thread_id="t1", run=1, step=2)
 

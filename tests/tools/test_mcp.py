@@ -17,7 +17,7 @@ pytest.importorskip("langchain_mcp_adapters")
 pytestmark = pytest.mark.slow  # every test starts an MCP server process
 
 from reinloop import ConfigurationError, DuplicateToolError, Limits, build_graph  # noqa: E402
-from reinloop.runs import open_db, run, show_run  # noqa: E402
+from reinloop.runs.api import open_db, run, show_run  # noqa: E402
 from reinloop.testing import ScriptedChatModel, tool_call  # noqa: E402
 from reinloop.tools import Place, ToolCall, ToolExecutor, ToolJournal, builtins, mcp, options_of  # noqa: E402
 from reinloop.tools import configure  # noqa: E402
@@ -326,7 +326,7 @@ def test_a_tool_called_after_its_connections_were_closed_says_so_at_once(tmp_pat
 
 
 def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai_server, capsys, monkeypatch):
-    from reinloop.cli import main
+    from reinloop.cli.app import main
     from tests.openai_server import completion
 
     (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
@@ -353,7 +353,7 @@ def test_the_cli_runs_with_mcp_servers_and_resumes_reconnecting(tmp_path, openai
 
 def test_the_cli_asks_approval_for_a_destructive_mcp_tool_by_default_and_not_for_a_read_only_one(
         tmp_path, openai_server, capsys):
-    from reinloop.cli import main
+    from reinloop.cli.app import main
     from tests.openai_server import completion
 
     (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
@@ -368,7 +368,7 @@ def test_the_cli_asks_approval_for_a_destructive_mcp_tool_by_default_and_not_for
 
 
 def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_path, openai_server, capsys):
-    from reinloop.cli import main
+    from reinloop.cli.app import main
 
     (tmp_path / "servers.json").write_text(json.dumps(stdio_config(tmp_path)))
     code = main(["run", "x", "--base-url", openai_server.base_url, "--tools", "calculator", "--mcp",
@@ -380,7 +380,7 @@ def test_the_cli_refuses_an_mcp_tool_named_like_a_built_in_one_naming_both(tmp_p
 
 def test_a_run_given_mcp_as_an_option_closes_its_servers_and_a_credential_it_lost_is_asked_for_again(tmp_path):
     from reinloop import Limits
-    from reinloop.runs import resume
+    from reinloop.runs.api import resume
 
     config = stdio_config(tmp_path)
     config["mcpServers"]["notes"]["args"] += ["--token", "t0ps3cret"]  # the server ignores it; the store must not keep it

@@ -17,8 +17,8 @@ pytest.importorskip("langchain_mcp_adapters")
 pytestmark = pytest.mark.slow  # every test starts an MCP server process
 
 from reinloop import ConfigurationError, Limits  # noqa: E402
-from reinloop.batches import batch  # noqa: E402
-from reinloop.runs import run, show_run  # noqa: E402
+from reinloop.runs.batches import batch  # noqa: E402
+from reinloop.runs.api import run, show_run  # noqa: E402
 from reinloop.testing import ScriptedChatModel, tool_call  # noqa: E402
 from reinloop.tools import ToolCall, ToolExecutor, builtins, mcp, options_of  # noqa: E402
 from reinloop.tools.mcpclient import MAX_MESSAGE_BYTES, hint_options  # noqa: E402

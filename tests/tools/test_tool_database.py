@@ -13,7 +13,7 @@ import sqlite_utils
 
 from reinloop import ToolDatabaseError
 from reinloop.checkpoints.schema import MIGRATIONS_TABLE
-from reinloop.runs import open_db, run
+from reinloop.runs.api import open_db, run
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import ToolSettings, builtin
 
@@ -119,7 +119,7 @@ def test_the_cli_db_insert_without_db_tables_is_a_one_line_error(user_db):
 
 
 def test_batch_refuses_the_run_database_as_tool_database_before_queueing(tmp_path, user_db):
-    from reinloop.batches import batch
+    from reinloop.runs.batches import batch
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text('{"task": "count the notes"}\n')
