@@ -1,37 +1,68 @@
-"""The README is executed: its Python examples run, its graph and limits table match the code."""
+"""The README and the docs site are executed: their Python examples run, their graph and tables match the code,
+the site builds with ``mkdocs build --strict``, and the README stays one page."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from reinloop import Limits
 
-README = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+ROOT = Path(__file__).parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGES = {path.name: path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))}
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 
-def code_blocks(language: str) -> list[str]:
-    return re.findall(rf"```{language}\n(.*?)```", README, re.S)
+def code_blocks(language: str, text: str = README) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", text, re.S)
 
 
-@pytest.mark.parametrize("source", code_blocks("python"), ids=lambda s: s.splitlines()[0][:40])
-def test_readme_python_example_runs(source):
-    exec(compile(source, "README.md", "exec"), {"__name__": "readme_example"})
+EXAMPLES = [("README.md", source) for source in code_blocks("python")] + [
+    (f"docs/{name}", source) for name, text in PAGES.items() for source in code_blocks("python", text)]
 
 
-def test_readme_shows_the_current_graph():
-    (mermaid,) = code_blocks("mermaid")
-    assert mermaid == (SNAPSHOTS / "graph.mmd").read_text(encoding="utf-8")
+@pytest.mark.parametrize(("where", "source"), EXAMPLES, ids=lambda v: v.splitlines()[0][:40] if "\n" in v else v)
+def test_every_python_example_of_the_readme_and_the_docs_runs(where, source):
+    exec(compile(source, where, "exec"), {"__name__": "docs_example"})
 
 
-def test_readme_limits_table_lists_every_limit_with_its_default():
-    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", README, re.M))
+def test_every_picture_of_the_graph_in_the_docs_is_the_current_graph():
+    pictures = [*code_blocks("mermaid"), *(m for text in PAGES.values() for m in code_blocks("mermaid", text))]
+    assert len(pictures) >= 2  # the README's tour and the graph page
+    assert set(pictures) == {(SNAPSHOTS / "graph.mmd").read_text(encoding="utf-8")}
+
+
+def test_the_limits_page_lists_every_limit_with_its_default():
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", PAGES["limits.md"], re.M))
     defaults = {f.name: str(f.default) for f in dataclasses.fields(Limits)}
     assert {k: v.strip() for k, v in rows.items()} == defaults
+
+
+def test_the_readme_is_one_page_and_links_to_the_docs():
+    assert README.count("\n") <= 300
+    linked = set(re.findall(r"\]\(docs/([\w-]+\.md)", README))
+    assert linked and linked <= set(PAGES)
+
+
+def test_user_docs_name_no_issue_numbers_nor_the_shared_folder():
+    for name, text in {"README.md": README, **PAGES}.items():
+        assert "../shared" not in text, name
+        assert not re.search(r"\bissue #?\d+", text, re.I), name
+
+
+def test_the_docs_site_builds_strictly(tmp_path):
+    pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300, env={"NO_MKDOCS_2_WARNING": "1",
+                          **{k: v for k, v in __import__("os").environ.items()}})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "site" / "reference" / "index.html").read_text(encoding="utf-8").count("build_graph") > 1
 
 
 def test_readme_setup_commands_match_ci():

@@ -1,4 +1,4 @@
-"""The README's memory table lists every Memory setting with its default."""
+"""The docs' memory page lists every Memory setting with its default."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from reinloop import Memory
 
-README = (Path(__file__).parent.parent.parent / "README.md").read_text(encoding="utf-8")
-MEMORY_SECTION = README.split("\n## Memory", 1)[1].split("\n## ", 1)[0]
+README = (Path(__file__).parent.parent.parent / "docs" / "memory.md").read_text(encoding="utf-8")
+MEMORY_SECTION = README
 
 
 def test_readme_memory_table_lists_every_setting_with_its_default():
