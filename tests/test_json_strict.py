@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jsonschema
 import pytest
 from langchain_core.tools import tool
@@ -109,3 +111,22 @@ def test_llama_cpp_turns_the_reply_schema_of_every_builtin_tool_into_a_grammar(t
     schema = reply_schema(ToolRegistry([*tools, plot]))
     gbnf = grammar.json_schema_to_gbnf(json.dumps(schema))
     assert "calculator" in gbnf and "final_answer" in gbnf
+
+
+def test_a_json_strict_reply_the_length_cap_cut_is_a_failed_step_the_model_is_told_of_not_a_crash(openai_server):
+    cut = '{"tool": "calculator", "args": {"expression": "6*'
+    openai_server.responses += [completion(cut, finish_reason="length"), completion('{"final_answer": "42"}')]
+    out = build_graph("openai:test-model", builtins("calculator"), base_url=openai_server.base_url,
+                      protocol="json_strict", retry=FAST, max_output_tokens=20).invoke({"task": "6*7"})
+    assert out["answer"] == "42" and out["counters"]["errors"] == 1
+    assert out["scratchpad"][0]["parse_error"] and "20 tokens" in json.dumps(openai_server.requests[1])
+
+
+def test_a_model_s_own_request_body_settings_stay_beside_the_reply_schema():
+    from langchain_openai import ChatOpenAI
+
+    from reinloop.models.resolve import response_format_kwargs
+
+    model = ChatOpenAI(model="m", api_key="sk-test", extra_body={"top_k": 5})
+    kwargs = response_format_kwargs(model, {"type": "json_object"})
+    assert kwargs == {"extra_body": {"top_k": 5, "response_format": {"type": "json_object"}}}

@@ -151,7 +151,7 @@ def prepare_model(
     extra = [answer_tool] if answer_tool is not None else []
     shape = protocol.response_format(tools, answer_tool["function"]["parameters"] if answer_tool else None)
     if shape is not None:
-        return protocol, model.bind(response_format=shape)
+        return protocol, model.bind(**response_format_kwargs(model, shape))
     if not protocol.native_tools or not (len(tools) or extra):
         return protocol, model
     try:
@@ -164,6 +164,18 @@ def prepare_model(
             f"{type(model).__name__} does not support native tool calling; "
             f"use protocol='json', 'react' or 'auto'"
         ) from None
+
+
+def response_format_kwargs(model: Any, shape: dict[str, Any]) -> dict[str, Any]:
+    """The call keywords that send ``shape`` as the request's ``response_format``.
+
+    To an OpenAI-compatible model it goes in the request body (``extra_body``, beside the model's own):
+    langchain-openai reads a ``response_format`` keyword with the SDK's ``parse()``, which raises on a reply the
+    length cap cut, where every other reply that was cut is a failed step the model is told of.
+    """
+    if "extra_body" in (getattr(type(model), "model_fields", None) or {}):
+        return {"extra_body": {**(getattr(model, "extra_body", None) or {}), "response_format": shape}}
+    return {"response_format": shape}
 
 
 def output_cap(model: Any, max_output_tokens: int | None) -> dict[str, int]:
