@@ -1,40 +1,12 @@
-"""A scripted chat model for tests and demos: deterministic, offline, with ``bind_tools``.
+"""The public testing kit: deterministic, offline models for tests and demos.
 
-:class:`ScriptedChatModel` answers from a queue of replies, one per call:
-
-- a ``str``: a plain text reply (ReAct text, chatter, a final answer);
-- a ``dict``: a JSON reply (the dict serialised), for the ``json`` protocol;
-- a ``list`` of :func:`tool_call` dicts: a native tool-calling reply;
-- an ``AIMessage``: sent as it is (thought plus tool calls, invalid tool calls ...);
-- an ``Exception`` instance: raised, to simulate a failing endpoint;
-- a callable ``(messages) -> any of the above``: a reply computed from the prompt.
-
-It records every prompt it was sent (:attr:`ScriptedChatModel.prompts`) and
-the call options with it (:attr:`ScriptedChatModel.call_options`, e.g. the
-``max_tokens`` reinloop caps each reply with), reports fixed
-``usage_metadata``, and raises
-:class:`~reinloop.errors.ScriptExhaustedError` when the script runs out.
-
-Calls from reinloop's summarizer carry a tag
-(:data:`reinloop.protocols.memory.SUMMARIZER_TAG`); they are answered by
-``summary_reply`` (by default :func:`facts_summary`, an extractive summary
-of the prompt) instead of consuming the script, and recorded apart in
-:attr:`ScriptedChatModel.summary_prompts`. So a scripted run reads the same
-with or without summaries.
-
-A reply cut off at the token cap finishes with ``finish_reason="length"``:
-script one with :func:`cut_off`, or give the model a ``max_tokens`` of its
-own (like an endpoint's hard cap) and longer replies are cut to it.
-
-Prompt-only helpers: :func:`prompt_text` (all the text a prompt holds),
-:func:`answer_from_prompt` (a reply that can only use what the prompt says)
-and :func:`facts_summary` (a summarizer that can only use its prompt).
-
-:func:`replay_model` serves a stored run's replies in order, and :func:`replay_report`
-re-runs a stored run on them and reports the first step where it diverges (:mod:`reinloop.runs.replay`).
-
-:class:`SimulatedModel` (from :mod:`reinloop.models.simulation`, re-exported here) is
-the benchmark's flaky stand-in: it follows a task's plan and makes seeded mistakes.
+:class:`ScriptedChatModel` answers from a queue of replies, one per call, and records every prompt (its
+module, :mod:`reinloop.models.scripted`, says what a reply may be, how summaries and cut replies work, and
+the prompt-only helpers :func:`prompt_text`, :func:`answer_from_prompt` and :func:`facts_summary`);
+:func:`tool_call` and :func:`cut_off` make replies. :func:`replay_model` serves a stored run's replies in
+order, and :func:`replay_report` re-runs a stored run on them and reports the first step where it diverges
+(:mod:`reinloop.runs.replay`). :class:`SimulatedModel` (:mod:`reinloop.models.simulation`) is the
+benchmark's flaky stand-in: it follows a task's plan and makes seeded mistakes.
 """
 
 from __future__ import annotations
