@@ -77,7 +77,7 @@ EXPORTS = {
     "approve": ".runs.pending",
     "batch": ".runs.batches",
     "build_graph": ".graph",
-    "draw_graph": ".observe.drawing",
+    "draw_graph": ".observe.pictures",
     "list_runs": ".runs.rundb",
     "open_database": ".checkpoints",
     "open_saver": ".checkpoints",

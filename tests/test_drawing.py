@@ -13,7 +13,8 @@ import pytest
 
 from reinloop import draw_graph
 from reinloop.cli.app import main
-from reinloop.observe.drawing import LOOK, SVG_NS, default_graph
+from reinloop.observe.drawing import LOOK, SVG_NS
+from reinloop.observe.pictures import default_graph
 from reinloop.errors import ConfigurationError
 from reinloop.observe.raster import graphviz_graph
 

@@ -14,33 +14,14 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .app import EXIT_DONE, add_db_flag, add_output_flags, command, make_console, print_outcome, say
+from .common import (  # noqa: F401  (describe_call, pretty_args, print_waiting: re-exported)
+    EXIT_DONE, add_db_flag, add_output_flags, command, describe_call, make_console, pretty_args, print_outcome,
+    print_waiting, say,
+)
 from ..errors import ConfigurationError
 from ..observe.terminal import safe_json, safe_text
 
 CHOICES = "[y]es / [n]o (reject) / [e]dit / [a]lways approve this tool in this thread"
-
-
-def pretty_args(args: dict[str, Any], indent: str = "    ") -> str:
-    """A call's arguments as indented JSON lines."""
-    return "\n".join(indent + line for line in json.dumps(args, ensure_ascii=False, indent=2).splitlines())
-
-
-def describe_call(call: dict[str, Any], thread_id: str) -> None:
-    """One waiting call: id, tool, why it waits, its arguments pretty-printed."""
-    say(f"  {call['id']}: {call['tool']} (step {call['step']}): {call['reason']}")
-    say(pretty_args(call["args"]))
-
-
-def print_waiting(outcome: Any) -> None:
-    """What waits for approval, and the commands that answer it."""
-    t = outcome.thread_id
-    say(f"waiting for approval: {len(outcome.waiting)} call(s) of run {t}")
-    for call in outcome.waiting:
-        describe_call(call, t)
-    first = outcome.waiting[0]["id"]
-    say(f"answer with: reinloop approve {t} {first}   (or --reject MSG | --edit JSON | --respond TEXT | --always; "
-        f"without CALL_ID: every waiting call)")
 
 
 def ask(prompt: str, read: Callable[[str], str] = input) -> str:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..protocols.answers import wrap_up_note
-from .app import EXIT_DONE, add_db_flag, command, say, short, write_output
+from .common import EXIT_DONE, add_db_flag, command, say, short, write_output
 from .options import seconds, whole
 from ..runs.spec import RunSpec
 from ..observe.terminal import counted, fit, safe_json

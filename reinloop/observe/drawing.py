@@ -29,16 +29,10 @@ from typing import Any
 from langchain_core.runnables.graph import Graph
 
 from ..errors import ConfigurationError
+from .look import LOOK, node_label  # noqa: F401  (re-exported: the look of every drawing)
 
 FORMATS = ("mermaid", "ascii", "png", "svg", "html")
 """What ``draw_graph`` and ``reinloop graph --format`` can produce."""
-
-LOOK = {
-    "node_fill": "#f2f0ff", "node_line": "#7c6fe0", "terminal_fill": "#ffffff", "terminal_line": "#9ca3af",
-    "text": "#1f2937", "edge": "#6b7280", "label": "#374151", "label_line": "#e5e7eb",
-}
-"""The colours of every drawing (SVG, HTML and PNG): one look whatever the format."""
-
 
 def edge_legend(graph: Graph) -> str:
     """One line per conditional edge: ``parse -> validate: actions``."""
@@ -82,7 +76,7 @@ class LoopDrawing(Graph):
         ``fontname`` and ``labels`` (LangGraph's parameters) are accepted and
         ignored: the look, fonts and route labels are reinloop's.
         """
-        from .raster import draw_png  # raster reads this module's LOOK: imported when drawn
+        from .raster import draw_png  # Graphviz, loaded when a PNG is drawn
 
         png = draw_png(self)
         if output_file_path is None:
@@ -123,11 +117,6 @@ class _Route:
 
     def setpath(self, pts: list[tuple[float, float]]) -> None:
         self.pts = [(float(x), float(y)) for x, y in pts]
-
-
-def node_label(node: str) -> str:
-    """How a node is named in drawings: ``__start__`` becomes ``start``."""
-    return node.strip("_") if node.startswith("__") else node
 
 
 def layout(graph: Graph) -> tuple[dict[str, _Box], dict[tuple[str, str], list[tuple[float, float]]]]:
@@ -300,36 +289,3 @@ def html_page(title: str, body: str, style: str = "") -> str:
         f"<title>{html.escape(title)}</title><style>{PAGE_STYLE}{style}</style></head>\n"
         f"<body>\n{body}\n</body></html>\n"
     )
-
-
-def default_graph() -> Any:
-    """A graph to draw when none is given: the shape does not depend on the model or tools."""
-    from ..graph import build_graph
-    from ..models.scripted import ScriptedChatModel
-    from ..tools.catalog import builtins
-
-    return build_graph(ScriptedChatModel(), builtins("calculator"))
-
-
-def draw_graph(graph: Any = None, format: str = "mermaid") -> str | bytes:  # noqa: A002
-    """The compiled graph, all conditional edges labelled, as ``mermaid``, ``ascii``, ``png``, ``svg`` or ``html``.
-
-    PNG and SVG are bytes; only PNG needs the ``graph`` extra (Graphviz). The
-    others are text; SVG and ``html`` are the drawing reports use, ``html`` as
-    one self-contained page.
-    """
-    if format not in FORMATS:
-        raise ConfigurationError(f"unknown drawing format {format!r}; choose one of: {', '.join(FORMATS)}")
-    drawable = (graph if graph is not None else default_graph()).get_graph()
-    if format == "mermaid":
-        return str(drawable.draw_mermaid())
-    if format == "ascii":
-        return draw_ascii(drawable)
-    if format == "html":
-        figure = f'<div class="figure">{path_svg(drawable, standalone=False)}</div>'
-        return html_page("reinloop graph", f"<h1>The reinloop graph</h1>\n{figure}")
-    if format == "svg":
-        return ('<?xml version="1.0" encoding="UTF-8"?>\n' + path_svg(drawable) + "\n").encode()
-    from .raster import draw_png
-
-    return draw_png(drawable)

@@ -25,7 +25,7 @@ from typing import Any
 
 from langchain_core.runnables.graph import Graph
 
-from .drawing import LOOK, node_label
+from .look import LOOK, node_label
 from ..errors import ConfigurationError
 
 MISSING_GRAPHVIZ = (

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocols.answers import wrap_up_note
 from ..checkpoints import Database
-from .drawing import Overlay, default_graph, draw_graph, html_page, node_label, path_svg
+from .drawing import Overlay, html_page, node_label, path_svg
+from .pictures import default_graph, draw_graph
 from ..errors import ConfigurationError, ThreadNotFoundError
 from .events import NodeEvent, protocol_switches
 from ..graph import ROUTES
