@@ -14,7 +14,7 @@ use (:func:`exports`, PEP 562), so ``import reinloop`` stays cheap.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 __version__ = "0.1.0"
@@ -36,6 +36,25 @@ def exports(package: str, where: Mapping[str, str]) -> tuple[Callable[[str], Any
         return sorted(where)
 
     return __getattr__, __dir__, sorted(where)
+
+
+def moved_names(package: str, target: str, names: Sequence[str],
+                public: Sequence[str] = ()) -> Callable[[str], Any]:
+    """``__getattr__`` of ``package``, a module that became a package: its old ``names`` resolve from ``target``
+    (the module that now holds them) with a DeprecationWarning, warned once; ``public`` ones without a warning."""
+    import warnings
+
+    def __getattr__(name: str) -> Any:
+        if name not in names and name not in public:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        if name not in public:
+            warnings.warn(f"{package}.{name} moved to {target}.{name}; import it from there (the old path goes in the "
+                          "next release)", DeprecationWarning, stacklevel=2)
+        value = getattr(importlib.import_module(target), name)
+        setattr(importlib.import_module(package), name, value)  # found directly next time
+        return value
+
+    return __getattr__
 
 
 EXPORTS = {

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
@@ -42,3 +44,18 @@ def private_imports(path: Path) -> list[str]:
 def test_no_private_module_of_another_package_is_imported() -> None:
     found = [hit for path in sorted((ROOT / "reinloop").rglob("*.py")) for hit in private_imports(path)]
     assert found == [], "\n".join(found)
+
+
+def test_a_name_of_a_module_that_became_a_package_resolves_with_a_warning_and_public_ones_without():
+    import warnings
+
+    import reinloop.runs
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        from reinloop.runs import list_runs, run  # the run layer's public face: no warning
+    assert run.__module__ == "reinloop.runs.api" and list_runs.__module__ == "reinloop.runs.rundb"
+    with pytest.warns(DeprecationWarning, match=r"reinloop\.runs\.thread_config moved to reinloop\.runs\.api"):
+        reinloop.runs.__getattr__("thread_config")
+    with pytest.raises(AttributeError, match="has no attribute 'nosuch'"):
+        reinloop.runs.__getattr__("nosuch")
