@@ -231,7 +231,7 @@ class AgentState(TypedDict, total=False):
 
     task: str
     run: int
-    protocol: str  # the protocol in force when protocol="auto" moved on from native tool calling
+    protocol: str | None  # the protocol in force when protocol="auto" moved on from native tool calling (None: the run's own)
     model_index: int  # which of RunSpec.models the run is on (0: the primary; reinloop.fallback)
     scratchpad: Annotated[list[Step], operator.add]
     counters: Counters

@@ -49,7 +49,7 @@ def slow(reply: dict, seconds: float) -> Raw:
 BREAKERS = [
     ("max_steps", ["--max-steps", "2"], [calc("1+1"), calc("2+2")], ["--extra-steps", "2"], [completion("4")]),
     ("timeout", ["--max-seconds", "0.3"], [slow(calc("1+1"), 0.4)], ["--extra-seconds", "60"], [completion("4")]),
-    ("token_budget", ["--token-budget", "30"], [calc("1+1"), calc("2+2")], ["--extra-tokens", "100"], [completion("4")]),
+    ("token_budget", ["--token-budget", "30"], [calc("1+1"), calc("2+2")], ["--extra-tokens", "5000"], [completion("4")]),
     ("repeated_action", [], [calc("2+2")] * 3, ["--hint", "use what you have"], [completion("4")]),
     (
         "same_errors",
