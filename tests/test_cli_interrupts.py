@@ -75,6 +75,8 @@ def test_a_signal_saves_the_run_as_interrupted_and_says_how_to_go_on(openai_serv
     assert f"{thread_id}    interrupted" in table and "go on: reinloop resume" in table
     shown = cli("runs", "show", thread_id, "--db", str(db)).stdout
     assert shown.splitlines()[0] == f"thread {thread_id}: interrupted (stopped by a signal; go on with: {command})"
+    detail = json.loads(cli("runs", "show", thread_id, "--db", str(db), "--json").stdout)
+    assert (detail["status"], detail["resume_command"]) == ("interrupted", command)
 
     resumed = cli(*command.split()[1:], "--no-color")  # the command said, as it was said
     assert resumed.returncode == 0, resumed.stderr
@@ -97,6 +99,8 @@ def test_a_killed_run_is_shown_as_abandoned_never_as_running_and_goes_on(openai_
     shown = cli("runs", "show", thread_id, "--db", str(db)).stdout.splitlines()[0]
     assert shown.startswith(f"thread {thread_id}: abandoned (its process, {proc.pid} on ")
     assert shown.endswith(f"is gone; go on with: {command})")
+    detail = json.loads(cli("runs", "show", thread_id, "--db", str(db), "--json").stdout)
+    assert (detail["status"], detail["resume_command"]) == ("abandoned", command)  # as `runs list --json` says
 
     def beat_at(age: timedelta) -> str:
         with sqlite3.connect(db) as conn:  # the row as a process on another machine would have left it

@@ -87,7 +87,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         return EXIT_DONE
     detail = show_run(args.thread, args.db)
     if fmt == "json":
-        data = {**detail.as_dict(), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
+        data = {**detail.as_dict(args.db), "report": run_report(thread_id=args.thread, db=db_location(args.db))}
         write_output(safe_json(data, default=str), args.output)
         return EXIT_DONE
     print_detail(detail, args.db)
@@ -100,15 +100,10 @@ def print_detail(detail: Any, db: str | None = None) -> None:
     from ..models.pricing import cost_breakdown
     from ..observe.record import record_entries
 
-    from ..tools.approval import waiting_calls
-
-    from ..runs.rundb import process_gone, resume_command
+    from ..runs.rundb import resume_command
 
     state, record = detail.state, detail.run
-    status = state.get("status", record.status if record else "?")  # named as `runs list` names it
-    status = "paused" if state.get("decision") == "pause" else "waiting" if waiting_calls(state) else status
-    if (status == "running" or status is None) and record is not None:  # its process stopped, or is gone, mid-run
-        status = "interrupted" if record.status == "interrupted" else "abandoned" if process_gone(record) else status
+    status = detail.status or "?"  # named as `runs list` names it
     said = {"paused": " (at a break: `reinloop resume` goes on)",
             "interrupted": f" (stopped by a signal; go on with: {resume_command(detail.thread_id, db)})",
             "abandoned": f" (its process, {record.owner_pid if record else '?'} on {record.owner_host if record else '?'}, "

@@ -589,10 +589,37 @@ class RunDetail:
         """Every recorded step on the thread, oldest first."""
         return list(self.state.get("scratchpad") or [])
 
-    def as_dict(self) -> dict[str, Any]:
-        """The detail as a JSON-able dict (the state's plain values, steps included)."""
+    @property
+    def status(self) -> str | None:
+        """The run's status as ``runs list`` names it (:data:`~reinloop.runs.rundb.STATUSES`): a run stopped at a
+        break is ``paused``, one with calls before the operator ``waiting``, and one stored as running whose
+        process stopped is ``interrupted`` (a signal) or ``abandoned`` (its process is gone)."""
+        from ..tools.approval import waiting_calls
+        from .rundb import process_gone
+
+        state, record = self.state, self.run
+        if state.get("decision") == "pause":
+            return "paused"
+        if waiting_calls(state):
+            return "waiting"
+        status = state.get("status", record.status if record else None)
+        if status in ("running", None) and record is not None:
+            if record.status == "interrupted":
+                return "interrupted"
+            if process_gone(record):
+                return "abandoned"
+        return status
+
+    def as_dict(self, db: str | Path | None = None) -> dict[str, Any]:
+        """The detail as a JSON-able dict (the state's plain values, steps included), with its ``status`` and, for
+        a run that can go on, the ``resume_command`` (naming ``db`` when given)."""
+        from .rundb import RESUMABLE, resume_command
+
         data = asdict(self)
         data["state"] = {k: v for k, v in self.state.items() if not k.startswith(("__", "branch:"))}
+        data["status"] = status = self.status
+        if status in (*RESUMABLE, "paused"):
+            data["resume_command"] = resume_command(self.thread_id, db)
         return data
 
 

@@ -190,15 +190,8 @@ def process_mark() -> dict[str, Any]:
 
 def gone(by: Mapping[str, Any]) -> bool:
     """Is the process that made a claim gone (on this host, its pid no longer runs)?"""
-    if by.get("host") != socket.gethostname() or not isinstance(by.get("pid"), int):
-        return False
-    try:
-        os.kill(by["pid"], 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    pid = by.get("pid")
+    return by.get("host") == socket.gethostname() and type(pid) is int and not pid_alive(pid)
 
 
 @contextmanager
