@@ -62,3 +62,17 @@ def test_the_prompt_digest_made_from_remembered_pieces_is_the_digest_of_the_whol
     expected = hashlib.sha256(json.dumps(whole, ensure_ascii=False, default=str).encode()).hexdigest()[:32]
     assert prompt_digest(messages) == prompt_digest(messages) == expected  # remembered, and as stored before
     assert prompt_digest(messages[:2]) != expected
+
+
+def test_the_system_message_and_the_task_are_one_object_at_every_step_so_their_counts_are_remembered():
+    from reinloop import build_graph
+    from reinloop.testing import ScriptedChatModel, tool_call
+    from reinloop.tools import builtins
+
+    model = ScriptedChatModel(replies=[[tool_call("calculator", {"expression": f"{i}+1"})] for i in range(3)] + ["done"])
+    build_graph(model, builtins("calculator")).invoke({"task": "add one three times"})
+    first, *later = model.prompts
+    assert len(later) == 3
+    for prompt in later:
+        assert prompt[0] is first[0] and prompt[1] is first[1]  # the system message and the task, made once
+    assert first[0].type == "system" and first[1].content == "Task: add one three times"

@@ -289,3 +289,24 @@ def test_with_results_fills_in_each_result_from_the_prompt():
               ToolMessage(content="Page 4 says 28.", tool_call_id="c4"), shared_request([step])]
     assert 'Step 4:\n  called read_page {"page": 4} -> Page 4 says 28.' in with_results(prompt)
     assert with_results(prompt[2:]).endswith(f"-> {RESULT_ABOVE}")  # a result the prompt lacks stays a marker
+
+
+def test_a_summarys_numbers_and_names_are_read_as_the_look_behind_first_patterns_read_them():
+    import random
+    import re
+
+    from reinloop.protocols.memory.summary import names_in, numbers_in
+
+    # the patterns as first written (a look-behind tested at every character); the module's are reordered for speed
+    thousands = re.compile(r"(?<=\d),(?=\d{3}\b)")
+    name = re.compile(r"(?<![.!?:;\n]\s)(?<![.!?:;\n])(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+    number = re.compile(r"\d+(?:\.\d+)?")
+    assert numbers_in("paid 1,000 and 2,50 then 3,4567 or 12.0") == {"1000", "2", "50", "3", "4567", "12"}
+    assert names_in("Today we went to Beijing. Then Paris; Rome and NewYork\nLondon") == {
+        "Beijing", "Paris", "NewYork", "London"}  # not a sentence's first word (Today, Then, Rome after ';')
+    rng = random.Random(7)
+    for _ in range(20_000):
+        text = "".join(rng.choice("1203,.4 x\nAbZaBé!?:;_١") for _ in range(rng.randint(0, 30)))
+        flat = thousands.sub("", text)
+        assert numbers_in(text) == {n[:-2] if n.endswith(".0") else n for n in number.findall(flat)}, text
+        assert names_in(text) == {m.group() for m in name.finditer(" ".join(text.split()))}, text

@@ -24,6 +24,7 @@ step records where its tokens went.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,7 +85,17 @@ def system_message(ctx: Any) -> SystemMessage:
     """System rules plus the protocol's instructions."""
     system = (ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()
     output = getattr(ctx, "output", None)  # a structured answer: the protocol says its form and schema
-    return SystemMessage(content=f"{system}\n\n{ctx.protocol.instructions(ctx.tools, **answer_form(output))}")
+    text = f"{system}\n\n{ctx.protocol.instructions(ctx.tools, **answer_form(output))}"
+    return shared_message(SystemMessage, text)  # type: ignore[return-value]
+
+
+@functools.lru_cache(maxsize=32)
+def shared_message(kind: type[BaseMessage], content: str) -> BaseMessage:
+    """One message object per kind and text: a prompt's system message and task are the same text at every step,
+    and as the same object their token count, their part of the prompt's digest and the hash of their text are
+    remembered (:data:`STEP_VIEWS`, :data:`~reinloop.protocols.memory.feedback.PIECES`), not made again.
+    Messages are never edited in place (a changed one is a ``model_copy``)."""
+    return kind(content=content)
 
 
 def sent_schemas(ctx: Any) -> list[str]:
@@ -135,7 +146,7 @@ def check_fixed_parts(ctx: Any) -> None:
 
 def task_message(task: str) -> HumanMessage:
     """The task as every prompt shows it."""
-    return HumanMessage(content=f"Task: {task}")
+    return shared_message(HumanMessage, f"Task: {task}")  # type: ignore[return-value]
 
 
 def check_task(ctx: Any, task: str) -> None:

@@ -258,12 +258,19 @@ EXTRACT_TOKENS = 60
 """Longest result of one call in an extractive summary line, in tokens."""
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_NAME = re.compile(r"(?<![.!?:;\n]\s)(?<![.!?:;\n])(?<!^)\b[A-Z][a-z]+(?:[A-Z][a-z]+)*\b")
+_THOUSANDS = re.compile(r",(?<=\d,)(?=\d{3}\b)")
+"""A thousands separator (``1,000``): a comma between a digit and three digits. Written comma first, so the
+regex engine jumps from comma to comma instead of testing a look-behind at every character (a fold's check
+reads the folded steps' whole text: 0.27 ms of 12 KB without commas, 5 µs now)."""
+_NAME = re.compile(r"[A-Z](?<=\b[A-Z])(?<![.!?:;\n]\s[A-Z])(?<![.!?:;\n][A-Z])(?<!^[A-Z])[a-z]+(?:[A-Z][a-z]+)*\b")
+"""A capitalised word not at the start of a sentence: ``\\b[A-Z][a-z]+...`` preceded by no ``.!?:;`` or line
+break (with or without a space) and not the text's first word. The capital comes first and the look-behinds
+after it, so the engine skips to capitals instead of testing three look-behinds at every character."""
 
 
 def numbers_in(text: str) -> set[str]:
     """The numbers ``text`` states, normalised (``12.0`` is ``12``, ``1,000`` is ``1000``)."""
-    flat = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    flat = _THOUSANDS.sub("", text)
     return {n[:-2] if n.endswith(".0") else n for n in _NUMBER.findall(flat)}
 
 
