@@ -58,3 +58,11 @@ def test_every_record_type_a_step_holds_is_exported():
     assert names >= {"Step", "Action", "Fallback"}  # step["fallbacks"] is a list of Fallback
     assert names <= set(reinloop.__all__)
     assert reinloop.Fallback is importlib.import_module("reinloop.models.fallback").Fallback
+
+
+def test_every_error_reinloop_raises_can_be_caught_by_its_top_level_name():
+    errors = importlib.import_module("reinloop.errors")
+    raised = {name for name, value in vars(errors).items()
+              if isinstance(value, type) and issubclass(value, Exception) and value.__module__ == errors.__name__}
+    assert raised <= set(reinloop.__all__), sorted(raised - set(reinloop.__all__))
+    assert reinloop.TaskTooLargeError is errors.TaskTooLargeError
