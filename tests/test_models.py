@@ -60,12 +60,22 @@ def test_openai_endpoints_get_the_cap_as_max_completion_tokens(openai_server):
 
 def test_a_length_finish_from_an_openai_endpoint_is_a_failed_step_not_the_answer(openai_server):
     cut = '{"thought": "I will compute", "tool": "calculator", "args": {"expression": "17*2'
-    openai_server.responses += [completion(cut, finish_reason="length"), completion('{"final_answer": "391"}')]
+    openai_server.responses += [completion(cut, finish_reason="length", completion_tokens=20),
+                                completion('{"final_answer": "391"}')]
     out = build_graph("openai:gpt-4o-mini", builtins("calculator"), base_url=openai_server.base_url,
                       protocol="json", max_output_tokens=20).invoke({"task": "17*23?"})
     assert out["status"] == "done" and out["answer"] == "391"
     assert out["scratchpad"][0]["finish_reason"] == "length" and out["scratchpad"][0]["actions"] == []
     assert "replies may be at most 20 tokens" in json.dumps(openai_server.requests[1])
+
+
+def test_a_reply_an_endpoint_cut_below_the_cap_asked_for_is_told_with_the_length_it_was_cut_at(openai_server):
+    cut = '{"name": "calculator", "arguments": {"expression": "17*2'  # a server capping every reply at 256 tokens
+    openai_server.responses += [completion(cut, finish_reason="length", completion_tokens=256), completion("391")]
+    build_graph("openai:gpt-4o-mini", builtins("calculator"), base_url=openai_server.base_url,
+                max_output_tokens=1024).invoke({"task": "17*23?"})
+    told = json.dumps(openai_server.requests[1])
+    assert "replies may be at most 256 tokens" in told and "at most 1024" not in told
 
 
 def test_a_stored_run_keeps_its_cap_when_it_is_resumed(openai_server):

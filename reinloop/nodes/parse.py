@@ -45,8 +45,10 @@ from ..tools.options import options_of
 from ..state import AgentState, Pending, PendingView
 
 
-def truncation_problem(reason: str, cap: int | None) -> str:
-    """The parse error of a reply the token cap cut off."""
+def truncation_problem(reason: str, cap: int | None, used: int | None = None) -> str:
+    """The parse error of a reply the token cap cut off: the cap is the one asked for, or the reply's own length
+    when the endpoint cut it shorter (a server may cap replies below what a request asks)."""
+    cap = min(cap, used) if cap and used and used > 0 else cap or (used if used and used > 0 else None)
     asked = f"; replies may be at most {cap} tokens" if cap else ""
     return (
         f"your reply reached the output token limit and was cut off (finish reason {reason!r}{asked}), so none "
@@ -242,7 +244,8 @@ def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) ->
         whole = whole_calls_of_cut_reply(reply, protocol, ctx.tools)
         if whole is not None:
             return distinct_calls(whole)
-        return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens),
+        return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens,
+                                                reply.get("completion_tokens")),
                              pending.get("thought") or "")
     if pending.get("parse_error") and not protocol.native_tools:
         steps = current_steps(state)
