@@ -15,7 +15,22 @@ from reinloop import Limits
 
 ROOT = Path(__file__).parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
-PAGES = {path.name: path.read_text(encoding="utf-8") for path in sorted((ROOT / "docs").glob("*.md"))}
+SNIPPET = re.compile(r'^--8<-- "([^":]+)(?::([\w-]+))?"$', re.M)
+
+
+def with_snippets(text: str) -> str:
+    """``text`` as the site shows it: each ``--8<-- "FILE"`` or ``"FILE:SECTION"`` line replaced by what it includes."""
+    def included(match: re.Match[str]) -> str:
+        whole = (ROOT / match[1]).read_text(encoding="utf-8")
+        if match[2] is None:
+            return whole
+        start, end = f"<!-- --8<-- [start:{match[2]}] -->", f"<!-- --8<-- [end:{match[2]}] -->"
+        assert start in whole and end in whole, f"{match[1]} has no section {match[2]}"
+        return whole.split(start, 1)[1].split(end, 1)[0]
+    return SNIPPET.sub(included, text)
+
+
+PAGES = {path.name: with_snippets(path.read_text(encoding="utf-8")) for path in sorted((ROOT / "docs").glob("*.md"))}
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 
 

@@ -232,6 +232,11 @@ def test_a_refused_reply_is_priced_and_counted(openai_server, fallback_server):
                 local_is_free=False).invoke({"task": "6*7"})
     assert out["counters"]["llm_calls"] == 2
     assert out["counters"]["models"]["primary-model"]["usd"] == pytest.approx(1000 / 1e6)
+    refused, answered = out["counters"]["models"]["primary-model"], out["counters"]["models"]["fallback-1"]
+    assert refused["input_tokens"] > 0 and refused["output_tokens"] > 0
+    # the refusal's tokens count as the answer's do
+    assert out["counters"]["prompt_tokens"] == refused["input_tokens"] + answered["input_tokens"]
+    assert out["counters"]["completion_tokens"] == refused["output_tokens"] + answered["output_tokens"]
 
 
 def test_a_model_object_can_be_a_fallback(openai_server):

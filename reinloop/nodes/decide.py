@@ -351,7 +351,9 @@ def decide(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
     reply.update(usage_as_priced(reply["cost"][len(answered.refused)]))  # the tokens priced, when the usage was not believed
     c = view["counters"]
     counters = add_usage(c, reply, prepared)
-    counters["llm_calls"] += len(answered.refused)
+    counters["llm_calls"] += len(answered.refused)  # a refusing model's reply is paid for: its tokens count too
+    counters["prompt_tokens"] += sum(call["input_tokens"] for call in answered.refused)
+    counters["completion_tokens"] += sum(call["output_tokens"] for call in answered.refused)
     wrapping = view.get("wrap_up")
     emit(
         runtime,
