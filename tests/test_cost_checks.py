@@ -211,3 +211,25 @@ def test_the_cli_prices_a_known_model_on_this_machine_and_says_so_unless_told_lo
     free = cli(*args, "--thread", "f", "--local-is-free", cwd=tmp_path)
     assert free.returncode == 0, free.stderr
     assert "cost:" not in free.stdout and "thread f: 1 step, 1000010 tokens, 0 errors" in free.stdout  # no cost: $0
+
+
+def test_a_summarizer_call_whose_estimate_would_cross_max_cost_is_not_made_and_the_steps_stay_unfolded(
+        openai_server):
+    from reinloop import Memory
+    from reinloop.tools import builtins
+
+    # the agent's model is nearly free; the summarizer's reply cap alone is estimated at about $1.02
+    prices = {"my-model": {"input": 0.01, "output": 0.01}, "dear-summarizer": {"input": 10.0, "output": 1000.0}}
+    steps = [[{"name": "calculator", "args": {"expression": f"{i}+1"}}] for i in range(6)]
+    openai_server.responses += [reply(calls=s, model="my-model", prompt=300, out=20) for s in steps]
+    openai_server.responses += [reply("6", model="my-model", prompt=300, out=5) for _ in range(3)]
+    summarizer = ChatOpenAI(model="dear-summarizer", base_url=openai_server.base_url, api_key="sk-test")
+    graph = build_graph("openai:my-model", builtins("calculator"), base_url=openai_server.base_url, prices=prices,
+                        limits=Limits(max_cost=0.5), memory=Memory(summary_batch=3, window_steps=2,
+                                                                   summarizer=summarizer))
+    out = graph.invoke({"task": "count"})
+    assert out["status"] == "done" and out["answer"] == "6"
+    assert {r["model"] for r in openai_server.requests} == {"my-model"}  # the summarizer was never called
+    failed = [e for s in out["scratchpad"] for e in s.get("memory") or [] if e["event"] == "summary_failed"]
+    assert failed and all("CallOverBudget" in e["error"] and "dear-summarizer" in e["error"] for e in failed)
+    assert out["counters"]["cost_usd"] < 0.5

@@ -377,10 +377,11 @@ def call_budget(limit: float | None, spent: float) -> Iterator[None]:
         _BUDGET.reset(token)
 
 
-def check_call_cost(ctx: Any, llm: Any, prompt: list[Any], cap_tokens: int | None) -> None:
+def check_call_cost(ctx: Any, llm: Any, prompt: list[Any], cap_tokens: int | None, model: Any = None) -> None:
     """Raise :class:`CallOverBudget` when the call about to be made would take the run past its budget: the
-    prompt's tokens counted (tools bound to ``llm`` included), the reply cap at the output price, none cached.
-    A model with no known price is not estimated (its call is flagged as unpriced afterwards)."""
+    prompt's tokens counted (tools bound to ``llm`` included), the reply cap at the output price, none cached,
+    priced as ``model`` (the run's, ``ctx.model``, by default). A model with no known price is not estimated (its
+    call is flagged as unpriced afterwards)."""
     budget = _BUDGET.get()
     if budget is None:
         return
@@ -389,10 +390,11 @@ def check_call_cost(ctx: Any, llm: Any, prompt: list[Any], cap_tokens: int | Non
     counter = active_counter()
     tools = (getattr(llm, "kwargs", None) or {}).get("tools") or []
     tokens = count_message_tokens(prompt, counter) + count_tool_schemas(tools, counter)
-    usd = ctx.pricing.estimate(ctx.model, tokens, cap_tokens or 0)
+    model = ctx.model if model is None else model
+    usd = ctx.pricing.estimate(model, tokens, cap_tokens or 0)
     spent, limit = budget
     if usd is not None and usd > 0 and spent + usd > limit * (1 + 1e-9):
-        name = configured_name(ctx.model) or type(ctx.model).__name__
+        name = configured_name(model) or type(model).__name__
         raise CallOverBudget(model=name, prompt_tokens=tokens, cap_tokens=cap_tokens or 0, usd=usd, spent=spent,
                              limit=limit)
 

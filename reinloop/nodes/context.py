@@ -69,6 +69,14 @@ class AgentContext:
         """Tokens the model may write per step (``None``: the provider's default); see :mod:`reinloop.models.resolve`."""
         return self.spec.max_output_tokens
 
+    def check_summary_call(self, llm: Any, prompt: list[Any]) -> None:
+        """Raise :class:`~reinloop.models.pricing.CallOverBudget` when a summarizer call of ``llm`` (the run's model,
+        its tools bound, or the summarizer) on ``prompt`` would take the run past its cost budget: estimated as the
+        agent's own calls are, with the run's reply cap. Outside a budget it does nothing."""
+        from ..models.pricing import check_call_cost
+
+        check_call_cost(self, llm, prompt, self.max_output_tokens, model=self.model if llm is self.llm else llm)
+
     @property
     def answers(self) -> AnswerRules:
         """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (:mod:`reinloop.protocols.answers`)."""

@@ -145,7 +145,7 @@ class Folding:
         old = lines[: len(lines) - len(keep)]
         try:  # the merged line takes the other half (less its line break)
             merged = refold_lines(self.model, self.state["task"], old, self.counter, max(1, room // 2 - 1),
-                                  self.memory.max_prompt_tokens, getattr(self.ctx, "call_hooks", ()))
+                                  self.memory.max_prompt_tokens, getattr(self.ctx, "call_hooks", ()), self.check)
         except SummaryError as exc:  # the lines stay; the next fold tries again
             self.events.append({"event": "summary_refold_failed", "lines": len(old), "error": str(exc)})
             return
@@ -156,6 +156,11 @@ class Folding:
         self.summary = "\n".join([merged.line, *keep])
         self.events.append({"event": "summary_refolded", "lines": len(old), "line": merged.line,
                             "tokens_in": merged.prompt_tokens, "tokens_out": merged.completion_tokens})
+
+    @property
+    def check(self) -> Any:
+        """Called before each summarizer call; raises when it must not be made (a cost budget it would cross)."""
+        return getattr(self.ctx, "check_summary_call", None)
 
     @property
     def model(self) -> Any:
@@ -172,12 +177,12 @@ class Folding:
             if shared is not None:
                 try:
                     return self.counted(summarize_in_prompt(self.ctx.llm, shared, steps, self.counter,
-                                                               getattr(self.ctx, "call_hooks", ())), steps)
+                                                               getattr(self.ctx, "call_hooks", ()), self.check), steps)
                 except SummaryError as exc:
                     self.count_failed(exc)
                     self.events.append({"event": "summary_unshared", "steps": indices(steps), "error": str(exc)})
             folded = summarize_steps(self.model, self.state["task"], steps, self.counter, self.memory.max_prompt_tokens,
-                                     getattr(self.ctx, "call_hooks", ()))
+                                     getattr(self.ctx, "call_hooks", ()), self.check)
         except SummaryError as exc:
             self.count_failed(exc)
             self.cursor = {**self.cursor, "failures": self.cursor["failures"] + 1}

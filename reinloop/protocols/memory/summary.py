@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +82,10 @@ class Folded:
     reply: Any = None  # the summarizer's message, which the run prices
 
 
+CallCheck = Callable[[Any, list[BaseMessage]], None]
+"""Called with the model and the prompt before a summarizer call; raises when the call must not be made."""
+
+
 class SummaryError(Exception):
     """The summarizer failed; the message says how, and ``reply`` holds what it answered, if it answered."""
 
@@ -129,11 +133,11 @@ def summarizer_prompt(
 
 def summarize_steps(
     model: Any, task: str, steps: Sequence[Step], counter: TokenCounter, max_tokens: int | None = None,
-    hooks: Sequence[CallHook] = (),
+    hooks: Sequence[CallHook] = (), check: CallCheck | None = None,
 ) -> Folded:
     """Ask ``model`` for one summary line of ``steps``; raises :class:`SummaryError`."""
     prompt = summarizer_prompt(task, steps, max_tokens, counter)
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks, check)
     return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                   reply=reply)
 
@@ -144,14 +148,14 @@ def shared_request(steps: Sequence[Step]) -> HumanMessage:
 
 
 def summarize_in_prompt(llm: Any, prompt: Sequence[BaseMessage], steps: Sequence[Step], counter: TokenCounter,
-                        hooks: Sequence[CallHook] = ()) -> Folded:
+                        hooks: Sequence[CallHook] = (), check: CallCheck | None = None) -> Folded:
     """Ask for the summary of ``steps`` at the end of the agent's own ``prompt``, sent through ``llm`` (its tools bound).
 
     The call then repeats the agent's last prompt, tools and all, and only
     its request is new: a provider's prompt cache serves the rest, where a
     prompt of its own would be read fresh. Raises :class:`SummaryError`.
     """
-    text, prompt_tokens, completion_tokens, reply = ask(llm, [*prompt, shared_request(steps)], counter, hooks)
+    text, prompt_tokens, completion_tokens, reply = ask(llm, [*prompt, shared_request(steps)], counter, hooks, check)
     return Folded(line=f"{step_label(steps)}: {text}", prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                   reply=reply)
 
@@ -189,7 +193,7 @@ def merged_label(lines: Sequence[str]) -> str:
 
 
 def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCounter, max_tokens: int,
-                 budget: int | None = None, hooks: Sequence[CallHook] = ()) -> Folded:
+                 budget: int | None = None, hooks: Sequence[CallHook] = (), check: CallCheck | None = None) -> Folded:
     """Merge summary ``lines`` into one line of at most ``max_tokens``, in a prompt cut to ``budget``;
     raises :class:`SummaryError`."""
     system = SystemMessage(content=REFOLD_RULES)
@@ -197,17 +201,20 @@ def refold_lines(model: Any, task: str, lines: Sequence[str], counter: TokenCoun
     if budget is not None:  # a long task would take the prompt past the run's budget
         text = clip_text(text, max(0, budget - count_message_tokens([system], counter) - MESSAGE_OVERHEAD), counter)
     prompt = [system, HumanMessage(content=text)]
-    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks)
+    text, prompt_tokens, completion_tokens, reply = ask(model, prompt, counter, hooks, check)
     label = f"{merged_label(lines)}: "
     line = label + clip_text(text, max(1, max_tokens - count_tokens(label, counter)), counter)
     return Folded(line=line, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, reply=reply)
 
 
 def ask(model: Any, prompt: list[BaseMessage], counter: TokenCounter,
-        hooks: Sequence[CallHook] = ()) -> tuple[str, int, int, BaseMessage]:
+        hooks: Sequence[CallHook] = (), check: CallCheck | None = None) -> tuple[str, int, int, BaseMessage]:
     """The summarizer's reply to ``prompt`` as one line of text, its prompt and completion tokens, the message
-    (``hooks``: told of the call, :mod:`reinloop.observe.callbacks`)."""
+    (``hooks``: told of the call, :mod:`reinloop.observe.callbacks`; ``check``: raises when the call must not be
+    made, e.g. it would take the run past its cost budget, and then no call is made)."""
     try:
+        if check is not None:
+            check(model, prompt)
         config: Any = {"tags": [SUMMARIZER_TAG], "run_name": "reinloop-summarizer"}
         reply = watched(hooks, "chat", "", lambda: model.invoke(prompt, config=config), model=model, inputs=prompt)
     except Exception as exc:  # any provider error: the caller keeps the raw steps and retries
