@@ -115,7 +115,7 @@ def test_llama_cpp_turns_the_reply_schema_of_every_builtin_tool_into_a_grammar(t
 
 def test_a_json_strict_reply_the_length_cap_cut_is_a_failed_step_the_model_is_told_of_not_a_crash(openai_server):
     cut = '{"tool": "calculator", "args": {"expression": "6*'
-    openai_server.responses += [completion(cut, finish_reason="length"), completion('{"final_answer": "42"}')]
+    openai_server.responses += [completion(cut, finish_reason="length", completion_tokens=20), completion('{"final_answer": "42"}')]
     out = build_graph("openai:test-model", builtins("calculator"), base_url=openai_server.base_url,
                       protocol="json_strict", retry=FAST, max_output_tokens=20).invoke({"task": "6*7"})
     assert out["answer"] == "42" and out["counters"]["errors"] == 1
