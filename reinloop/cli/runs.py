@@ -16,7 +16,7 @@ from ..protocols.answers import wrap_up_note
 from .common import EXIT_DONE, add_db_flag, command, say, short, write_output
 from .options import seconds, whole
 from ..runs.spec import RunSpec
-from ..observe.terminal import counted, fit, safe_json
+from ..observe.terminal import counted, fit, safe_json, safe_text
 
 
 def runs_list_options(p: argparse.ArgumentParser) -> None:
@@ -49,17 +49,24 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
         outcome = r.answer if r.status == "done" else r.damage if r.status == "damaged" else r.break_reason or ""
-        outcome = f"go on: {resume_command(r.thread_id, args.db)}" if r.status in RESUMABLE else outcome
-        say(table_row([r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
-                       (r.updated_at or "")[:19].replace("T", " "), r.task, outcome]))
+        row = [r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
+               (r.updated_at or "")[:19].replace("T", " "), r.task]
+        if r.status in RESUMABLE:  # a command is of use only whole: in the last column, never cut
+            say(table_row([*row, f"go on: {resume_command(r.thread_id, args.db)}"], whole_last=True))
+        else:
+            say(table_row([*row, outcome]))
     return EXIT_DONE
 
 
-def table_row(cells: Sequence[Any]) -> str:
-    """One row of ``runs list``: each cell cut and padded to its column's width in terminal cells."""
+def table_row(cells: Sequence[Any], *, whole_last: bool = False) -> str:
+    """One row of ``runs list``: each cell cut and padded to its column's width in terminal cells; with
+    ``whole_last``, the last cell (a command to copy) as it is, however long."""
     widths = [width for _, width in RUNS_COLUMNS]
     numbers = {2, 3}  # right-aligned
-    return "  ".join(fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))).rstrip()
+    fitted = [fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))]
+    if whole_last:
+        fitted[-1] = safe_text(cells[-1])
+    return "  ".join(fitted).rstrip()
 
 
 def runs_show_options(p: argparse.ArgumentParser) -> None:
