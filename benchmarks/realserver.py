@@ -384,6 +384,14 @@ def aligned_llama(llama_class: type) -> type:
     return Aligned
 
 
+class ContextExceeded(ValueError):
+    """The prompt and the reply's room do not fit the model's context window (``n_ctx`` tokens)."""
+
+    def __init__(self, message: str, n_ctx: int) -> None:
+        super().__init__(message)
+        self.n_ctx = n_ctx
+
+
 class ModelServer:
     """One loaded model, answering one chat completion at a time, with running counters."""
 
@@ -433,8 +441,13 @@ class ModelServer:
         import llama_cpp
 
         llama_cpp.llama_perf_context_reset(self.llm.ctx)
-        reply = self.llm.create_chat_completion(messages=messages, tools=tools, max_tokens=limit,  # type: ignore[arg-type]
-                                                temperature=temperature, seed=seed, response_format=shape)
+        try:
+            reply = self.llm.create_chat_completion(messages=messages, tools=tools, max_tokens=limit,  # type: ignore[arg-type]
+                                                    temperature=temperature, seed=seed, response_format=shape)
+        except ValueError as exc:
+            if "exceed context window" in str(exc):  # llama-cpp-python's only sign of it: its message
+                raise ContextExceeded(f"the request exceeds the available context size: {exc}", self.llm.n_ctx()) from exc
+            raise
         perf = llama_cpp.llama_perf_context(self.llm.ctx)
         usage = reply["usage"]  # type: ignore[index]
         self.counters.update(requests=1, prompt_tokens=usage["prompt_tokens"],
@@ -475,6 +488,9 @@ def _handler(model: ModelServer, name: str) -> type[BaseHTTPRequestHandler]:
             try:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
                 reply = model.complete(request)
+            except ContextExceeded as exc:  # as llama.cpp's server answers it
+                return self._json(400, {"error": {"code": 400, "message": str(exc), "type": "exceed_context_size_error",
+                                                  "n_ctx": exc.n_ctx}})
             except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a malformed body is answered
                 return self._json(400, {"error": {"message": f"{type(exc).__name__}: {exc}", "type": "invalid_request_error"}})
             if request.get("stream"):

@@ -46,8 +46,9 @@ HTTP_FIXES = {
 }
 """What to do about an HTTP status a model endpoint answered, for :class:`ModelCallError`'s message."""
 
-CONTEXT_CODES = frozenset({"context_length_exceeded"})
-"""Error codes an endpoint gives for a prompt longer than the model's context (OpenAI's and compatible servers')."""
+CONTEXT_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
+"""Error codes an endpoint gives for a prompt longer than the model's context: OpenAI's ``code`` (and compatible
+servers'), and llama.cpp's server's error ``type`` (its ``code`` is the HTTP status)."""
 
 StoppedBy = Literal["permanent", "attempts", "deadline"]
 """Why a failed model call was not tried again: the failure cannot pass, the attempts or the run's time ran out."""
@@ -252,7 +253,7 @@ class ModelCallError(RunError):
         if self.malformed:
             return f"model endpoint {self.endpoint} sent a malformed response: {self.error_type}: {detail}"
         if self.status_code is not None:
-            fix = HTTP_FIXES.get(self.status_code, "see the provider's status page")
+            fix = HTTP_FIXES[413] if self.context_exceeded else HTTP_FIXES.get(self.status_code, "see the provider's status page")
             return f"model endpoint {self.endpoint} answered HTTP {self.status_code}: {fix} ({detail})"
         return f"model endpoint {self.endpoint} failed: {self.error_type}: {detail}"
 

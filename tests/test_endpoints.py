@@ -107,6 +107,22 @@ def test_permanent_failures_fail_fast_with_the_endpoint_and_the_fix(openai_serve
     assert len(openai_server.requests) == 1
 
 
+LLAMA_CPP_TOO_LONG = {"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size "
+                                 "(4096 tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}}
+"""What llama.cpp's server answers for a prompt longer than its context: the HTTP status as ``code``, the kind as ``type``."""
+
+
+@pytest.mark.parametrize("body", [{"error": {"message": "too long", "code": "context_length_exceeded", "param": "messages"}},
+                                  LLAMA_CPP_TOO_LONG], ids=["openai", "llama.cpp"])
+def test_a_prompt_too_long_for_the_model_says_to_lower_the_prompt_budget(openai_server, body):
+    openai_server.responses.append(Raw(400, json.dumps(body)))
+    with pytest.raises(ModelCallError) as exc:
+        graph_for(openai_server).invoke({"task": "t"})
+    assert exc.value.context_exceeded and len(openai_server.requests) == 1
+    assert str(exc.value).startswith(f"model endpoint {openai_server.base_url} answered HTTP 400: the prompt is too "
+                                     "large: lower --max-prompt-tokens or --window-steps (")
+
+
 def test_exhausted_retries_leave_the_run_resumable(openai_server):
     openai_server.responses += [completion(tool_calls=[{"name": "calculator", "args": {"expression": "2+2"}}])]
     openai_server.responses += [Raw(500, "down")] * 4

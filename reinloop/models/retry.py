@@ -31,7 +31,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from ..errors import ConfigurationError, ModelCallError, ScriptExhaustedError, SettingError, StoppedBy
+from ..errors import CONTEXT_CODES, ConfigurationError, ModelCallError, ScriptExhaustedError, SettingError, StoppedBy
 from ..observe.redact import redact_url, scrub
 from ..observe.terminal import safe_text
 from ..tools.attempts import first_then_retried  # noqa: F401  (re-exported: tool calls share it)
@@ -105,7 +105,12 @@ def param_of(exc: BaseException) -> str | None:
 
 
 def code_of(exc: BaseException) -> str | None:
-    """The error code the endpoint gave (``openai``'s ``code``: ``context_length_exceeded`` ...), if it did."""
+    """The error code the endpoint gave (``openai``'s ``code``: ``context_length_exceeded`` ...), if it did; else its
+    error type, first, when that names a prompt too long for the context (llama.cpp's server:
+    ``exceed_context_size_error``, with the HTTP status as its ``code``)."""
+    kind = getattr(exc, "type", None)
+    if isinstance(kind, str) and kind in CONTEXT_CODES:
+        return kind
     code = getattr(exc, "code", None)
     return code if isinstance(code, str) and code else None
 

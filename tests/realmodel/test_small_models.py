@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks.eval.real import REQUEST_TIMEOUT
 from benchmarks.realserver import Server
-from reinloop import build_graph
+from reinloop import ModelCallError, build_graph
 from reinloop.runs.limits import Limits
 from reinloop.models.resolve import resolve_model
 from reinloop.tools import builtins
@@ -110,3 +110,12 @@ def test_a_run_of_qwen_with_its_re_asks_replays_identically_from_the_run_databas
     assert report.identical, report.divergence
     assert report.model_calls == outcome.counters["llm_calls"]  # every call the run made, re-asks included
     assert report.outcome["answer"] == outcome.answer and report.outcome["status"] == outcome.status
+
+
+def test_a_prompt_longer_than_the_models_context_is_said_to_be_too_large(smol_server):
+    """The server answers as llama.cpp's does (400, ``exceed_context_size_error``): the run says what to lower."""
+    graph = build_graph(client(smol_server), builtins("calculator"), protocol="json", limits=LIMITS)
+    with pytest.raises(ModelCallError) as caught:
+        graph.invoke({"task": "Add these numbers: " + " ".join(str(n) for n in range(1000, 2500))})
+    assert caught.value.context_exceeded and caught.value.status_code == 400
+    assert "the prompt is too large: lower --max-prompt-tokens" in str(caught.value)
