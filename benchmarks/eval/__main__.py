@@ -234,6 +234,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1, help="--real: llama.cpp threads [1: on a busy 2-core "
                         "machine, 2 threads generated 10x slower than 1]")
     parser.add_argument("--max-tokens", type=int, default=256, help="--real: cap on every reply [256]")
+    parser.add_argument("--n-ctx", type=int, default=4096, help="--real: the model's context window in tokens; BFCL's "
+                        "multi-turn prompts need about 16384 [4096]")
     parser.add_argument("--server-log", metavar="FILE", help="--real: the server appends every request's messages "
                         "and the model's raw reply to this JSON-lines file")
     parser.add_argument("--rules", type=answer_rules, help="the *_ruled contestants' AnswerRules as JSON, e.g. "
@@ -321,7 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
     """The suite against a small local model this process serves (and stops, also on error or Ctrl-C)."""
     signal.signal(signal.SIGTERM, _terminated)  # so that ``serving`` stops the server on ``kill`` too
-    with serving(args.real, max_tokens=args.max_tokens, threads=args.threads, log=args.server_log) as server:
+    with serving(args.real, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads, log=args.server_log) as server:
         args.chat_model, args.loop_options = real.chat_model(server), real.loop_options()
         results: dict[str, list[tuple[RunResult, bool]]] = {}
         try:
@@ -334,7 +336,7 @@ def run_real(args: argparse.Namespace, tasks: list[Task], command: str) -> int:
                 raise
             results, tasks = {name: runs[:finished] for name, runs in results.items()}, tasks[:finished]
         stats = server.stats()
-        model = real.describe(args.real, server, args.threads, args.max_tokens)
+        model = real.describe(args.real, server, args.threads, args.max_tokens, args.n_ctx)
     report = {name: summarize(runs) for name, runs in results.items()}
     if args.json:
         print(json.dumps({"contestants": report, "server": stats, "tasks": [t.id for t in tasks]}))
@@ -366,11 +368,11 @@ def run_bfcl(args: argparse.Namespace, command: str) -> int:
     try:
         if args.real:
             signal.signal(signal.SIGTERM, _terminated)
-            with serving(args.real, max_tokens=args.max_tokens, threads=args.threads, log=args.server_log) as server:
+            with serving(args.real, max_tokens=args.max_tokens, n_ctx=args.n_ctx, threads=args.threads, log=args.server_log) as server:
                 try:
                     run(real.chat_model(server), **real.loop_options())
                 finally:
-                    stats, model = server.stats(), real.describe(args.real, server, args.threads, args.max_tokens)
+                    stats, model = server.stats(), real.describe(args.real, server, args.threads, args.max_tokens, args.n_ctx)
         else:
             model = args.model
             run(args.chat_model or resolve_model(args.model, base_url=args.base_url))

@@ -54,12 +54,12 @@ def loop_options() -> dict[str, Any]:
     return {"limits": Limits(max_seconds=None)}
 
 
-def describe(name: str, server: Server, threads: int, max_tokens: int) -> str:
+def describe(name: str, server: Server, threads: int, max_tokens: int, n_ctx: int = 4096) -> str:
     """One line naming the model, its file's sha256 and how it was served."""
     version = metadata.version("llama_cpp_python")
     return (f"{MODELS[name].title} (`{server.model.name}`, sha256 `{sha256_of(server.model)}`), served by "
             f"`benchmarks/realserver.py` (llama-cpp-python {version}, {threads} thread(s), replies capped at "
-            f"{max_tokens} tokens), temperature 0")
+            f"{max_tokens} tokens, a context of {n_ctx:,} tokens), temperature 0")
 
 
 def throughput(stats: dict[str, Any]) -> str:

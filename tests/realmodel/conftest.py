@@ -34,11 +34,11 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(f"realmodel tests skipped: {reason}")
 
 
-def _serve(name: str, max_tokens: int) -> Iterator[Server]:
+def _serve(name: str, max_tokens: int, n_ctx: int = 4096) -> Iterator[Server]:
     why = unavailable(name)
     if why:
         pytest.skip(f"real model {name} unavailable: {why}")
-    with serving(name, max_tokens=max_tokens, threads=1) as server:  # one thread: CI machines are shared
+    with serving(name, max_tokens=max_tokens, n_ctx=n_ctx, threads=1) as server:  # one thread: CI machines are shared
         yield server
 
 
@@ -52,3 +52,9 @@ def qwen_server() -> Iterator[Server]:
 def smol_server() -> Iterator[Server]:
     """SmolLM2-135M-Instruct (never calls a tool), served for the whole session."""
     yield from _serve("smol135m", max_tokens=128)
+
+
+@pytest.fixture
+def small_context_server() -> Iterator[Server]:
+    """SmolLM2-135M-Instruct with a context window of 512 tokens (``--n-ctx 512``)."""
+    yield from _serve("smol135m", max_tokens=64, n_ctx=512)

@@ -119,3 +119,17 @@ def test_a_prompt_longer_than_the_models_context_is_said_to_be_too_large(smol_se
         graph.invoke({"task": "Add these numbers: " + " ".join(str(n) for n in range(1000, 2500))})
     assert caught.value.context_exceeded and caught.value.status_code == 400
     assert "the prompt is too large: lower --max-prompt-tokens" in str(caught.value)
+
+
+def test_the_context_window_served_is_the_one_asked_for_and_a_longer_request_is_refused_as_llama_cpp_does(
+        small_context_server):
+    import httpx
+
+    words = " ".join(["apple"] * 700)  # about 700 tokens: fits 4,096, not 512
+    reply = httpx.post(f"{small_context_server.base_url}/chat/completions", timeout=60,
+                       json={"model": "local", "messages": [{"role": "user", "content": words}]})
+    error = reply.json()["error"]
+    assert (reply.status_code, error["type"], error["n_ctx"]) == (400, "exceed_context_size_error", 512)
+    short = httpx.post(f"{small_context_server.base_url}/chat/completions", timeout=60,
+                       json={"model": "local", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})
+    assert short.status_code == 200
