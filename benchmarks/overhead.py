@@ -766,6 +766,12 @@ class RatioBounds:
                              '{"tolerance": 0.1, "ratios": {"none": {"200": 1.5}}}') from exc
         self.path = path
 
+    def past(self, found: dict[tuple[str, str, int], list[dict[str, Any]]], saver: str, n: int) -> bool:
+        """Whether the ratio of ``saver`` at ``n`` steps is past its stored bound and tolerance."""
+        bound = self.ratios.get((saver, n))
+        ratio = least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
+        return bound is not None and ratio > bound * (1 + self.tolerance)
+
     def failures(self, found: dict[tuple[str, str, int], list[dict[str, Any]]], steps: tuple[int, ...],
                  savers: tuple[str, ...]) -> tuple[list[str], list[str]]:
         """Lines for the ratios within their bounds and for those past them (with by how much)."""
@@ -788,13 +794,29 @@ class RatioBounds:
         return passed, failed
 
 
+CHECK_ROUNDS = 3
+"""Rounds of ``repeats`` runs a ratio past its bound gets before ``--check`` fails: a burst of load on a shared
+machine passes by, a regression stays past the bound in every round."""
+
+
 def check(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], bounds: RatioBounds) -> int:
-    """The per-iteration runs only, their table, and each CPU ratio against its stored bound; 1 if one is past it."""
+    """The per-iteration runs only, their table, and each CPU ratio against its stored bound; 1 if one is past it
+    after :data:`CHECK_ROUNDS` rounds (each round adds runs to the configurations past their bound)."""
     load = os.getloadavg()
+    rounds = 1
     with tempfile.TemporaryDirectory() as tmp:
         found = measure(steps, repeats, savers, Path(tmp))
+        while rounds < CHECK_ROUNDS:
+            late = [(saver, n) for saver in savers for n in steps if bounds.past(found, saver, n)]
+            if not late:
+                break
+            rounds += 1
+            for saver, n in late:  # the least disturbed run of all rounds counts
+                for key, runs in measure((n,), repeats, (saver,), Path(tmp)).items():
+                    found[key] += runs
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {os.cpu_count()} cores, load average "
-          f"{load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {repeats} repeat(s), median (min–max)\n")
+          f"{load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end; {repeats} repeat(s) in {rounds} "
+          f"round(s), median (min–max)\n")
     print_runs(found, steps, savers)
     passed, failed = bounds.failures(found, steps, savers)
     print(f"\ncheck against {bounds.path}:")

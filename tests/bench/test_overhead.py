@@ -83,6 +83,8 @@ def test_the_check_fails_naming_the_ratio_past_an_impossibly_low_stored_bound(tm
     assert failed, proc.stderr
     assert float(failed[1]) > 0.5 and int(failed[2]) > int(failed[3]) > 1000  # by how much, both ways
     assert "overhead check failed: 1 CPU ratio(s) past the stored bound by more than 10%" in proc.stderr
+    assert "1 repeat(s) in 3 round(s)" in proc.stdout  # a ratio past its bound is measured again before it fails
+    assert proc.stderr.count("reinloop, none, 5 steps, run 1 ...") == 3
 
 
 def test_the_check_refuses_a_stored_file_it_cannot_read(tmp_path):
