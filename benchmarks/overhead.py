@@ -753,6 +753,11 @@ def least(runs: list[dict[str, Any]]) -> float:
     return min(r["cpu"] for r in runs)
 
 
+def cpu_ratio(found: dict[tuple[str, str, int], list[dict[str, Any]]], saver: str, n: int) -> float:
+    """reinloop's CPU per iteration over create_agent's, each side's least disturbed run, for ``saver`` at ``n``."""
+    return least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
+
+
 class RatioBounds:
     """The stored bounds of ``--check``: ``{"tolerance": 0.1, "ratios": {saver: {N: ratio}}}``."""
 
@@ -769,8 +774,7 @@ class RatioBounds:
     def past(self, found: dict[tuple[str, str, int], list[dict[str, Any]]], saver: str, n: int) -> bool:
         """Whether the ratio of ``saver`` at ``n`` steps is past its stored bound and tolerance."""
         bound = self.ratios.get((saver, n))
-        ratio = least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
-        return bound is not None and ratio > bound * (1 + self.tolerance)
+        return bound is not None and cpu_ratio(found, saver, n) > bound * (1 + self.tolerance)
 
     def failures(self, found: dict[tuple[str, str, int], list[dict[str, Any]]], steps: tuple[int, ...],
                  savers: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -778,8 +782,7 @@ class RatioBounds:
         passed, failed = [], []
         for saver in savers:
             for n in steps:
-                bound = self.ratios.get((saver, n))
-                ratio = least(found[("reinloop", saver, n)]) / least(found[("create_agent", saver, n)])
+                bound, ratio = self.ratios.get((saver, n)), cpu_ratio(found, saver, n)
                 if bound is None:
                     passed.append(f"{saver}, N = {n}: CPU ratio {ratio:.2f}, no stored bound in {self.path.name} (not checked)")
                     continue
