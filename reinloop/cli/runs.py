@@ -48,12 +48,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         return EXIT_DONE
     say(table_row([name for name, _ in RUNS_COLUMNS]))
     for r in records:
-        outcome = r.answer if r.status == "done" else r.damage if r.status == "damaged" else r.break_reason or ""
         row = [r.thread_id, r.status or "?", str(r.steps or 0), spent(r.counters or {}, "") or "-",
                (r.updated_at or "")[:19].replace("T", " "), r.task]
         if r.status in RESUMABLE:  # a command is of use only whole: in the last column, never cut
             say(table_row([*row, f"go on: {resume_command(r.thread_id, args.db)}"], whole_last=True))
         else:
+            outcome = r.answer if r.status == "done" else r.damage if r.status == "damaged" else r.break_reason or ""
             say(table_row([*row, outcome]))
     return EXIT_DONE
 
@@ -63,10 +63,9 @@ def table_row(cells: Sequence[Any], *, whole_last: bool = False) -> str:
     ``whole_last``, the last cell (a command to copy) as it is, however long."""
     widths = [width for _, width in RUNS_COLUMNS]
     numbers = {2, 3}  # right-aligned
-    fitted = [fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cells, widths))]
-    if whole_last:
-        fitted[-1] = safe_text(cells[-1])
-    return "  ".join(fitted).rstrip()
+    cut = cells[:-1] if whole_last else cells
+    fitted = [fit(cell, w, right=i in numbers) for i, (cell, w) in enumerate(zip(cut, widths))]
+    return "  ".join([*fitted, *([safe_text(cells[-1])] if whole_last else [])]).rstrip()
 
 
 def runs_show_options(p: argparse.ArgumentParser) -> None:
