@@ -27,6 +27,12 @@ PLAUSIBLE = {"prompt_tokens": 960, "completion_tokens": 40}
 the default 12/7 is far below reinloop's own count of any request, so it is not believed (reinloop.pricing)."""
 
 
+LLAMA_CPP_TOO_LONG = {"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size "
+                                 "(4096 tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}}
+"""What llama.cpp's server answers (HTTP 400) for a prompt longer than its context: the HTTP status as ``code``, the
+kind as ``type``."""
+
+
 def completion(text: str = "", tool_calls: list[dict[str, Any]] | None = None,
                prompt_tokens: int = 12, completion_tokens: int = 7, finish_reason: str | None = None,
                model: str = "scripted", refusal: str | None = None) -> dict[str, Any]:

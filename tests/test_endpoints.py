@@ -16,7 +16,7 @@ from reinloop.models.retry import RetryPolicy
 from reinloop.testing import ScriptedChatModel
 from reinloop.tools import builtins
 
-from .openai_server import PLAUSIBLE, Raw, completion
+from .openai_server import LLAMA_CPP_TOO_LONG, PLAUSIBLE, Raw, completion
 
 FAST = RetryPolicy(base_delay=0.01, max_delay=0.05, timeout=2.0)
 
@@ -105,11 +105,6 @@ def test_permanent_failures_fail_fast_with_the_endpoint_and_the_fix(openai_serve
     assert message.startswith(f"model endpoint {openai_server.base_url} answered HTTP {status}: {fix}")
     assert "\n" not in message
     assert len(openai_server.requests) == 1
-
-
-LLAMA_CPP_TOO_LONG = {"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size "
-                                 "(4096 tokens)", "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}}
-"""What llama.cpp's server answers for a prompt longer than its context: the HTTP status as ``code``, the kind as ``type``."""
 
 
 @pytest.mark.parametrize("body", [{"error": {"message": "too long", "code": "context_length_exceeded", "param": "messages"}},

@@ -23,7 +23,7 @@ from reinloop.runs.outcome import Outcome
 from reinloop.runs.api import resume, run
 from reinloop.tools import builtins
 
-from .openai_server import PLAUSIBLE, OpenAIServer, Raw, completion
+from .openai_server import LLAMA_CPP_TOO_LONG, PLAUSIBLE, OpenAIServer, Raw, completion
 
 FAST = RetryPolicy(attempts=2, base_delay=0.01, max_delay=0.02, timeout=2.0)
 CALC = {"name": "calculator", "args": {"expression": "6*7"}}
@@ -51,9 +51,7 @@ TRIGGERS = {
     "429_exhausted": ([error(429), error(429)], "retries_exhausted", 2),
     "500_exhausted": ([error(500), error(500)], "retries_exhausted", 2),
     "context_length": ([error(400, code="context_length_exceeded", param="messages")], "context_length", 1),
-    "context_length_llama_cpp": ([Raw(400, json.dumps({"error": {  # llama.cpp's server: its kind in `type`
-        "code": 400, "message": "request (4476 tokens) exceeds the available context size (4096 tokens)",
-        "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}}))], "context_length", 1),
+    "context_length_llama_cpp": ([Raw(400, json.dumps(LLAMA_CPP_TOO_LONG))], "context_length", 1),
     "refusal": ([completion(refusal="I can't help with that.")], "refusal", 1),
     "content_filter": ([completion("", finish_reason="content_filter")], "refusal", 1),
     "tools_unsupported": ([error(400, param="tools")], "tools_unsupported", 1),
