@@ -69,8 +69,23 @@ def test_the_quick_check_holds_both_ratios_to_their_stored_bounds(tmp_path):
     proc = run_check(tmp_path, "--quick")
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     for saver in ("none", "sqlite"):
-        assert re.search(rf"^  ok    {saver}, N = 20: CPU ratio reinloop/create_agent [\d.]+ \(fastest runs\), stored [\d.]+ "
-                         rf"\(limit [\d.]+ with 10%\)$", proc.stdout, re.M), proc.stdout
+        assert re.search(rf"^  ok    {saver}, N = 20: CPU ratio reinloop/create_agent [\d.]+ \(median of 7 pairs\), "
+                         rf"stored [\d.]+ \(limit [\d.]+ with 10%\)$", proc.stdout, re.M), proc.stdout
+
+
+def test_the_check_measures_both_sides_in_pairs_and_takes_the_median_pair_ratio(tmp_path):
+    proc = run_check(tmp_path, "--quick", "--steps", "3", "--repeats", "3", "--savers", "none", "sqlite")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    for saver in ("none", "sqlite"):
+        row = re.search(rf"^\| {saver} \| 3 \| 3 \| ([\d.]+) \(([\d.]+)–([\d.]+)\) \| ([\d.]+) \(([\d.]+)–([\d.]+)\) "
+                        rf"\| ([\d.]+) \(([\d.]+)–([\d.]+)\) \|$", proc.stdout, re.M)
+        assert row, proc.stdout
+        ours, theirs, (ratio, low, high) = row.group(1, 2, 3), row.group(4, 5, 6), row.group(7, 8, 9)
+        for median, least, most in (ours, theirs, (ratio, low, high)):
+            assert 0 < float(least) <= float(median) <= float(most)
+        assert f"{saver}, 3 steps: 3 pair(s) of runs in one process ..." in proc.stderr
+        assert f"{saver}, N = 3: CPU ratio {ratio}, no stored bound" in proc.stdout  # the table's ratio is the one checked
+    assert list(tmp_path.iterdir()) == []  # the pairs' databases are gone with their temporary directory
 
 
 def test_the_check_fails_naming_the_ratio_past_an_impossibly_low_stored_bound(tmp_path):
@@ -78,13 +93,13 @@ def test_the_check_fails_naming_the_ratio_past_an_impossibly_low_stored_bound(tm
     bounds.write_text(json.dumps({"tolerance": 0.1, "ratios": {"none": {"5": 0.01}}}))
     proc = run_check(tmp_path, "--quick", "--steps", "5", "--repeats", "1", "--savers", "none", "--ratios", str(bounds))
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
-    failed = re.search(r"none, N = 5: CPU ratio reinloop/create_agent ([\d.]+) \(fastest runs\), stored 0\.01 \(limit 0\.01 with 10%\): "
-                       r"(\d+)% above the stored ratio, (\d+)% past the limit", proc.stderr)
+    failed = re.search(r"none, N = 5: CPU ratio reinloop/create_agent ([\d.]+) \(median of 3 pairs\), stored 0\.01 "
+                       r"\(limit 0\.01 with 10%\): (\d+)% above the stored ratio, (\d+)% past the limit", proc.stderr)
     assert failed, proc.stderr
     assert float(failed[1]) > 0.5 and int(failed[2]) > int(failed[3]) > 1000  # by how much, both ways
     assert "overhead check failed: 1 CPU ratio(s) past the stored bound by more than 10%" in proc.stderr
-    assert "1 repeat(s) in 3 round(s)" in proc.stdout  # a ratio past its bound is measured again before it fails
-    assert proc.stderr.count("reinloop, none, 5 steps, run 1 ...") == 3
+    assert "1 pair(s) a round, 3 round(s)" in proc.stdout  # a ratio past its bound is measured again before it fails
+    assert proc.stderr.count("none, 5 steps: 1 pair(s) of runs in one process ...") == 3
 
 
 def test_the_check_refuses_a_stored_file_it_cannot_read(tmp_path):
