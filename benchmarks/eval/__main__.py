@@ -240,6 +240,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         "and the model's raw reply to this JSON-lines file")
     parser.add_argument("--rules", type=answer_rules, help="the *_ruled contestants' AnswerRules as JSON, e.g. "
                         "'{\"min_tool_calls\": 1, \"vary_repeats\": true}' [README's small-model rules]")
+    parser.add_argument("--no-system-prompt", action="store_true", help="give no contestant the eval's system "
+                        "prompt: reinloop sends its protocol's rules alone, create_agent no system message "
+                        "(--bfcl never gives one)")
     parser.add_argument("--bfcl", metavar="CATEGORIES", help="run the Berkeley Function Calling Leaderboard's "
                         "items instead (comma-separated: simple,multiple,parallel,multi_turn_base ...; needs "
                         f"bfcl-eval: {bfcl.INSTALL}), checked by its own checkers; with --real or --model")
@@ -268,6 +271,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.contestants = args.contestants or list(REAL_DEFAULT if args.real else SIMULATED_DEFAULT)
     if args.rules is not None:
         contestants.SMALL_MODEL_RULES = args.rules
+    if args.no_system_prompt:
+        contestants.SYSTEM = None
     args.chat_model, args.loop_options = None, {}
     return args
 

@@ -51,7 +51,8 @@ from .textcalls import TextCallMiddleware
 PRICING = Pricing(local_is_free=False)
 """Every call priced by the model name its reply reports (the simulated model behind the cache: gpt-5-mini)."""
 
-SYSTEM = "You are a careful assistant. Use the tools; use the calculator for every calculation."
+SYSTEM: str | None = "You are a careful assistant. Use the tools; use the calculator for every calculation."
+"""The eval's system prompt, given to every contestant; ``--no-system-prompt`` sets None (each its own default)."""
 
 
 @dataclass
@@ -148,10 +149,11 @@ def _with_protocol(protocol: str) -> Callable[..., RunResult]:
     return run
 
 
-def agent_for(model: BaseChatModel, tools: list[BaseTool], *, system_prompt: str | None = SYSTEM,
+def agent_for(model: BaseChatModel, tools: list[BaseTool], *, system_prompt: str | None = None,
               run_limit: int = 10, text_calls: bool = False) -> Any:
     """The create_agent contestants' agent: tool errors returned to the model, ``run_limit`` model calls a run,
-    and with ``text_calls`` calls written as JSON text read as calls (:mod:`.textcalls`)."""
+    and with ``text_calls`` calls written as JSON text read as calls (:mod:`.textcalls`); ``system_prompt``
+    or none."""
     middleware: list[Any] = [ToolErrorMiddleware(on_error=lambda exc, request: f"Error: {type(exc).__name__}: {exc}"),
                              ModelCallLimitMiddleware(run_limit=run_limit, exit_behavior="end")]
     return create_agent(model, tools, system_prompt=system_prompt,
@@ -161,7 +163,7 @@ def agent_for(model: BaseChatModel, tools: list[BaseTool], *, system_prompt: str
 def run_create_agent(task: str, model: BaseChatModel, tools: list[BaseTool], *, text_calls: bool = False,
                      **options: Any) -> RunResult:
     """LangChain's create_agent with tool errors returned to the model and a 10-call limit."""
-    agent = agent_for(model, tools, text_calls=text_calls)
+    agent = agent_for(model, tools, system_prompt=SYSTEM, text_calls=text_calls)
 
     def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:
         out = agent.invoke({"messages": [HumanMessage(content=task)]}, config)
@@ -181,7 +183,7 @@ def run_create_agent_text_calls(task: str, model: BaseChatModel, tools: list[Bas
 def run_bare_loop(task: str, model: BaseChatModel, tools: list[BaseTool], **options: Any) -> RunResult:
     """Seed 000's SimpleAgent, as written there (with the tools listed in its prompt)."""
     by_name = {t.name: t for t in tools}
-    system = (SYSTEM + "\nReply with one JSON object only: {\"tool\": \"name\", \"args\": {...}} or "
+    system = ((SYSTEM + "\n" if SYSTEM else "") + "Reply with one JSON object only: {\"tool\": \"name\", \"args\": {...}} or "
               "{\"final_answer\": \"...\"}.\nTools: " + "; ".join(f"{t.name}: {t.description}" for t in tools))
 
     def loop(config: dict[str, Any]) -> tuple[str | None, str, str]:

@@ -149,3 +149,18 @@ def test_rules_sets_the_answer_rules_of_the_ruled_contestants_and_refuses_unknow
     with pytest.raises(SystemExit):
         parse_args(["--rules", '{"min_tools": 2}'])
     assert "not AnswerRules as JSON" in capsys.readouterr().err
+
+
+def test_no_system_prompt_sends_reinloop_its_rules_alone_and_create_agent_no_system_message(
+        openai_server, monkeypatch, capsys):
+    from benchmarks.eval import contestants
+    from tests.openai_server import completion
+
+    monkeypatch.setattr(contestants, "SYSTEM", contestants.SYSTEM)  # parse_args sets it for the process
+    openai_server.responses += [completion("I do not know"), completion("I do not know")]
+    assert main(["--limit", "1", "--model", "openai:test-model", "--base-url", openai_server.base_url,
+                 "--contestants", "reinloop,create_agent", "--no-system-prompt", "--json"]) == 0
+    ours, theirs = (request["messages"] for request in openai_server.requests)
+    assert ours[0]["role"] == "system" and ours[0]["content"].startswith("Call the tools you need")
+    assert "careful assistant" not in ours[0]["content"]
+    assert [m["role"] for m in theirs] == ["user"]
