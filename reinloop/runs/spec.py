@@ -122,8 +122,8 @@ class RunSpec:
     """What each prompt may hold (:class:`~reinloop.Memory`)."""
     answers: AnswerRules = field(default_factory=AnswerRules, metadata={"group": "answers"})
     """What a final answer must satisfy, and whether a stuck run gets a wrap-up call (:class:`~reinloop.protocols.answers.AnswerRules`)."""
-    system_prompt: str | None = field(default=None, metadata={"group": "run", "help": "replace the default system prompt"})
-    """Replaces the default system prompt."""
+    system_prompt: str | None = field(default=None, metadata={"group": "run", "help": "text the system message starts with, before reinloop's reply rules (none by default)"})
+    """Text the system message starts with, before the protocol's reply rules; reinloop adds none of its own."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict, metadata={
         "group": "model", "help": "prices in USD per million tokens, by model name, before any other source: "
                                   "'{\"my-model\": {\"input\": 0.15, \"output\": 0.6, \"cached_input\": 0.075}}'"})

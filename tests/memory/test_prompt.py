@@ -55,6 +55,25 @@ def test_native_tool_calling_sends_schemas_not_descriptions_and_counts_them():
     assert tools == active_counter().count(json.dumps(model.bound_tools, ensure_ascii=False, separators=(",", ":")))
 
 
+@pytest.mark.parametrize("protocol", ["auto", "json", "react"])
+def test_without_a_system_prompt_the_system_message_is_the_protocols_rules_alone(protocol):
+    # A persona sentence of reinloop's own before the rules turned a 1.5B model's native calls into prose.
+    reply = {"json": '{"final_answer": "x"}', "react": "Final Answer: x"}.get(protocol, "x")
+    model = ScriptedChatModel(replies=[reply])
+    graph = build_graph(model, builtins("calculator"), protocol=protocol)
+    graph.invoke({"task": "t"})
+    ctx = graph.reinloop_context
+    assert model.prompts[0][0].content == ctx.protocol.instructions(ctx.tools)
+
+
+def test_a_given_system_prompt_comes_first_and_the_protocols_rules_after_it():
+    model = ScriptedChatModel(replies=["x"])
+    graph = build_graph(model, builtins("calculator"), system_prompt="  Answer in French.  ")
+    graph.invoke({"task": "t"})
+    ctx = graph.reinloop_context
+    assert model.prompts[0][0].content == f"Answer in French.\n\n{ctx.protocol.instructions(ctx.tools)}"
+
+
 def test_a_budget_the_system_prompt_fills_is_refused_with_the_fix():
     with pytest.raises(ConfigurationError, match=r"leave less than 200 of Memory.max_prompt_tokens=250 for the task "
                                                  r"and the steps; raise max_prompt_tokens to at least \d+"):

@@ -18,7 +18,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .config import Memory
 from .ledger import newest_lines_within
-from .prompt import DEFAULT_SYSTEM_PROMPT, fit_listing
+from .prompt import fit_listing, system_text
 from .tokens import active_counter, count_message_tokens
 from .window import current_steps
 
@@ -42,8 +42,7 @@ def answer_format(protocol_name: str) -> str:
 
 def wrap_up_prompt(state: Mapping[str, Any], ctx: Any, protocol_name: str) -> tuple[list[BaseMessage], int]:
     """The wrap-up call's messages and their token count (the ledger's newest lines that fit the budget)."""
-    system = SystemMessage(content=f"{(ctx.system_prompt or DEFAULT_SYSTEM_PROMPT).strip()}\n\n"
-                                   f"{answer_format(protocol_name)}")
+    system = SystemMessage(content=system_text(ctx, answer_format(protocol_name)))
     return results_prompt(state, ctx, system, REQUEST)
 
 
