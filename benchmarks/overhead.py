@@ -312,11 +312,10 @@ def warm_up(side: str, tools: list[Any]) -> None:
         active_counter()
 
 
-def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, Any]:
-    """One run of ``steps`` iterations: CPU and wall time of ``invoke``, peak RSS, database size."""
-    import_side(side)
+def timed_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, Any]:
+    """One run of ``steps`` iterations, its saver closed after: CPU and wall time of ``invoke`` per iteration,
+    peak RSS before it, the saver's ``synchronous`` setting."""
     model, tools = scripted_model(steps), [fetch_tool()]
-    warm_up(side, tools)
     saver = open_saver(side, saver_kind, path)
     sync = raw_connection(saver).execute("PRAGMA synchronous").fetchone()[0] if saver is not None else None
     graph = build(side, model, tools, saver)
@@ -327,8 +326,15 @@ def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, A
     if model.remaining():
         raise SystemExit(f"{side} did not use its whole script of {steps} steps")
     close_saver(saver)
-    return {"cpu": cpu / steps, "wall": wall / steps, "rss": peak_rss(), "rss_before": rss_before,
-            "size": files_size(path) if saver is not None else None, "synchronous": sync}
+    return {"cpu": cpu / steps, "wall": wall / steps, "rss_before": rss_before, "synchronous": sync}
+
+
+def child_run(side: str, saver_kind: str, steps: int, path: Path) -> dict[str, Any]:
+    """One run of ``steps`` iterations: CPU and wall time of ``invoke``, peak RSS, database size."""
+    import_side(side)
+    warm_up(side, [fetch_tool()])
+    run = timed_run(side, saver_kind, steps, path)
+    return {**run, "rss": peak_rss(), "size": files_size(path) if saver_kind != "none" else None}
 
 
 def child_pairs(saver_kind: str, steps: int, pairs: int, workdir: Path) -> dict[str, Any]:
@@ -344,16 +350,8 @@ def child_pairs(saver_kind: str, steps: int, pairs: int, workdir: Path) -> dict[
     found: dict[str, list[float]] = {side: [] for side in SIDES}
     for p in range(pairs):
         for side in SIDES if p % 2 == 0 else SIDES[::-1]:
-            model, tools = scripted_model(steps), [fetch_tool()]
             path = workdir / f"pair-{side}-{saver_kind}-{steps}-{p}.db"
-            saver = open_saver(side, saver_kind, path)
-            graph = build(side, model, tools, saver)
-            cpu = time.process_time()
-            invoke(side, graph, steps, durable=saver is not None)
-            found[side].append((time.process_time() - cpu) / steps)
-            if model.remaining():
-                raise SystemExit(f"{side} did not use its whole script of {steps} steps")
-            close_saver(saver)
+            found[side].append(timed_run(side, saver_kind, steps, path)["cpu"])
             for old in workdir.glob(path.name + "*"):
                 old.unlink()
     return found
@@ -787,9 +785,14 @@ Pairs = dict[tuple[str, int], dict[str, list[float]]]
 """``--check``'s measurements: per (saver, N), each side's CPU per iteration, run by run, pair by pair."""
 
 
+def pair_ratios(pairs: dict[str, list[float]]) -> list[float]:
+    """Each pair's CPU ratio, reinloop's run over create_agent's run beside it."""
+    return [a / b for a, b in zip(pairs["reinloop"], pairs["create_agent"])]
+
+
 def pair_ratio(pairs: dict[str, list[float]]) -> float:
-    """The median of the pairs' CPU ratios, reinloop's run over create_agent's run beside it."""
-    return statistics.median(a / b for a, b in zip(pairs["reinloop"], pairs["create_agent"]))
+    """The median of the pairs' CPU ratios."""
+    return statistics.median(pair_ratios(pairs))
 
 
 def measure_pairs(steps: tuple[int, ...], repeats: int, savers: tuple[str, ...], workdir: Path,
@@ -847,11 +850,11 @@ def print_pairs(found: Pairs) -> None:
     print("| saver | N | pairs | reinloop CPU ms/iter | create_agent CPU ms/iter | CPU ratio, median of pairs (min–max) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for (saver, n), pairs in found.items():
-        ratios = [a / b for a, b in zip(pairs["reinloop"], pairs["create_agent"])]
+        ratios = pair_ratios(pairs)
         cells = [f"{statistics.median(pairs[side]) * 1e3:.2f} ({min(pairs[side]) * 1e3:.2f}–{max(pairs[side]) * 1e3:.2f})"
                  for side in SIDES]
         print(f"| {saver} | {n:,} | {len(ratios)} | {cells[0]} | {cells[1]} "
-              f"| {pair_ratio(pairs):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) |")
+              f"| {statistics.median(ratios):.2f} ({min(ratios):.2f}–{max(ratios):.2f}) |")
 
 
 CHECK_PAIRS = 7
