@@ -45,14 +45,16 @@ from ..tools.options import options_of
 from ..state import AgentState, Pending, PendingView
 
 
-def truncation_problem(reason: str, cap: int | None, used: int | None = None) -> str:
+def truncation_problem(reason: str, cap: int | None, used: int | None = None, *, thought: bool = True) -> str:
     """The parse error of a reply the token cap cut off: the cap is the one asked for, or the reply's own length
-    when the endpoint cut it shorter (a server may cap replies below what a request asks)."""
+    when the endpoint cut it shorter (a server may cap replies below what a request asks). ``thought``: the
+    protocol's reply has a thought to keep short (the text protocols; native tool calling has none)."""
     cap = min(cap, used) if cap and used and used > 0 else cap or (used if used and used > 0 else None)
     asked = f"; replies may be at most {cap} tokens" if cap else ""
+    short = ", with a thought of one sentence" if thought else ""
     return (
         f"your reply reached the output token limit and was cut off (finish reason {reason!r}{asked}), so none "
-        f"of it was used. Write much less: one tool call or the final answer, with a thought of one sentence"
+        f"of it was used. Write much less: one tool call or the final answer{short}"
     )
 
 
@@ -245,7 +247,7 @@ def read_text(state: AgentState, ctx: AgentContext, protocol: OutputProtocol) ->
         if whole is not None:
             return distinct_calls(whole)
         return error_pending(truncation_problem(str(reply.get("finish_reason")), ctx.max_output_tokens,
-                                                reply.get("completion_tokens")),
+                                                reply.get("completion_tokens"), thought=not protocol.native_tools),
                              pending.get("thought") or "")
     if pending.get("parse_error") and not protocol.native_tools:
         steps = current_steps(state)

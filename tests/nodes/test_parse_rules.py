@@ -24,6 +24,16 @@ def test_a_reply_cut_off_at_the_token_cap_is_never_the_final_answer(make_graph):
     assert "Write much less" in prompt_text(model.prompts[1])  # the model is asked for a shorter reply
 
 
+def test_the_request_for_a_shorter_reply_asks_for_a_short_thought_only_where_the_protocol_has_one(make_graph):
+    answers = {"tool_calling": "4", "json": {"final_answer": "4"}, "react": "Final Answer: 4"}
+    for protocol, thought in (("tool_calling", False), ("json", True), ("react", True)):
+        graph, _ = make_graph([cut_off("{\"tool\": \"calculator\", \"args\": {\"expr"), answers[protocol]],
+                              protocol=protocol)
+        problem = graph.invoke({"task": "2+2?"})["scratchpad"][0]["parse_error"]
+        assert "Write much less: one tool call or the final answer" in problem, protocol
+        assert ("thought" in problem) is thought, protocol
+
+
 def test_a_cut_off_json_call_is_neither_repaired_nor_run(make_graph):
     cut = cut_off('{"thought": "multiply", "tool": "calculator", "args": {"expression": "12*4')
     graph, model = make_graph([cut, CALL, {"final_answer": "492"}], protocol="json")
