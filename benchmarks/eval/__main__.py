@@ -287,6 +287,7 @@ def answer_rules(text: str) -> AnswerRules:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    git_commit()  # the code this run loads, named in its report however long it takes
     command = "python -m benchmarks.eval " + " ".join(argv if argv is not None else sys.argv[1:])
     command = command.replace(" --write", "").replace(" -v", "")
     if args.bfcl:
@@ -444,15 +445,22 @@ def _terminated(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-def git_commit() -> str:
-    """The checkout's short commit, or ``unknown`` outside git."""
+@functools.cache
+def git_commit(root: Path = ROOT) -> str:
+    """The checkout's short commit as the run started, ``+ uncommitted changes`` when its tracked files differed
+    from it, or ``unknown`` outside git. Remembered from the first call (``main`` makes it before any run): a
+    run of hours reports the code it loaded, not a commit made while it ran."""
     import subprocess
 
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout.strip()
+
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return commit + (" + uncommitted changes" if changed else "")
 
 
 def write_markdown(heading: str, body: str) -> None:

@@ -164,3 +164,29 @@ def test_no_system_prompt_sends_reinloop_its_rules_alone_and_create_agent_no_sys
     assert ours[0]["role"] == "system" and ours[0]["content"].startswith("Call the tools you need")
     assert "careful assistant" not in ours[0]["content"]
     assert [m["role"] for m in theirs] == ["user"]
+
+
+def test_the_report_names_the_commit_the_run_started_on_and_says_when_the_tree_had_changes(tmp_path):
+    import subprocess
+
+    from benchmarks.eval.__main__ import git_commit
+
+    def git(repo, *args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args], cwd=repo,
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    clean, dirty = tmp_path / "clean", tmp_path / "dirty"
+    for repo in (clean, dirty):
+        repo.mkdir()
+        git(repo, "init", "-q")
+        (repo / "loop.py").write_text("x = 1\n")
+        git(repo, "add", "loop.py")
+        git(repo, "commit", "-q", "-m", "first")
+    started = git(clean, "rev-parse", "--short", "HEAD")
+    assert git_commit(clean) == started
+    (clean / "loop.py").write_text("x = 2\n")
+    git(clean, "commit", "-q", "-am", "made while the run ran")
+    assert git_commit(clean) == started  # the code the run loaded, not the newest commit
+    (dirty / "loop.py").write_text("x = 3\n")
+    assert git_commit(dirty) == git(dirty, "rev-parse", "--short", "HEAD") + " + uncommitted changes"
+    assert git_commit(tmp_path) == "unknown"  # no checkout
